@@ -1,0 +1,180 @@
+//! The one error type of the crate. Every failure, from argument checks to the SYCL and
+//! CUDA runtimes, is a `MemoryError`; `src/js/errors.rs` turns it into a JS error with a
+//! stable `code` in one place.
+
+/// Which JS error class a failure surfaces as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    Error,
+    TypeError,
+    RangeError,
+    UsmAllocation,
+    QueueCreation,
+    DeviceCreation,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MemoryError {
+    /// An argument of the wrong JS type.
+    #[error("{0}")]
+    InvalidArgType(String),
+    /// A size (nbytes) that is not a positive safe integer.
+    #[error("{0}")]
+    InvalidSize(String),
+    /// An alignment that is not a non-negative integer.
+    #[error("{0}")]
+    InvalidAlignment(String),
+    /// A memset value outside 0..=255.
+    #[error("{0}")]
+    InvalidFillValue(String),
+    /// The runtime could not give the memory asked for.
+    #[error("{0}")]
+    UsmAllocation(String),
+    /// A method was called after `free()`.
+    #[error("{0}")]
+    Freed(String),
+    /// The object neither is a memory object nor exposes `__sycl_usm_array_interface__`.
+    #[error("{0}")]
+    NotUsm(String),
+    /// A malformed `__sycl_usm_array_interface__`; `field` names the field at fault.
+    #[error("{message}")]
+    InterfaceMalformed { field: InterfaceField, message: String, range: bool },
+    /// The interface's pointer is not a USM pointer of the context it names.
+    #[error("{0}")]
+    ForeignPointer(String),
+    /// The byte range an interface describes leaves the allocation under it.
+    #[error("{0}")]
+    OutOfBounds(String),
+    /// Zero-copy asked for memory of another USM kind.
+    #[error("{0}")]
+    KindMismatch(String),
+    /// The USM kind of a pointer could not be determined.
+    #[error("{0}")]
+    UnknownUsmType(String),
+    /// A host destination shorter than the memory.
+    #[error("{0}")]
+    DestinationTooSmall(String),
+    /// A source longer than the memory.
+    #[error("{0}")]
+    SourceTooLarge(String),
+    /// `buffer` of device memory, which the host cannot reach.
+    #[error("{0}")]
+    NotHostAccessible(String),
+    /// A write into memory made from a read-only interface.
+    #[error("{0}")]
+    ReadOnly(String),
+    /// `syclobj` of the wrong kind for `getUsmType`.
+    #[error("{0}")]
+    InvalidSyclObj(String),
+    /// A filter string that cannot be parsed.
+    #[error("{0}")]
+    InvalidFilter(String),
+    /// No device matches (SyclDeviceCreationError).
+    #[error("{0}")]
+    DeviceNotFound(String),
+    /// A queue could not be made (SyclQueueCreationError), e.g. no runtime at all.
+    #[error("{0}")]
+    QueueCreation(String),
+    /// A call into the SYCL runtime failed.
+    #[error("{0}")]
+    SyclRuntime(String),
+    /// A call into the CUDA driver failed.
+    #[error("{0}")]
+    CudaDriver(String),
+    /// The JS engine refuses external ArrayBuffers (Electron's V8 sandbox).
+    #[error("{0}")]
+    ExternalBuffersUnsupported(String),
+    /// An asynchronous operation is still running on this memory.
+    #[error("{0}")]
+    Busy(String),
+}
+
+/// The fields of `__sycl_usm_array_interface__`, in dpctl's validation order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InterfaceField {
+    Interface,
+    Offset,
+    Version,
+    Data,
+    Syclobj,
+    Shape,
+    Typestr,
+    Strides,
+}
+
+impl InterfaceField {
+    pub fn code(self) -> &'static str {
+        match self {
+            InterfaceField::Interface => "ERR_SUAI_MALFORMED",
+            InterfaceField::Offset => "ERR_SUAI_OFFSET",
+            InterfaceField::Version => "ERR_SUAI_VERSION",
+            InterfaceField::Data => "ERR_SUAI_DATA",
+            InterfaceField::Syclobj => "ERR_SUAI_SYCLOBJ",
+            InterfaceField::Shape => "ERR_SUAI_SHAPE",
+            InterfaceField::Typestr => "ERR_SUAI_TYPESTR",
+            InterfaceField::Strides => "ERR_SUAI_STRIDES",
+        }
+    }
+}
+
+impl MemoryError {
+    /// The stable `code` property of the JS error.
+    pub fn code(&self) -> &'static str {
+        use MemoryError::*;
+        match self {
+            InvalidArgType(_) => "ERR_INVALID_ARG_TYPE",
+            InvalidSize(_) => "ERR_INVALID_SIZE",
+            InvalidAlignment(_) => "ERR_INVALID_ALIGNMENT",
+            InvalidFillValue(_) => "ERR_INVALID_FILL_VALUE",
+            UsmAllocation(_) => "ERR_USM_ALLOCATION",
+            Freed(_) => "ERR_USM_FREED",
+            NotUsm(_) => "ERR_NOT_USM",
+            InterfaceMalformed { field, .. } => field.code(),
+            ForeignPointer(_) => "ERR_SUAI_FOREIGN_POINTER",
+            OutOfBounds(_) => "ERR_SUAI_OUT_OF_BOUNDS",
+            KindMismatch(_) => "ERR_USM_KIND_MISMATCH",
+            UnknownUsmType(_) => "ERR_UNKNOWN_USM_TYPE",
+            DestinationTooSmall(_) => "ERR_DESTINATION_TOO_SMALL",
+            SourceTooLarge(_) => "ERR_SOURCE_TOO_LARGE",
+            NotHostAccessible(_) => "ERR_NOT_HOST_ACCESSIBLE",
+            ReadOnly(_) => "ERR_READ_ONLY",
+            InvalidSyclObj(_) => "ERR_INVALID_SYCLOBJ",
+            InvalidFilter(_) => "ERR_INVALID_FILTER",
+            DeviceNotFound(_) => "ERR_DEVICE_NOT_FOUND",
+            QueueCreation(_) => "ERR_QUEUE_CREATION",
+            SyclRuntime(_) => "ERR_SYCL_RUNTIME",
+            CudaDriver(_) => "ERR_CUDA_DRIVER",
+            ExternalBuffersUnsupported(_) => "ERR_EXTERNAL_BUFFERS_UNSUPPORTED",
+            Busy(_) => "ERR_USM_BUSY",
+        }
+    }
+
+    /// The JS class the error is thrown as.
+    pub fn class(&self) -> ErrorClass {
+        use MemoryError::*;
+        match self {
+            InvalidArgType(_) | NotUsm(_) | InvalidSyclObj(_) | InvalidFilter(_) => ErrorClass::TypeError,
+            InterfaceMalformed { range: false, .. } => ErrorClass::TypeError,
+            InterfaceMalformed { range: true, .. } => ErrorClass::RangeError,
+            InvalidSize(_) | InvalidAlignment(_) | InvalidFillValue(_) | OutOfBounds(_)
+            | DestinationTooSmall(_) | SourceTooLarge(_) => ErrorClass::RangeError,
+            UsmAllocation(_) => ErrorClass::UsmAllocation,
+            QueueCreation(_) => ErrorClass::QueueCreation,
+            DeviceNotFound(_) => ErrorClass::DeviceCreation,
+            Freed(_) | ForeignPointer(_) | KindMismatch(_) | UnknownUsmType(_) | NotHostAccessible(_)
+            | ReadOnly(_) | SyclRuntime(_) | CudaDriver(_) | ExternalBuffersUnsupported(_) | Busy(_) => {
+                ErrorClass::Error
+            }
+        }
+    }
+
+    pub fn malformed(field: InterfaceField, message: impl Into<String>) -> Self {
+        MemoryError::InterfaceMalformed { field, message: message.into(), range: false }
+    }
+
+    pub fn malformed_range(field: InterfaceField, message: impl Into<String>) -> Self {
+        MemoryError::InterfaceMalformed { field, message: message.into(), range: true }
+    }
+}
+
+pub type Result<T, E = MemoryError> = std::result::Result<T, E>;

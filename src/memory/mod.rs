@@ -1,0 +1,3 @@
+//! The Node-free model: allocations, memory objects, the device registry and the
+//! parsers of filter strings and `__sycl_usm_array_interface__`.
+pub mod kind;
