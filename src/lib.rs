@@ -7,3 +7,4 @@
 pub mod error;
 pub mod memory;
 pub mod provider;
+pub mod js;

@@ -1,3 +1,8 @@
 //! The Node-free model: allocations, memory objects, the device registry and the
 //! parsers of filter strings and `__sycl_usm_array_interface__`.
+pub mod allocation;
 pub mod kind;
+pub mod registry;
+pub mod usm;
+pub mod filter;
+pub mod interface;

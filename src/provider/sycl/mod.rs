@@ -1,10 +1,298 @@
-//! SYCL provider (stub, to be replaced): devices through the C++ shim.
-use std::sync::Arc;
+//! SYCL provider: devices, contexts and queues of the SYCL runtime, through the C++ shim
+//! (`shim/dpctl_memory_shim.h`) loaded at run time by [`ffi`].
+//!
+//! Identity: two objects are the same device (context) when the shim's equality says so;
+//! the devices of contexts and of pointers are mapped back to the provider's enumerated
+//! `Arc`s where they match, so callers usually get the very same object.
+//!
+//! `unsafe` lives only in `ffi.rs`.
+
+use std::any::Any;
+use std::sync::{Arc, OnceLock, Weak};
 
 use crate::error::{MemoryError, Result};
-use crate::provider::Provider;
+use crate::memory::kind::UsmKind;
+use crate::provider::{Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue};
 
-/// Loads the shim and the SYCL runtime. `Err` says what was searched and how to install.
+mod ffi;
+pub mod locate;
+
+#[cfg(test)]
+mod tests;
+
+pub use ffi::INSTALL_HINT;
+
+/// The provider, loaded once per process (a failed load is remembered too).
+static PROVIDER: OnceLock<Result<Arc<SyclProvider>>> = OnceLock::new();
+
+/// Loads the shim and the SYCL runtime and enumerates the devices, once per process.
+/// `Err(QueueCreation)` says what was searched and how to install the runtime.
 pub fn load() -> Result<Arc<dyn Provider>> {
-    Err(MemoryError::QueueCreation("SYCL provider not built yet".into()))
+    let provider = PROVIDER.get_or_init(load_provider).clone()?;
+    Ok(provider)
+}
+
+/// Where the loaded runtime and shim came from: `(runtime root, shim file)`, once
+/// [`load`] has succeeded (for diagnostics).
+pub fn loaded_from() -> Option<(&'static std::path::Path, &'static std::path::Path)> {
+    match PROVIDER.get() {
+        Some(Ok(_)) => ffi::shim().ok().map(|s| (s.runtime_root.as_path(), s.shim_path.as_path())),
+        _ => None,
+    }
+}
+
+fn load_provider() -> Result<Arc<SyclProvider>> {
+    let shim = ffi::shim().map_err(MemoryError::QueueCreation)?;
+    let handles = shim
+        .devices()
+        .map_err(|e| MemoryError::QueueCreation(format!("the SYCL runtime could not list its devices: {e}")))?;
+    let mut devices = Vec::with_capacity(handles.len());
+    for handle in handles {
+        let device = SyclDevice::new(handle)
+            .map_err(|e| MemoryError::QueueCreation(format!("the SYCL runtime could not describe a device: {e}")))?;
+        devices.push(Arc::new(device));
+    }
+    Ok(Arc::new(SyclProvider { devices }))
+}
+
+fn runtime_error(what: &str, e: ffi::ShimError) -> MemoryError {
+    MemoryError::SyclRuntime(format!("{what}: {e}"))
+}
+
+/// The provider's device equal to `handle`, or a new device around it.
+fn canonical_device(handle: ffi::DeviceHandle) -> Result<Arc<SyclDevice>> {
+    if let Some(Ok(provider)) = PROVIDER.get() {
+        for device in &provider.devices {
+            if device.handle.equals(&handle).map_err(|e| runtime_error("comparing SYCL devices", e))? {
+                return Ok(Arc::clone(device));
+            }
+        }
+    }
+    SyclDevice::new(handle).map(Arc::new)
+}
+
+/// All SYCL devices of the process (`sycl::device::get_devices()`).
+pub struct SyclProvider {
+    devices: Vec<Arc<SyclDevice>>,
+}
+
+impl Provider for SyclProvider {
+    fn name(&self) -> &'static str {
+        "sycl"
+    }
+
+    fn devices(&self) -> Vec<Arc<dyn Device>> {
+        self.devices.iter().map(|d| Arc::clone(d) as Arc<dyn Device>).collect()
+    }
+}
+
+/// A `sycl::device`.
+pub struct SyclDevice {
+    handle: ffi::DeviceHandle,
+    info: DeviceInfo,
+}
+
+impl std::fmt::Debug for SyclDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyclDevice").field("info", &self.info).finish()
+    }
+}
+
+impl SyclDevice {
+    fn new(handle: ffi::DeviceHandle) -> Result<Self> {
+        let facts = handle.info().map_err(|e| runtime_error("reading SYCL device information", e))?;
+        let device_type = match facts.device_type {
+            ffi::DEVICE_TYPE_CPU => DeviceType::Cpu,
+            ffi::DEVICE_TYPE_GPU => DeviceType::Gpu,
+            ffi::DEVICE_TYPE_ACCELERATOR => DeviceType::Accelerator,
+            ffi::DEVICE_TYPE_CUSTOM => DeviceType::Custom,
+            _ => DeviceType::Unknown,
+        };
+        let info = DeviceInfo {
+            name: facts.name,
+            vendor: facts.vendor,
+            backend: facts.backend,
+            device_type,
+            driver_version: facts.driver_version,
+            global_mem_size: facts.global_mem_size,
+            max_mem_alloc_size: facts.max_mem_alloc_size,
+            aspects: facts.aspects,
+        };
+        Ok(SyclDevice { handle, info })
+    }
+
+    fn same(&self, other: &SyclDevice) -> bool {
+        std::ptr::eq(self, other) || self.handle.equals(&other.handle).unwrap_or(false)
+    }
+}
+
+impl Device for SyclDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn same_device(&self, other: &dyn Device) -> bool {
+        other.as_any().downcast_ref::<SyclDevice>().is_some_and(|other| self.same(other))
+    }
+
+    fn default_context(&self) -> Result<Arc<dyn Context>> {
+        let handle = self
+            .handle
+            .default_context()
+            .map_err(|e| runtime_error("getting the default SYCL context", e))?;
+        Ok(SyclContext::new(handle)?)
+    }
+
+    fn create_context(&self) -> Result<Arc<dyn Context>> {
+        let handle = self.handle.create_context().map_err(|e| runtime_error("creating a SYCL context", e))?;
+        Ok(SyclContext::new(handle)?)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A `sycl::context`, with its devices.
+pub struct SyclContext {
+    /// This context's own `Arc`, for the queues it makes.
+    me: Weak<SyclContext>,
+    handle: ffi::ContextHandle,
+    devices: Vec<Arc<SyclDevice>>,
+}
+
+impl SyclContext {
+    fn new(handle: ffi::ContextHandle) -> Result<Arc<Self>> {
+        let devices = handle
+            .devices()
+            .map_err(|e| runtime_error("listing the devices of a SYCL context", e))?
+            .into_iter()
+            .map(canonical_device)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Arc::new_cyclic(|me| SyclContext { me: me.clone(), handle, devices }))
+    }
+}
+
+impl Context for SyclContext {
+    fn devices(&self) -> Vec<Arc<dyn Device>> {
+        self.devices.iter().map(|d| Arc::clone(d) as Arc<dyn Device>).collect()
+    }
+
+    fn same_context(&self, other: &dyn Context) -> bool {
+        other.as_any().downcast_ref::<SyclContext>().is_some_and(|other| {
+            std::ptr::eq(self, other) || self.handle.equals(&other.handle).unwrap_or(false)
+        })
+    }
+
+    fn create_queue(&self, device: &Arc<dyn Device>) -> Result<Arc<dyn Queue>> {
+        let Some(context) = self.me.upgrade() else {
+            return Err(MemoryError::QueueCreation("the SYCL context is being dropped".into()));
+        };
+        let Some(device) = self.devices.iter().find(|d| d.same_device(device.as_ref())) else {
+            return Err(MemoryError::QueueCreation(format!(
+                "the device {:?} is not a device of this SYCL context",
+                device.info().name
+            )));
+        };
+        let handle = self
+            .handle
+            .create_queue(&device.handle)
+            .map_err(|e| MemoryError::QueueCreation(format!("creating a SYCL queue: {e}")))?;
+        Ok(Arc::new(SyclQueue { handle, context, device: Arc::clone(device) }))
+    }
+
+    fn pointer_kind(&self, ptr: Address) -> UsmKind {
+        match self.handle.pointer_type(ptr) {
+            Ok(ffi::USM_DEVICE) => UsmKind::Device,
+            Ok(ffi::USM_SHARED) => UsmKind::Shared,
+            Ok(ffi::USM_HOST) => UsmKind::Host,
+            _ => UsmKind::Unknown,
+        }
+    }
+
+    fn pointer_device(&self, ptr: Address) -> Result<Arc<dyn Device>> {
+        // sycl::get_pointer_device throws for a foreign pointer (turned into an error by
+        // the shim); asking the kind first gives that case its own error.
+        if self.pointer_kind(ptr) == UsmKind::Unknown {
+            return Err(MemoryError::ForeignPointer(format!(
+                "0x{ptr:x} is not a USM pointer of this SYCL context"
+            )));
+        }
+        let handle = self
+            .handle
+            .pointer_device(ptr)
+            .map_err(|e| runtime_error(&format!("finding the device of pointer 0x{ptr:x}"), e))?;
+        Ok(canonical_device(handle)?)
+    }
+
+    fn address_range(&self, _ptr: Address) -> Option<(Address, u64)> {
+        None // SYCL has no query for an allocation's extent
+    }
+
+    fn free(&self, ptr: Address) -> Result<()> {
+        self.handle.free(ptr).map_err(|e| runtime_error(&format!("freeing USM pointer 0x{ptr:x}"), e))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// An in-order `sycl::queue` on one device of one context.
+pub struct SyclQueue {
+    handle: ffi::QueueHandle,
+    context: Arc<SyclContext>,
+    device: Arc<SyclDevice>,
+}
+
+impl Queue for SyclQueue {
+    fn context(&self) -> Arc<dyn Context> {
+        Arc::clone(&self.context) as Arc<dyn Context>
+    }
+
+    fn device(&self) -> Arc<dyn Device> {
+        Arc::clone(&self.device) as Arc<dyn Device>
+    }
+
+    fn allocate(&self, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Address> {
+        let code = match kind {
+            UsmKind::Device => ffi::USM_DEVICE,
+            UsmKind::Shared => ffi::USM_SHARED,
+            UsmKind::Host => ffi::USM_HOST,
+            UsmKind::Unknown => {
+                return Err(MemoryError::UsmAllocation("cannot allocate USM memory of unknown kind".into()))
+            }
+        };
+        if alignment != 0 && !alignment.is_power_of_two() {
+            return Err(MemoryError::InvalidAlignment(format!(
+                "alignment must be 0 or a power of two, got {alignment}"
+            )));
+        }
+        self.handle.malloc(code, nbytes, alignment).map_err(|e| {
+            if e.status == ffi::STATUS_ALLOC {
+                MemoryError::UsmAllocation(e.message)
+            } else {
+                MemoryError::UsmAllocation(format!(
+                    "allocating {nbytes} bytes of USM-{} memory failed: {e}",
+                    kind.name()
+                ))
+            }
+        })
+    }
+
+    fn memcpy(&self, dst: Address, src: Address, nbytes: u64) -> Result<()> {
+        self.handle.memcpy(dst, src, nbytes).map_err(|e| runtime_error("SYCL memcpy failed", e))
+    }
+
+    fn memset(&self, dst: Address, value: u8, nbytes: u64) -> Result<()> {
+        self.handle.memset(dst, value, nbytes).map_err(|e| runtime_error("SYCL memset failed", e))
+    }
+
+    fn wait(&self) -> Result<()> {
+        self.handle.wait().map_err(|e| runtime_error("waiting for the SYCL queue", e))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }

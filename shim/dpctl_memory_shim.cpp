@@ -1,0 +1,413 @@
+// dpctl_memory_shim.cpp: the C ABI of dpctl_memory_shim.h over <sycl/sycl.hpp>.
+//
+// Host-only SYCL: no kernels, so the machine's g++ compiles it against the runtime's
+// headers (build.rs: -std=c++17 -fPIC -shared, linked against the shared libstdc++ and
+// libsycl.so.8; -static-libstdc++ aborts on libsycl's first exception).
+//
+// Every extern "C" function body runs inside guard(): an exception escaping into Rust
+// (and Node) would abort the process.
+#include "dpctl_memory_shim.h"
+
+#include <sycl/sycl.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+struct dpm_device_s {
+  sycl::device dev;
+};
+
+struct dpm_context_s {
+  sycl::context ctx;
+};
+
+namespace {
+
+// Asynchronous errors of one queue, filled by its async handler (which SYCL calls from
+// wait_and_throw / throw_asynchronous on the waiting thread) and taken by the next
+// synchronous entry point. SYCL's default handler would print and std::terminate().
+struct AsyncErrors {
+  std::mutex lock;
+  std::vector<std::exception_ptr> errors;
+
+  void push(std::exception_ptr e) {
+    std::lock_guard<std::mutex> guard(lock);
+    errors.push_back(std::move(e));
+  }
+
+  // Rethrows the first stored error (dropping the others), if any.
+  void rethrow_first() {
+    std::exception_ptr first;
+    {
+      std::lock_guard<std::mutex> guard(lock);
+      if (errors.empty()) return;
+      first = errors.front();
+      errors.clear();
+    }
+    std::rethrow_exception(first);
+  }
+};
+
+}  // namespace
+
+struct dpm_queue_s {
+  std::shared_ptr<AsyncErrors> errors;
+  sycl::queue q;
+};
+
+namespace {
+
+// Thread-local error text: a fixed buffer, so that recording an error never allocates
+// and never throws.
+constexpr size_t kErrorCap = 2048;
+thread_local char t_error[kErrorCap] = {0};
+
+void set_error(const char *text) noexcept {
+  if (text == nullptr) text = "(no message)";
+  std::snprintf(t_error, kErrorCap, "%s", text);
+}
+
+void set_error(const std::string &text) noexcept { set_error(text.c_str()); }
+
+void clear_error() noexcept { t_error[0] = '\0'; }
+
+// Carries a DPM_ERR_ALLOC / DPM_ERR_ARG status out of a guarded body.
+struct StatusError : std::exception {
+  int status;
+  std::string message;
+  StatusError(int s, std::string m) : status(s), message(std::move(m)) {}
+  const char *what() const noexcept override { return message.c_str(); }
+};
+
+[[noreturn]] void fail(int status, std::string message) {
+  throw StatusError(status, std::move(message));
+}
+
+// The one catch-all guard. `body` returns nothing; it reports failure by throwing.
+template <class F>
+int guard(F &&body) noexcept {
+  clear_error();
+  try {
+    body();
+    return DPM_OK;
+  } catch (const StatusError &e) {
+    set_error(e.message);
+    return e.status;
+  } catch (const sycl::exception &e) {
+    try {
+      std::string text = e.what();
+      text += " (SYCL error code ";
+      text += std::to_string(e.code().value());
+      text += ": ";
+      text += e.code().message();
+      text += ")";
+      set_error(text);
+    } catch (...) {
+      set_error(e.what());
+    }
+    return DPM_ERR_SYCL;
+  } catch (const std::exception &e) {
+    set_error(e.what());
+    return DPM_ERR_STD;
+  } catch (...) {
+    set_error("an unknown C++ exception was thrown inside the SYCL runtime");
+    return DPM_ERR_UNKNOWN;
+  }
+}
+
+template <class T>
+void require(const T *p, const char *what) {
+  if (p == nullptr) fail(DPM_ERR_ARG, std::string(what) + " is NULL");
+}
+
+char *dup_string(const std::string &s) {
+  char *out = static_cast<char *>(std::malloc(s.size() + 1));
+  if (out == nullptr) throw std::bad_alloc();
+  std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
+}
+
+const char *backend_name(sycl::backend b) {
+  switch (b) {
+    case sycl::backend::opencl: return "opencl";
+    case sycl::backend::ext_oneapi_level_zero: return "level_zero";
+    case sycl::backend::ext_oneapi_cuda: return "cuda";
+    case sycl::backend::ext_oneapi_hip: return "hip";
+    case sycl::backend::ext_oneapi_native_cpu: return "native_cpu";
+    case sycl::backend::ext_oneapi_offload: return "offload";
+    default: return "unknown";
+  }
+}
+
+uint32_t device_type_code(sycl::info::device_type t) {
+  switch (t) {
+    case sycl::info::device_type::cpu: return DPM_DEVICE_TYPE_CPU;
+    case sycl::info::device_type::gpu: return DPM_DEVICE_TYPE_GPU;
+    case sycl::info::device_type::accelerator: return DPM_DEVICE_TYPE_ACCELERATOR;
+    case sycl::info::device_type::custom: return DPM_DEVICE_TYPE_CUSTOM;
+    default: return DPM_DEVICE_TYPE_UNKNOWN;
+  }
+}
+
+// The current (non-deprecated) aspects the device has, by their SYCL names.
+std::string aspect_names(const sycl::device &dev) {
+  std::string names;
+  auto add = [&](sycl::aspect a, const char *name) {
+    bool has = false;
+    try {
+      has = dev.has(a);
+    } catch (...) {
+      has = false;  // an aspect the backend cannot answer is an aspect it lacks
+    }
+    if (has) {
+      if (!names.empty()) names += ' ';
+      names += name;
+    }
+  };
+#define __SYCL_ASPECT(ASPECT, ID) add(sycl::aspect::ASPECT, #ASPECT);
+#include <sycl/info/aspects.def>
+#undef __SYCL_ASPECT
+  return names;
+}
+
+// Writes the first `cap` of `devices` into out as new handles; *count = devices.size().
+void write_devices(const std::vector<sycl::device> &devices, dpm_device **out, size_t cap,
+                   size_t *count) {
+  require(count, "count");
+  if (cap > 0) require(out, "out");
+  size_t n = devices.size() < cap ? devices.size() : cap;
+  std::vector<std::unique_ptr<dpm_device_s>> made;
+  made.reserve(n);
+  for (size_t i = 0; i < n; ++i) made.emplace_back(new dpm_device_s{devices[i]});
+  for (size_t i = 0; i < n; ++i) out[i] = made[i].release();
+  *count = devices.size();
+}
+
+int usm_kind_code(sycl::usm::alloc a) {
+  switch (a) {
+    case sycl::usm::alloc::device: return DPM_USM_DEVICE;
+    case sycl::usm::alloc::shared: return DPM_USM_SHARED;
+    case sycl::usm::alloc::host: return DPM_USM_HOST;
+    default: return DPM_USM_UNKNOWN;
+  }
+}
+
+void wait_and_report(dpm_queue_s *q, sycl::event ev) {
+  try {
+    ev.wait_and_throw();
+  } catch (...) {
+    q->errors->rethrow_first();  // an earlier async error, if any, is the root cause
+    throw;
+  }
+  q->errors->rethrow_first();
+}
+
+}  // namespace
+
+extern "C" {
+
+uint32_t dpm_abi_version(void) { return DPM_ABI_VERSION; }
+
+const char *dpm_last_error(void) { return t_error; }
+
+int dpm_get_devices(dpm_device **out, size_t cap, size_t *count) {
+  return guard([&] { write_devices(sycl::device::get_devices(), out, cap, count); });
+}
+
+void dpm_device_free(dpm_device *dev) {
+  (void)guard([&] { delete dev; });
+}
+
+int dpm_device_get_info(const dpm_device *dev, dpm_device_info *out) {
+  return guard([&] {
+    require(dev, "device");
+    require(out, "out");
+    const sycl::device &d = dev->dev;
+    dpm_device_info info{};
+    try {
+      info.name = dup_string(d.get_info<sycl::info::device::name>());
+      info.vendor = dup_string(d.get_info<sycl::info::device::vendor>());
+      info.backend = dup_string(backend_name(d.get_backend()));
+      info.driver_version = dup_string(d.get_info<sycl::info::device::driver_version>());
+      info.aspects = dup_string(aspect_names(d));
+      info.device_type = device_type_code(d.get_info<sycl::info::device::device_type>());
+      info.global_mem_size = d.get_info<sycl::info::device::global_mem_size>();
+      info.max_mem_alloc_size = d.get_info<sycl::info::device::max_mem_alloc_size>();
+    } catch (...) {
+      dpm_device_info_free(&info);
+      throw;
+    }
+    *out = info;
+  });
+}
+
+void dpm_device_info_free(dpm_device_info *info) {
+  if (info == nullptr) return;
+  char **fields[] = {&info->name, &info->vendor, &info->backend, &info->driver_version,
+                     &info->aspects};
+  for (char **f : fields) {
+    std::free(*f);
+    *f = nullptr;
+  }
+}
+
+int dpm_device_equal(const dpm_device *a, const dpm_device *b, int *out) {
+  return guard([&] {
+    require(a, "device a");
+    require(b, "device b");
+    require(out, "out");
+    *out = a->dev == b->dev ? 1 : 0;
+  });
+}
+
+int dpm_device_default_context(const dpm_device *dev, dpm_context **out) {
+  return guard([&] {
+    require(dev, "device");
+    require(out, "out");
+    *out = new dpm_context_s{dev->dev.get_platform().khr_get_default_context()};
+  });
+}
+
+int dpm_context_create(const dpm_device *dev, dpm_context **out) {
+  return guard([&] {
+    require(dev, "device");
+    require(out, "out");
+    // Errors of queues made on this context go to each queue's own handler; this one only
+    // keeps SYCL's default handler (print + std::terminate) away.
+    sycl::async_handler ignore = [](sycl::exception_list) {};
+    *out = new dpm_context_s{sycl::context(dev->dev, ignore)};
+  });
+}
+
+void dpm_context_free(dpm_context *ctx) {
+  (void)guard([&] { delete ctx; });
+}
+
+int dpm_context_equal(const dpm_context *a, const dpm_context *b, int *out) {
+  return guard([&] {
+    require(a, "context a");
+    require(b, "context b");
+    require(out, "out");
+    *out = a->ctx == b->ctx ? 1 : 0;
+  });
+}
+
+int dpm_context_get_devices(const dpm_context *ctx, dpm_device **out, size_t cap, size_t *count) {
+  return guard([&] {
+    require(ctx, "context");
+    write_devices(ctx->ctx.get_devices(), out, cap, count);
+  });
+}
+
+int dpm_free(const dpm_context *ctx, void *ptr) {
+  return guard([&] {
+    require(ctx, "context");
+    if (ptr != nullptr) sycl::free(ptr, ctx->ctx);
+  });
+}
+
+int dpm_pointer_type(const dpm_context *ctx, const void *ptr, int *out) {
+  return guard([&] {
+    require(ctx, "context");
+    require(out, "out");
+    *out = usm_kind_code(sycl::get_pointer_type(ptr, ctx->ctx));
+  });
+}
+
+int dpm_pointer_device(const dpm_context *ctx, const void *ptr, dpm_device **out) {
+  return guard([&] {
+    require(ctx, "context");
+    require(out, "out");
+    *out = new dpm_device_s{sycl::get_pointer_device(ptr, ctx->ctx)};
+  });
+}
+
+int dpm_queue_create(const dpm_context *ctx, const dpm_device *dev, dpm_queue **out) {
+  return guard([&] {
+    require(ctx, "context");
+    require(dev, "device");
+    require(out, "out");
+    auto errors = std::make_shared<AsyncErrors>();
+    sycl::async_handler handler = [errors](sycl::exception_list list) {
+      for (auto &e : list) errors->push(e);
+    };
+    sycl::queue q(ctx->ctx, dev->dev, handler, sycl::property_list{sycl::property::queue::in_order()});
+    *out = new dpm_queue_s{errors, std::move(q)};
+  });
+}
+
+void dpm_queue_free(dpm_queue *q) {
+  (void)guard([&] { delete q; });
+}
+
+int dpm_malloc(const dpm_queue *q, int kind, size_t nbytes, size_t alignment, void **out) {
+  return guard([&] {
+    require(q, "queue");
+    require(out, "out");
+    const sycl::queue &queue = q->q;
+    void *p = nullptr;
+    const char *what = nullptr;
+    switch (kind) {
+      case DPM_USM_DEVICE:
+        what = "device";
+        p = alignment == 0 ? sycl::malloc_device(nbytes, queue)
+                           : sycl::aligned_alloc_device(alignment, nbytes, queue);
+        break;
+      case DPM_USM_SHARED:
+        what = "shared";
+        p = alignment == 0 ? sycl::malloc_shared(nbytes, queue)
+                           : sycl::aligned_alloc_shared(alignment, nbytes, queue);
+        break;
+      case DPM_USM_HOST:
+        what = "host";
+        p = alignment == 0 ? sycl::malloc_host(nbytes, queue)
+                           : sycl::aligned_alloc_host(alignment, nbytes, queue);
+        break;
+      default:
+        fail(DPM_ERR_ARG, "unknown USM kind " + std::to_string(kind));
+    }
+    if (p == nullptr) {
+      std::string text = "the SYCL runtime could not allocate ";
+      text += std::to_string(nbytes);
+      text += " bytes of USM-";
+      text += what;
+      text += " memory";
+      if (alignment != 0) text += " aligned to " + std::to_string(alignment) + " bytes";
+      text += " on " + queue.get_device().get_info<sycl::info::device::name>();
+      fail(DPM_ERR_ALLOC, text);
+    }
+    *out = p;
+  });
+}
+
+int dpm_memcpy(dpm_queue *q, void *dst, const void *src, size_t nbytes) {
+  return guard([&] {
+    require(q, "queue");
+    if (nbytes == 0) return;
+    wait_and_report(q, q->q.memcpy(dst, src, nbytes));
+  });
+}
+
+int dpm_memset(dpm_queue *q, void *dst, int value, size_t nbytes) {
+  return guard([&] {
+    require(q, "queue");
+    if (nbytes == 0) return;
+    wait_and_report(q, q->q.memset(dst, static_cast<unsigned char>(value), nbytes));
+  });
+}
+
+int dpm_queue_wait(dpm_queue *q) {
+  return guard([&] {
+    require(q, "queue");
+    q->q.wait_and_throw();
+    q->errors->rethrow_first();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,171 @@
+/*
+ * dpctl_memory_shim.h: the narrow C ABI between dpctl-memory (Rust) and the SYCL runtime.
+ *
+ * The shim is a shared object (dpctl_memory_shim.so) built by build.rs with the machine's
+ * g++ against the SYCL runtime's headers and linked against libsycl.so.8. The Rust side
+ * dlopen()s libsycl.so.8 (RTLD_GLOBAL) and then this shim at run time, so the .node file
+ * has no load-time dependency on either.
+ *
+ * Rules every entry point keeps:
+ *  - No C++ exception ever leaves the shim: each body runs inside one catch-all guard.
+ *  - Functions returning `int` return a DPM_* status. On anything but DPM_OK the
+ *    calling thread's error text (dpm_last_error()) says what happened; on DPM_OK the
+ *    out parameters are written and the error text is empty.
+ *  - Out parameters are written only on DPM_OK.
+ *  - Handles (dpm_device, dpm_context, dpm_queue) are opaque, heap-allocated, owned by
+ *    the caller, and freed exactly once with the matching *_free function. A handle is a
+ *    copy of a SYCL object (which is itself a reference-counted handle): freeing it never
+ *    invalidates other handles to the same device/context, or memory allocated through it.
+ *  - SYCL objects are thread-safe (SYCL 2020, 4.3.1), and so is every entry point here;
+ *    a handle may be used from several threads at once, but freed only once, by one thread,
+ *    after every other use.
+ *  - Addresses passed to memcpy/memset/free must be valid for the operation: the shim
+ *    cannot check them (pointer queries below never touch memory and are safe on any value).
+ */
+#ifndef DPCTL_MEMORY_SHIM_H
+#define DPCTL_MEMORY_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on any change to this file; the Rust side refuses a shim of another version. */
+#define DPM_ABI_VERSION 1
+
+/* Status codes. */
+#define DPM_OK 0
+#define DPM_ERR_SYCL 1    /* a sycl::exception was thrown (text: its what() and code) */
+#define DPM_ERR_STD 2     /* another std::exception (e.g. std::bad_alloc) */
+#define DPM_ERR_UNKNOWN 3 /* something else was thrown */
+#define DPM_ERR_ALLOC 4   /* a sycl::malloc_* returned nullptr */
+#define DPM_ERR_ARG 5     /* a NULL handle or out pointer, an unknown USM kind */
+
+/* USM kinds: dpctl's DPCTLSyclUSMType values (not sycl::usm::alloc's). */
+#define DPM_USM_UNKNOWN 0
+#define DPM_USM_DEVICE 1
+#define DPM_USM_SHARED 2
+#define DPM_USM_HOST 3
+
+/* Device types. */
+#define DPM_DEVICE_TYPE_UNKNOWN 0
+#define DPM_DEVICE_TYPE_CPU 1
+#define DPM_DEVICE_TYPE_GPU 2
+#define DPM_DEVICE_TYPE_ACCELERATOR 3
+#define DPM_DEVICE_TYPE_CUSTOM 4
+
+/* Opaque handles. */
+typedef struct dpm_device_s dpm_device;   /* a sycl::device */
+typedef struct dpm_context_s dpm_context; /* a sycl::context */
+typedef struct dpm_queue_s dpm_queue;     /* an in-order sycl::queue + its async errors */
+
+/* What a device says about itself. Every string is NUL-terminated UTF-8, malloc'ed by the
+ * shim and owned by the struct: release them all with dpm_device_info_free(). */
+typedef struct dpm_device_info {
+  char *name;
+  char *vendor;
+  char *backend;        /* filter-string name: opencl, level_zero, cuda, hip, native_cpu,
+                           offload, or unknown */
+  char *driver_version;
+  char *aspects;        /* SYCL aspect names the device has, separated by single spaces */
+  uint32_t device_type; /* DPM_DEVICE_TYPE_* */
+  uint64_t global_mem_size;
+  uint64_t max_mem_alloc_size;
+} dpm_device_info;
+
+/* --- Library ------------------------------------------------------------------------ */
+
+/* DPM_ABI_VERSION of the built shim. Never fails. */
+uint32_t dpm_abi_version(void);
+
+/* The calling thread's error text for the last failed dpm_* call ("" after a success).
+ * Owned by the shim (thread-local storage); valid until the next dpm_* call on the same
+ * thread. Never NULL. Long messages are truncated. */
+const char *dpm_last_error(void);
+
+/* --- Devices ------------------------------------------------------------------------ */
+
+/* Enumerates sycl::device::get_devices() (ONEAPI_DEVICE_SELECTOR applies). Writes up to
+ * `cap` new handles into `out` (which may be NULL when cap is 0) and the total number of
+ * devices into *count. Call with cap 0 to size the array. The caller owns every handle
+ * written and frees each with dpm_device_free(). */
+int dpm_get_devices(dpm_device **out, size_t cap, size_t *count);
+
+/* Frees a device handle. NULL is ignored. */
+void dpm_device_free(dpm_device *dev);
+
+/* Fills *out (owned by the caller afterwards; release with dpm_device_info_free()). */
+int dpm_device_get_info(const dpm_device *dev, dpm_device_info *out);
+
+/* Frees the strings of *info and sets them to NULL. NULL or already-freed is ignored. */
+void dpm_device_info_free(dpm_device_info *info);
+
+/* *out = 1 when a and b are the same SYCL device, else 0. */
+int dpm_device_equal(const dpm_device *a, const dpm_device *b, int *out);
+
+/* *out = a new handle to the default context of the device's platform (the context that
+ * every queue made from a device alone shares). Free with dpm_context_free(). */
+int dpm_device_default_context(const dpm_device *dev, dpm_context **out);
+
+/* --- Contexts ----------------------------------------------------------------------- */
+
+/* *out = a new, distinct sycl::context(dev). Free with dpm_context_free(). */
+int dpm_context_create(const dpm_device *dev, dpm_context **out);
+
+/* Frees a context handle (the context lives on while queues or other handles use it).
+ * NULL is ignored. */
+void dpm_context_free(dpm_context *ctx);
+
+/* *out = 1 when a and b are the same SYCL context, else 0. */
+int dpm_context_equal(const dpm_context *a, const dpm_context *b, int *out);
+
+/* The devices of the context, with dpm_get_devices()'s contract for out/cap/count. */
+int dpm_context_get_devices(const dpm_context *ctx, dpm_device **out, size_t cap, size_t *count);
+
+/* Frees USM memory allocated in ctx (sycl::free). ptr NULL is a no-op. ptr must be a live
+ * allocation of ctx. */
+int dpm_free(const dpm_context *ctx, void *ptr);
+
+/* *out = the DPM_USM_* kind of ptr in ctx (sycl::get_pointer_type). Any value of ptr is
+ * fine: stack, heap, NULL and other contexts' memory give DPM_USM_UNKNOWN. */
+int dpm_pointer_type(const dpm_context *ctx, const void *ptr, int *out);
+
+/* *out = a new handle to the device that USM pointer ptr of ctx belongs to
+ * (sycl::get_pointer_device). A pointer ctx does not know is an error (DPM_ERR_SYCL),
+ * not a crash. Free the handle with dpm_device_free(). */
+int dpm_pointer_device(const dpm_context *ctx, const void *ptr, dpm_device **out);
+
+/* --- Queues ------------------------------------------------------------------------- */
+
+/* *out = a new in-order queue on (ctx, dev); dev must be a device of ctx. The queue has
+ * its own async handler: asynchronous errors are kept and reported by the next
+ * dpm_memcpy / dpm_memset / dpm_queue_wait on it. Free with dpm_queue_free(). */
+int dpm_queue_create(const dpm_context *ctx, const dpm_device *dev, dpm_queue **out);
+
+/* Frees a queue handle (work already finished; the shim only submits synchronous work).
+ * NULL is ignored. */
+void dpm_queue_free(dpm_queue *q);
+
+/* *out = nbytes of USM memory of `kind` (DPM_USM_DEVICE/SHARED/HOST) on the queue's device
+ * and context: sycl::malloc_* when alignment is 0, else sycl::aligned_alloc_* (alignment a
+ * power of two). A nullptr from the runtime is DPM_ERR_ALLOC. The caller owns the memory
+ * and frees it with dpm_free() on the queue's context. */
+int dpm_malloc(const dpm_queue *q, int kind, size_t nbytes, size_t alignment, void **out);
+
+/* Copies nbytes from src to dst on q and waits (wait_and_throw: asynchronous errors are
+ * returned here). nbytes 0 does nothing. */
+int dpm_memcpy(dpm_queue *q, void *dst, const void *src, size_t nbytes);
+
+/* Fills nbytes at dst with (unsigned char)value on q and waits, as dpm_memcpy. */
+int dpm_memset(dpm_queue *q, void *dst, int value, size_t nbytes);
+
+/* Waits for all work on q (wait_and_throw) and reports asynchronous errors. */
+int dpm_queue_wait(dpm_queue *q);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DPCTL_MEMORY_SHIM_H */

@@ -1,0 +1,213 @@
+//! The raw Node-API calls the JS layer needs beyond what napi-rs wraps: persistent
+//! references that are released on drop, external ArrayBuffers tied to an owner,
+//! detaching, and reading the bytes behind any host buffer argument. All `unsafe` of the
+//! JS layer lives here.
+
+use std::ffi::c_void;
+use std::ptr;
+
+use napi::bindgen_prelude::{BigInt, ClassInstance, FromNapiValue, JavaScriptClassExt, MaybeTypeTag, Unknown};
+use napi::JsValue;
+use napi::ValueType;
+use napi::{sys, Env};
+
+fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi::Error::new(napi::Status::from(status), format!("{what} failed")))
+    }
+}
+
+/// A strong persistent reference to a JS value, released when dropped. It must be
+/// dropped on the thread of the environment that made it, which holds for the class
+/// fields and thread-locals that own one.
+pub struct JsRef {
+    env: sys::napi_env,
+    reference: sys::napi_ref,
+}
+
+impl JsRef {
+    pub fn new(value: &Unknown) -> napi::Result<Self> {
+        let raw = value.value();
+        let mut reference = ptr::null_mut();
+        // SAFETY: `raw.env` and `raw.value` come from a live napi value of the current call.
+        check(unsafe { sys::napi_create_reference(raw.env, raw.value, 1, &mut reference) }, "napi_create_reference")?;
+        Ok(JsRef { env: raw.env, reference })
+    }
+
+    pub fn get<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        let mut value = ptr::null_mut();
+        // SAFETY: the reference is live until `drop`, and `env` is the environment of this thread.
+        check(unsafe { sys::napi_get_reference_value(env.raw(), self.reference, &mut value) }, "napi_get_reference_value")?;
+        // SAFETY: `value` was just produced by Node-API for `env`.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
+    }
+}
+
+impl Drop for JsRef {
+    fn drop(&mut self) {
+        // SAFETY: the reference was created in `self.env` and is deleted once. The status is
+        // ignored: at environment teardown there is nothing left to release.
+        let _ = unsafe { sys::napi_delete_reference(self.env, self.reference) };
+    }
+}
+
+/// Why an external ArrayBuffer could not be made.
+pub enum ExternalBufferError {
+    /// The engine forbids external buffers (Electron's V8 memory cage).
+    NotAllowed,
+    Napi(napi::Error),
+}
+
+/// Makes an `ArrayBuffer` over `len` bytes at `data` without copying. `owner` is kept
+/// alive until the engine finalizes the buffer, and dropped then.
+pub fn external_arraybuffer<'env, T: 'static>(
+    env: &'env Env,
+    data: *mut u8,
+    len: usize,
+    owner: T,
+) -> Result<Unknown<'env>, ExternalBufferError> {
+    unsafe extern "C" fn finalize<T>(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+        // SAFETY: `hint` is the `Box<T>` leaked below, handed to exactly one finalizer call.
+        drop(unsafe { Box::from_raw(hint.cast::<T>()) });
+    }
+    let hint = Box::into_raw(Box::new(owner));
+    let mut value = ptr::null_mut();
+    // SAFETY: `data` points at `len` bytes that `owner` keeps valid until the finalizer
+    // runs; the finalizer is called once by the engine with `hint`.
+    let status = unsafe {
+        sys::napi_create_external_arraybuffer(env.raw(), data.cast(), len, Some(finalize::<T>), hint.cast(), &mut value)
+    };
+    if status != sys::Status::napi_ok {
+        // SAFETY: the engine did not take `hint` when creation failed.
+        drop(unsafe { Box::from_raw(hint) });
+        if status == sys::Status::napi_no_external_buffers_allowed {
+            return Err(ExternalBufferError::NotAllowed);
+        }
+        return Err(ExternalBufferError::Napi(napi::Error::new(
+            napi::Status::from(status),
+            "napi_create_external_arraybuffer failed",
+        )));
+    }
+    // SAFETY: `value` was just produced by Node-API for `env`.
+    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
+}
+
+/// Detaches an ArrayBuffer; returns `false` if something else detached it first (e.g.
+/// `ArrayBuffer.prototype.transfer`), in which case the memory may still be reachable.
+pub fn detach_arraybuffer(env: &Env, buffer: &Unknown) -> napi::Result<bool> {
+    let mut detached = false;
+    // SAFETY: `buffer` is a live ArrayBuffer value of `env`.
+    check(unsafe { sys::napi_is_detached_arraybuffer(env.raw(), buffer.raw(), &mut detached) }, "napi_is_detached_arraybuffer")?;
+    if detached {
+        return Ok(false);
+    }
+    // SAFETY: as above; detaching an external buffer only clears the engine's view of it.
+    check(unsafe { sys::napi_detach_arraybuffer(env.raw(), buffer.raw()) }, "napi_detach_arraybuffer")?;
+    Ok(true)
+}
+
+/// Tells V8 about memory it does not see (device allocations), so GC pressure reflects it.
+pub fn adjust_external_memory(env: &Env, change: i64) {
+    let mut total = 0i64;
+    // SAFETY: plain accounting call on the current environment; the result is advisory.
+    let _ = unsafe { sys::napi_adjust_external_memory(env.raw(), change, &mut total) };
+}
+
+/// The bytes behind a host buffer argument.
+pub struct HostBytes {
+    data: *mut u8,
+    len: usize,
+}
+
+impl HostBytes {
+    /// Runs `f` over the bytes. `f` must not call into JS (which could detach or free
+    /// the buffer); the model's copies never do.
+    pub fn with_slice<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
+        if self.data.is_null() || self.len == 0 {
+            return f(&mut []);
+        }
+        // SAFETY: Node-API reported `len` bytes at `data` for a buffer that the calling
+        // JS frame keeps alive, and no JS runs (so nothing detaches it) until `f` returns.
+        f(unsafe { std::slice::from_raw_parts_mut(self.data, self.len) })
+    }
+}
+
+/// Reads `(data, byteLength)` of an `ArrayBuffer` or any `ArrayBufferView` (TypedArray,
+/// DataView, Buffer), honouring its `byteOffset`. `None` for anything else.
+/// The pointer is valid while the JS value is alive and not detached: use it before
+/// returning to JS.
+pub fn host_bytes(env: &Env, value: &Unknown) -> napi::Result<Option<HostBytes>> {
+    let (env_raw, raw) = (env.raw(), value.raw());
+    let mut is = false;
+    // SAFETY (all calls below): `raw` is a live value of `env`; out-pointers are locals.
+    check(unsafe { sys::napi_is_arraybuffer(env_raw, raw, &mut is) }, "napi_is_arraybuffer")?;
+    if is {
+        let (mut data, mut len) = (ptr::null_mut(), 0usize);
+        // SAFETY: see above.
+        check(unsafe { sys::napi_get_arraybuffer_info(env_raw, raw, &mut data, &mut len) }, "napi_get_arraybuffer_info")?;
+        return Ok(Some(HostBytes { data: data.cast(), len }));
+    }
+    // SAFETY: see above.
+    check(unsafe { sys::napi_is_typedarray(env_raw, raw, &mut is) }, "napi_is_typedarray")?;
+    if is {
+        let (mut kind, mut length, mut data, mut buffer, mut offset) = (0, 0usize, ptr::null_mut(), ptr::null_mut(), 0usize);
+        // SAFETY: see above.
+        check(
+            unsafe { sys::napi_get_typedarray_info(env_raw, raw, &mut kind, &mut length, &mut data, &mut buffer, &mut offset) },
+            "napi_get_typedarray_info",
+        )?;
+        let element = typed_array_element_size(kind).ok_or_else(|| {
+            napi::Error::new(napi::Status::InvalidArg, format!("unsupported TypedArray kind {kind}"))
+        })?;
+        // `data` already includes the byte offset.
+        return Ok(Some(HostBytes { data: data.cast(), len: length.saturating_mul(element) }));
+    }
+    // SAFETY: see above.
+    check(unsafe { sys::napi_is_dataview(env_raw, raw, &mut is) }, "napi_is_dataview")?;
+    if is {
+        let (mut len, mut data, mut buffer, mut offset) = (0usize, ptr::null_mut(), ptr::null_mut(), 0usize);
+        // SAFETY: see above.
+        check(
+            unsafe { sys::napi_get_dataview_info(env_raw, raw, &mut len, &mut data, &mut buffer, &mut offset) },
+            "napi_get_dataview_info",
+        )?;
+        return Ok(Some(HostBytes { data: data.cast(), len }));
+    }
+    Ok(None)
+}
+
+/// Node-API's number for Float16Array, newer than napi-sys's list.
+const FLOAT16_ARRAY: sys::napi_typedarray_type = 11;
+
+fn typed_array_element_size(kind: sys::napi_typedarray_type) -> Option<usize> {
+    use sys::TypedarrayType as T;
+    match kind {
+        T::int8_array | T::uint8_array | T::uint8_clamped_array => Some(1),
+        T::int16_array | T::uint16_array | FLOAT16_ARRAY => Some(2),
+        T::int32_array | T::uint32_array | T::float32_array => Some(4),
+        T::float64_array | T::bigint64_array | T::biguint64_array => Some(8),
+        _ => None,
+    }
+}
+
+/// The Rust object behind a JS instance of the `#[napi]` class `T`, or `None` when
+/// `value` is not one.
+pub fn class_instance<'env, T>(env: &Env, value: &Unknown<'env>) -> napi::Result<Option<ClassInstance<'env, T>>>
+where
+    T: JavaScriptClassExt + MaybeTypeTag + 'static,
+{
+    if value.get_type()? != ValueType::Object || !T::instance_of(env, value)? {
+        return Ok(None);
+    }
+    // SAFETY: `instance_of` confirmed that `value` wraps a `T` made by napi-rs.
+    let instance = unsafe { ClassInstance::<T>::from_napi_value(env.raw(), value.raw())? };
+    Ok(Some(instance))
+}
+
+/// The bigint `value` holds (the caller checked its type).
+pub fn bigint(value: &Unknown) -> napi::Result<BigInt> {
+    // SAFETY: `BigInt::from_napi_value` checks the value's type itself and fails cleanly.
+    unsafe { value.cast::<BigInt>() }
+}

@@ -1,0 +1,609 @@
+//! `MemoryUSMDevice`, `MemoryUSMHost`, `MemoryUSMShared` and `asUsmMemory`.
+//!
+//! The three classes share one implementation (`MemoryCore`), stamped out by
+//! `usm_class!` because napi-rs classes cannot inherit.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{BigInt, Buffer, ClassInstance, Either3, JavaScriptClassExt, JsObjectValue, Object, Unknown};
+use napi::{Env, JsValue, ValueType};
+use napi_derive::napi;
+
+use crate::error::MemoryError;
+use crate::js::device::{cached_queue_object, SyclContext, SyclQueue};
+use crate::js::errors::OrThrow;
+use crate::js::ffi::{self, class_instance, ExternalBufferError, JsRef};
+use crate::js::interface::{consume_interface, SUAI};
+use crate::js::values::{alignment_arg, bool_arg, display, has_property, integer, nbytes_arg, optional, property, type_name, Integer};
+use crate::memory::allocation::Allocation;
+use crate::memory::kind::UsmKind;
+use crate::memory::usm::UsmMemory;
+use crate::provider::Queue;
+
+/// What keeps the memory under a zero-copy `ArrayBuffer` alive while the engine can
+/// still reach it: the allocation (ours) or the JS object that exposed it (foreign).
+/// Shared between the memory object and the buffer's finalizer; `free()` empties it
+/// once it has detached the buffer.
+type BufferLease = Rc<RefCell<Option<(Option<Arc<Allocation>>, Option<JsRef>)>>>;
+
+pub struct MemoryCore {
+    kind: UsmKind,
+    /// `None` once freed.
+    memory: Option<UsmMemory>,
+    queue_object: Option<JsRef>,
+    reference_object: Option<JsRef>,
+    buffer: Option<(JsRef, BufferLease)>,
+    /// Device bytes reported to V8 as external memory (only device memory: V8 already
+    /// counts external ArrayBuffers).
+    reported_bytes: i64,
+}
+
+/// A memory object's parts before it becomes a JS object.
+struct Source<'env> {
+    memory: UsmMemory,
+    queue_object: Unknown<'env>,
+    reference: Option<Unknown<'env>>,
+}
+
+fn freed_error() -> MemoryError {
+    MemoryError::Freed("USM memory has been freed: this object can no longer be used".into())
+}
+
+impl MemoryCore {
+    fn live(&self) -> Result<&UsmMemory, MemoryError> {
+        self.memory.as_ref().ok_or_else(freed_error)
+    }
+
+    fn from_source(env: &Env, kind: UsmKind, source: Source) -> napi::Result<Self> {
+        let _ = env;
+        Ok(MemoryCore {
+            kind,
+            queue_object: Some(JsRef::new(&source.queue_object)?),
+            reference_object: source.reference.as_ref().map(JsRef::new).transpose()?,
+            memory: Some(source.memory),
+            buffer: None,
+            reported_bytes: 0,
+        })
+    }
+
+    fn allocate(env: &Env, kind: UsmKind, nbytes: u64, options: &Options) -> napi::Result<Self> {
+        let (queue, queue_object) = options.queue_or_default(env)?;
+        let memory = UsmMemory::allocate(&queue, kind, nbytes, options.alignment).or_throw(env)?;
+        let mut core = MemoryCore::from_source(env, kind, Source { memory, queue_object, reference: None })?;
+        if kind == UsmKind::Device {
+            core.reported_bytes = i64::try_from(nbytes).unwrap_or(i64::MAX);
+            ffi::adjust_external_memory(env, core.reported_bytes);
+        }
+        Ok(core)
+    }
+
+    /// Both constructor forms.
+    fn construct(env: &Env, kind: UsmKind, arg: Unknown, options: Option<Unknown>) -> napi::Result<Self> {
+        let options = Options::parse(env, options)?;
+        match arg.get_type()? {
+            ValueType::Number | ValueType::BigInt => {
+                let nbytes = nbytes_arg(env, &arg)?;
+                MemoryCore::allocate(env, kind, nbytes, &options)
+            }
+            ValueType::Object | ValueType::Function => {
+                let source = usm_source(env, &arg)?;
+                let source_kind = source.memory.usm_type(None);
+                if source_kind == kind {
+                    return MemoryCore::from_source(env, kind, source);
+                }
+                if !options.copy {
+                    return Err(MemoryError::KindMismatch(format!(
+                        "USM pointer in the argument {} is not a USM {} pointer. Zero-copy operation is not possible with copy=false. Either use copy: true, or use a constructor appropriate for type '{}'",
+                        display(&arg),
+                        kind.name(),
+                        source_kind.name()
+                    )))
+                    .or_throw(env);
+                }
+                let core = MemoryCore::allocate(env, kind, source.memory.nbytes(), &options.without_alignment())?;
+                core.live().or_throw(env)?.copy_from_device(&source.memory).or_throw(env)?;
+                Ok(core)
+            }
+            _ => Err(MemoryError::InvalidArgType(format!(
+                "expected a byte count (number or bigint) or an object exposing __sycl_usm_array_interface__, got {}",
+                type_name(&arg)
+            )))
+            .or_throw(env),
+        }
+    }
+
+    fn free(&mut self, env: &Env) -> napi::Result<()> {
+        if self.memory.is_none() {
+            return Ok(());
+        }
+        if let Some((buffer, lease)) = self.buffer.take() {
+            let value = buffer.get(env)?;
+            // Release under the buffer only when we detached it ourselves: a buffer
+            // someone else detached (transferred) may still reach the memory.
+            if ffi::detach_arraybuffer(env, &value)? {
+                lease.borrow_mut().take();
+            }
+        }
+        if self.reported_bytes != 0 {
+            ffi::adjust_external_memory(env, -self.reported_bytes);
+            self.reported_bytes = 0;
+        }
+        self.memory = None;
+        self.queue_object = None;
+        self.reference_object = None;
+        Ok(())
+    }
+
+    fn buffer<'env>(&mut self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        let memory = self.live().or_throw(env)?.clone();
+        if let Some((buffer, _)) = &self.buffer {
+            return buffer.get(env);
+        }
+        if !self.kind.host_accessible() {
+            return Err(MemoryError::NotHostAccessible(
+                "USM device memory is not host accessible: copy it with copyToHost() instead".into(),
+            ))
+            .or_throw(env);
+        }
+        if memory.read_only() {
+            return Err(MemoryError::ReadOnly(
+                "this memory comes from a read-only __sycl_usm_array_interface__: JS ArrayBuffers cannot be read-only, so it has no buffer; use copyToHost()".into(),
+            ))
+            .or_throw(env);
+        }
+        let len = usize::try_from(memory.nbytes())
+            .map_err(|_| MemoryError::NotHostAccessible("the memory is larger than this process can address".into()))
+            .or_throw(env)?;
+        let keeper = match &self.reference_object {
+            Some(reference) => Some(JsRef::new(&reference.get(env)?)?),
+            None => None,
+        };
+        let lease: BufferLease = Rc::new(RefCell::new(Some((memory.owner().cloned(), keeper))));
+        let buffer = match ffi::external_arraybuffer(env, memory.address() as *mut u8, len, lease.clone()) {
+            Ok(buffer) => buffer,
+            Err(ExternalBufferError::NotAllowed) => {
+                return Err(MemoryError::ExternalBuffersUnsupported(
+                    "this JS engine forbids external ArrayBuffers (e.g. Electron's V8 memory cage), so USM memory cannot be viewed without a copy: use copyToHost()/copyFromHost()".into(),
+                ))
+                .or_throw(env)
+            }
+            Err(ExternalBufferError::Napi(err)) => return Err(err),
+        };
+        self.buffer = Some((JsRef::new(&buffer)?, lease));
+        Ok(buffer)
+    }
+
+    fn interface<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let memory = self.live().or_throw(env)?;
+        let queue = match &self.queue_object {
+            Some(queue) => queue.get(env)?,
+            None => return Err(freed_error()).or_throw(env),
+        };
+        let mut object = Object::new(env)?;
+        let mut data = env.create_array(2)?;
+        data.set(0, BigInt::from(memory.address()))?;
+        data.set(1, memory.read_only())?;
+        object.set_named_property("data", data)?;
+        let mut shape = env.create_array(1)?;
+        shape.set(0, memory.nbytes() as f64)?;
+        object.set_named_property("shape", shape)?;
+        object.set_named_property("strides", ())?;
+        object.set_named_property("typestr", "|u1")?;
+        object.set_named_property("version", 1)?;
+        object.set_named_property("syclobj", queue)?;
+        Ok(object)
+    }
+
+    fn describe(&self) -> String {
+        match &self.memory {
+            Some(memory) => memory.describe(),
+            None => format!("<SYCL(TM) USM-{} allocation (freed)>", self.kind.name()),
+        }
+    }
+
+    fn finalize(&mut self, env: &Env) {
+        if self.reported_bytes != 0 {
+            ffi::adjust_external_memory(env, -self.reported_bytes);
+            self.reported_bytes = 0;
+        }
+    }
+}
+
+/// `{ alignment?, queue?, copy? }`.
+struct Options<'env> {
+    alignment: u64,
+    queue: Option<(Arc<dyn Queue>, Unknown<'env>)>,
+    copy: bool,
+}
+
+impl<'env> Options<'env> {
+    fn parse(env: &Env, value: Option<Unknown<'env>>) -> napi::Result<Self> {
+        let mut options = Options { alignment: 0, queue: None, copy: false };
+        let Some(value) = optional(value)? else { return Ok(options) };
+        if value.get_type()? != ValueType::Object {
+            return Err(MemoryError::InvalidArgType(format!("options must be an object, not {}", type_name(&value))))
+                .or_throw(env);
+        }
+        let object = value.coerce_to_object()?;
+        for key in Object::keys(&object)? {
+            if !matches!(key.as_str(), "alignment" | "queue" | "copy") {
+                return Err(MemoryError::InvalidArgType(format!(
+                    "unknown option '{key}': the options are alignment, queue and copy"
+                )))
+                .or_throw(env);
+            }
+        }
+        if let Some(alignment) = optional(Some(object.get_named_property::<Unknown>("alignment")?))? {
+            options.alignment = alignment_arg(env, &alignment)?;
+        }
+        if let Some(queue) = optional(Some(object.get_named_property::<Unknown>("queue")?))? {
+            let Some(instance) = class_instance::<SyclQueue>(env, &queue)? else {
+                return Err(MemoryError::InvalidArgType(format!(
+                    "queue must be a SyclQueue, not {}",
+                    display(&queue)
+                )))
+                .or_throw(env);
+            };
+            options.queue = Some((instance.queue.clone(), queue));
+        }
+        if let Some(copy) = optional(Some(object.get_named_property::<Unknown>("copy")?))? {
+            options.copy = bool_arg(env, copy, "copy")?;
+        }
+        Ok(options)
+    }
+
+    /// dpctl ignores `alignment` in the copying conversion.
+    fn without_alignment(&self) -> Options<'env> {
+        Options { alignment: 0, queue: self.queue.clone(), copy: self.copy }
+    }
+
+    fn queue_or_default(&self, env: &'env Env) -> napi::Result<(Arc<dyn Queue>, Unknown<'env>)> {
+        match &self.queue {
+            Some(queue) => Ok(queue.clone()),
+            None => cached_queue_object(env, None),
+        }
+    }
+}
+
+/// The memory object behind any of the three classes.
+fn memory_core<'a>(env: &Env, value: &Unknown<'a>) -> napi::Result<Option<CoreRef<'a>>> {
+    if let Some(m) = class_instance::<MemoryUSMDevice>(env, value)? {
+        return Ok(Some(CoreRef::Device(m)));
+    }
+    if let Some(m) = class_instance::<MemoryUSMHost>(env, value)? {
+        return Ok(Some(CoreRef::Host(m)));
+    }
+    if let Some(m) = class_instance::<MemoryUSMShared>(env, value)? {
+        return Ok(Some(CoreRef::Shared(m)));
+    }
+    Ok(None)
+}
+
+enum CoreRef<'a> {
+    Device(ClassInstance<'a, MemoryUSMDevice>),
+    Host(ClassInstance<'a, MemoryUSMHost>),
+    Shared(ClassInstance<'a, MemoryUSMShared>),
+}
+
+impl CoreRef<'_> {
+    fn core(&self) -> &MemoryCore {
+        match self {
+            CoreRef::Device(m) => &m.core,
+            CoreRef::Host(m) => &m.core,
+            CoreRef::Shared(m) => &m.core,
+        }
+    }
+}
+
+/// The USM memory an argument stands for: one of our memory objects (sharing its
+/// allocation, with the owner chain flattened) or any object exposing
+/// `__sycl_usm_array_interface__`.
+fn usm_source<'env>(env: &'env Env, value: &Unknown<'env>) -> napi::Result<Source<'env>> {
+    if let Some(other) = memory_core(env, value)? {
+        let core = other.core();
+        let memory = core.live().or_throw(env)?.clone();
+        let queue_object = match &core.queue_object {
+            Some(queue) => queue.get(env)?,
+            None => return Err(freed_error()).or_throw(env),
+        };
+        let reference = match (&core.reference_object, memory.owner()) {
+            (_, Some(_)) => None,
+            (Some(reference), None) => Some(reference.get(env)?),
+            (None, None) => None,
+        };
+        return Ok(Source { memory, queue_object, reference });
+    }
+    if !has_property(value, SUAI)? {
+        return Err(MemoryError::NotUsm(format!("Argument {} does not expose `{SUAI}`.", display(value)))).or_throw(env);
+    }
+    let iface = property(value, SUAI)?;
+    let consumed = consume_interface(env, value, &iface)?;
+    Ok(Source { memory: consumed.memory, queue_object: consumed.queue_object, reference: Some(*value) })
+}
+
+/// Host bytes of an ArrayBuffer, SharedArrayBuffer or ArrayBufferView argument.
+fn host_arg(env: &Env, value: &Unknown, what: &str) -> napi::Result<ffi::HostBytes> {
+    if let Some(bytes) = ffi::host_bytes(env, value)? {
+        return Ok(bytes);
+    }
+    // Node-API has no SharedArrayBuffer accessor before Node 24: view it as bytes.
+    if value.get_type()? == ValueType::Object {
+        let global = env.get_global()?;
+        let shared: Unknown = global.get_named_property("SharedArrayBuffer")?;
+        if shared.get_type()? == ValueType::Function && value.coerce_to_object()?.instanceof(shared)? {
+            let uint8: napi::bindgen_prelude::Function<Unknown, Unknown> = global.get_named_property("Uint8Array")?;
+            let view = uint8.new_instance(*value)?;
+            if let Some(bytes) = ffi::host_bytes(env, &view)? {
+                return Ok(bytes);
+            }
+        }
+    }
+    Err(MemoryError::InvalidArgType(format!(
+        "{what} must be an ArrayBuffer, SharedArrayBuffer, TypedArray, DataView or Buffer, not {}",
+        display(value)
+    )))
+    .or_throw(env)
+}
+
+/// `syclobj` for `getUsmType`: a SyclQueue or a SyclContext.
+fn context_arg(env: &Env, syclobj: Option<Unknown>) -> napi::Result<Option<Arc<dyn crate::provider::Context>>> {
+    let Some(value) = optional(syclobj)? else { return Ok(None) };
+    if let Some(queue) = class_instance::<SyclQueue>(env, &value)? {
+        return Ok(Some(queue.queue.context()));
+    }
+    if let Some(context) = class_instance::<SyclContext>(env, &value)? {
+        return Ok(Some(context.context.clone()));
+    }
+    Err(MemoryError::InvalidSyclObj(
+        "syclobj keyword can be either None, or an instance of SyclContext or SyclQueue".into(),
+    ))
+    .or_throw(env)
+}
+
+fn fill_value(env: &Env, value: Option<Unknown>) -> napi::Result<u8> {
+    let Some(value) = optional(value)? else { return Ok(0) };
+    match integer(&value)? {
+        Integer::Value(v) if (0..=255).contains(&v) => Ok(v as u8),
+        Integer::Value(v) => Err(MemoryError::InvalidFillValue(format!("memset value must be an integer in 0..255, got {v}"))).or_throw(env),
+        Integer::NotInteger(text) => Err(MemoryError::InvalidFillValue(format!("memset value must be an integer in 0..255, got {text}"))).or_throw(env),
+        Integer::WrongType(kind) => Err(MemoryError::InvalidArgType(format!("memset value must be a number, not {kind}"))).or_throw(env),
+    }
+}
+
+macro_rules! usm_class {
+    ($(#[$doc:meta])* $name:ident, $js_name:literal, $kind:expr) => {
+        $(#[$doc])*
+        #[napi(custom_finalize, js_name = $js_name)]
+        pub struct $name {
+            core: MemoryCore,
+        }
+
+        impl napi::bindgen_prelude::ObjectFinalize for $name {
+            fn finalize(mut self, env: Env) -> napi::Result<()> {
+                self.core.finalize(&env);
+                Ok(())
+            }
+        }
+
+        #[napi]
+        impl $name {
+            /// `new Memory(nbytes, { alignment?, queue? })` allocates `nbytes` (a positive
+            /// number or bigint) on `queue` (default: the cached queue of the default
+            /// device). `new Memory(usmObj, { copy?, queue? })` views the memory of
+            /// `usmObj` (a memory object or anything exposing `__sycl_usm_array_interface__`)
+            /// without copying when it is of this kind; with `copy: true` a different kind
+            /// is copied into a new allocation, else that is an error.
+            #[napi(constructor, ts_args_type = "source: number | bigint | SyclUsmArrayInterfaceExporter, options?: MemoryOptions")]
+            pub fn new(env: Env, source: Unknown, options: Option<Unknown>) -> napi::Result<Self> {
+                Ok($name { core: MemoryCore::construct(&env, $kind, source, options)? })
+            }
+
+            /// Extent of this USM buffer in bytes.
+            #[napi(getter)]
+            pub fn nbytes(&self, env: Env) -> napi::Result<f64> {
+                Ok(self.core.live().or_throw(&env)?.nbytes() as f64)
+            }
+
+            /// Extent of this USM buffer in bytes (same as `nbytes`).
+            #[napi(getter)]
+            pub fn size(&self, env: Env) -> napi::Result<f64> {
+                self.nbytes(env)
+            }
+
+            /// The USM address as a bigint.
+            #[napi(getter)]
+            pub fn pointer(&self, env: Env) -> napi::Result<BigInt> {
+                Ok(BigInt::from(self.core.live().or_throw(&env)?.address()))
+            }
+
+            /// The object that keeps this memory alive: the object exposing the interface
+            /// this memory was made from, or `null` for memory this library allocated.
+            #[napi(getter, ts_return_type = "unknown")]
+            pub fn reference_obj<'env>(&self, env: &'env Env) -> napi::Result<Option<Unknown<'env>>> {
+                self.core.live().or_throw(env)?;
+                self.core.reference_object.as_ref().map(|r| r.get(env)).transpose()
+            }
+
+            /// The queue the memory is used through.
+            #[napi(getter, ts_return_type = "SyclQueue")]
+            pub fn sycl_queue<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+                self.core.live().or_throw(env)?;
+                match &self.core.queue_object {
+                    Some(queue) => queue.get(env),
+                    None => Err(freed_error()).or_throw(env),
+                }
+            }
+
+            /// The context the USM pointer is bound to.
+            #[napi(getter)]
+            pub fn sycl_context(&self, env: Env) -> napi::Result<SyclContext> {
+                Ok(SyclContext { context: self.core.live().or_throw(&env)?.queue().context() })
+            }
+
+            /// The device the memory belongs to.
+            #[napi(getter)]
+            pub fn sycl_device(&self, env: Env) -> napi::Result<crate::js::device::SyclDevice> {
+                Ok(crate::js::device::SyclDevice { device: self.core.live().or_throw(&env)?.queue().device() })
+            }
+
+            /// The zero-copy `ArrayBuffer` over host or shared memory: the same object on
+            /// every read, detached by `free()`. Throws for device memory.
+            #[napi(getter, ts_return_type = "ArrayBuffer")]
+            pub fn buffer<'env>(&mut self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+                self.core.buffer(env)
+            }
+
+            /// The USM kind of the memory in the context of `syclobj` (a `SyclQueue` or
+            /// `SyclContext`), or in its own context: `'device'`, `'shared'`, `'host'`,
+            /// or `'unknown'` when the pointer is not bound to that context.
+            #[napi(ts_args_type = "syclobj?: SyclQueue | SyclContext", ts_return_type = "'device' | 'shared' | 'host' | 'unknown'")]
+            pub fn get_usm_type(&self, env: Env, syclobj: Option<Unknown>) -> napi::Result<String> {
+                let context = context_arg(&env, syclobj)?;
+                let memory = self.core.live().or_throw(&env)?;
+                Ok(memory.usm_type(context.as_deref()).name().to_string())
+            }
+
+            /// dpctl's enum value of `getUsmType()`: unknown 0, device 1, shared 2, host 3.
+            #[napi(ts_args_type = "syclobj?: SyclQueue | SyclContext")]
+            pub fn get_usm_type_enum(&self, env: Env, syclobj: Option<Unknown>) -> napi::Result<u32> {
+                let context = context_arg(&env, syclobj)?;
+                let memory = self.core.live().or_throw(&env)?;
+                Ok(memory.usm_type(context.as_deref()).enum_value())
+            }
+
+            /// Copies the memory into `dst` (any ArrayBuffer or view at least `nbytes`
+            /// long) and returns `dst`; without `dst`, into a new `Uint8Array`.
+            #[napi(ts_args_type = "dst?: ArrayBuffer | SharedArrayBuffer | ArrayBufferView", ts_return_type = "any")]
+            pub fn copy_to_host<'env>(&self, env: &'env Env, dst: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
+                let memory = self.core.live().or_throw(env)?;
+                let target = match optional(dst)? {
+                    Some(dst) => dst,
+                    None => {
+                        let ctor: napi::bindgen_prelude::Function<f64, Unknown> = env.get_global()?.get_named_property("Uint8Array")?;
+                        ctor.new_instance(memory.nbytes() as f64)?
+                    }
+                };
+                let bytes = host_arg(env, &target, "dst")?;
+                bytes.with_slice(|dst| memory.copy_to_host(dst)).or_throw(env)?;
+                Ok(target)
+            }
+
+            /// Writes all of `src` (any ArrayBuffer or view, at most `nbytes` long) at
+            /// offset 0.
+            #[napi(ts_args_type = "src: ArrayBuffer | SharedArrayBuffer | ArrayBufferView")]
+            pub fn copy_from_host(&self, env: Env, src: Unknown) -> napi::Result<()> {
+                let memory = self.core.live().or_throw(&env)?;
+                let bytes = host_arg(&env, &src, "src")?;
+                bytes.with_slice(|src| memory.copy_from_host(src)).or_throw(&env)
+            }
+
+            /// Copies all of `src` (a memory object or anything exposing
+            /// `__sycl_usm_array_interface__`) to offset 0, through the host when the two
+            /// are in different contexts.
+            #[napi(ts_args_type = "src: SyclUsmArrayInterfaceExporter")]
+            pub fn copy_from_device(&self, env: Env, src: Unknown) -> napi::Result<()> {
+                let memory = self.core.live().or_throw(&env)?.clone();
+                let is_object = matches!(src.get_type()?, ValueType::Object | ValueType::Function);
+                if !is_object || (memory_core(&env, &src)?.is_none() && !has_property(&src, SUAI)?) {
+                    return Err(MemoryError::NotUsm(format!("Object does not implement `{SUAI}` protocol"))).or_throw(&env);
+                }
+                let source = usm_source(&env, &src)?;
+                memory.copy_from_device(&source.memory).or_throw(&env)
+            }
+
+            /// Fills the memory with the byte `value` (an integer 0..255, default 0).
+            #[napi(ts_args_type = "value?: number")]
+            pub fn memset(&self, env: Env, value: Option<Unknown>) -> napi::Result<()> {
+                let value = fill_value(&env, value)?;
+                self.core.live().or_throw(&env)?.memset(value).or_throw(&env)
+            }
+
+            /// A copy of the memory as a `Buffer`.
+            #[napi]
+            pub fn to_bytes(&self, env: Env) -> napi::Result<Buffer> {
+                let bytes = self.core.live().or_throw(&env)?.to_vec().or_throw(&env)?;
+                Ok(Buffer::from(bytes))
+            }
+
+            /// `{ data: [pointer, readOnly], shape: [nbytes], strides: null, typestr: '|u1',
+            /// version: 1, syclobj: syclQueue }`, a new object on every read.
+            #[napi(getter, js_name = "__sycl_usm_array_interface__", ts_return_type = "SyclUsmArrayInterface")]
+            pub fn sycl_usm_array_interface<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+                self.core.interface(env)
+            }
+
+            /// Releases this object's reference to the memory now, and detaches its
+            /// `buffer` so no TypedArray can touch the memory again. Idempotent; every
+            /// later method call throws `ERR_USM_FREED`. Views made from this object
+            /// keep the memory alive until they are freed too.
+            #[napi]
+            pub fn free(&mut self, env: Env) -> napi::Result<()> {
+                self.core.free(&env)
+            }
+
+            /// Same as `free()`, for `using` declarations.
+            #[napi(well_known_symbol = "dispose")]
+            pub fn dispose(&mut self, env: Env) -> napi::Result<()> {
+                self.core.free(&env)
+            }
+
+            /// `<SYCL(TM) USM-device allocation of 16 bytes at 0x…>`, as dpctl's repr.
+            #[napi]
+            #[allow(clippy::inherent_to_string)]
+            pub fn to_string(&self) -> String {
+                self.core.describe()
+            }
+
+            /// What `util.inspect` and `console.log` show.
+            #[napi(symbol_for = "nodejs.util.inspect.custom")]
+            pub fn inspect(&self) -> String {
+                self.core.describe()
+            }
+        }
+    };
+}
+
+usm_class!(
+    /// USM device memory: reachable from the host only through copies.
+    MemoryUSMDevice,
+    "MemoryUSMDevice",
+    UsmKind::Device
+);
+usm_class!(
+    /// USM host memory: host memory the device can reach; `buffer` views it with no copy.
+    MemoryUSMHost,
+    "MemoryUSMHost",
+    UsmKind::Host
+);
+usm_class!(
+    /// USM shared memory: migrates between host and device; `buffer` views it with no copy.
+    MemoryUSMShared,
+    "MemoryUSMShared",
+    UsmKind::Shared
+);
+
+/// Wraps the memory an object exposes through `__sycl_usm_array_interface__` (or one of
+/// this library's memory objects) in the memory class of its USM kind, without copying.
+#[napi(ts_args_type = "obj: SyclUsmArrayInterfaceExporter")]
+pub fn as_usm_memory<'env>(
+    env: &'env Env,
+    obj: Unknown<'env>,
+) -> napi::Result<Either3<ClassInstance<'env, MemoryUSMShared>, ClassInstance<'env, MemoryUSMDevice>, ClassInstance<'env, MemoryUSMHost>>> {
+    if !matches!(obj.get_type()?, ValueType::Object | ValueType::Function) {
+        return Err(MemoryError::NotUsm(format!("Argument {} does not expose `{SUAI}`.", display(&obj)))).or_throw(env);
+    }
+    let source = usm_source(env, &obj)?;
+    let kind = source.memory.usm_type(None);
+    match kind {
+        UsmKind::Shared => Ok(Either3::A(MemoryUSMShared { core: MemoryCore::from_source(env, kind, source)? }.into_instance(env)?)),
+        UsmKind::Device => Ok(Either3::B(MemoryUSMDevice { core: MemoryCore::from_source(env, kind, source)? }.into_instance(env)?)),
+        UsmKind::Host => Ok(Either3::C(MemoryUSMHost { core: MemoryCore::from_source(env, kind, source)? }.into_instance(env)?)),
+        UsmKind::Unknown => Err(MemoryError::UnknownUsmType(format!(
+            "Could not determine the type USM allocation represented by argument {}",
+            display(&obj)
+        )))
+        .or_throw(env),
+    }
+}

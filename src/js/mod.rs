@@ -1,0 +1,17 @@
+//! The JS surface: `#[napi]` classes and functions, argument conversion, and the one
+//! conversion of model errors into JS errors. napi types stay in this layer.
+pub mod device;
+pub mod errors;
+pub mod ffi;
+pub mod interface;
+pub mod memory;
+pub mod values;
+
+use napi::bindgen_prelude::Object;
+use napi::Env;
+use napi_derive::napi;
+
+#[napi(module_exports)]
+pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {
+    errors::install_error_classes(&env, &mut exports)
+}

@@ -1,0 +1,171 @@
+//! A USM memory object: an address range, the queue it is used through, and (for memory
+//! this process allocated) a reference that keeps the allocation alive. Views share the
+//! owner of what they view, so the owner chain is always flat.
+
+use std::sync::Arc;
+
+use crate::error::{MemoryError, Result};
+use crate::memory::allocation::Allocation;
+use crate::memory::kind::UsmKind;
+use crate::provider::{Address, Context, Queue};
+
+#[derive(Clone)]
+pub struct UsmMemory {
+    address: Address,
+    nbytes: u64,
+    queue: Arc<dyn Queue>,
+    owner: Option<Arc<Allocation>>,
+    read_only: bool,
+}
+
+impl std::fmt::Debug for UsmMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "UsmMemory({} bytes at {:#x})", self.nbytes, self.address)
+    }
+}
+
+impl UsmMemory {
+    /// A fresh allocation owned by the new object.
+    pub fn allocate(queue: &Arc<dyn Queue>, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Self> {
+        let allocation = Allocation::new(queue, kind, nbytes, alignment)?;
+        Ok(UsmMemory {
+            address: allocation.address(),
+            nbytes,
+            queue: queue.clone(),
+            owner: Some(allocation),
+            read_only: false,
+        })
+    }
+
+    /// Memory described by an interface. `owner` is the allocation under it when this
+    /// process made that allocation (kept alive by the view), else `None` (the JS object
+    /// that exposed the interface keeps it alive).
+    pub fn from_interface(
+        address: Address,
+        nbytes: u64,
+        queue: Arc<dyn Queue>,
+        owner: Option<Arc<Allocation>>,
+        read_only: bool,
+    ) -> Self {
+        UsmMemory { address, nbytes, queue, owner, read_only }
+    }
+
+    pub fn address(&self) -> Address {
+        self.address
+    }
+
+    pub fn nbytes(&self) -> u64 {
+        self.nbytes
+    }
+
+    pub fn queue(&self) -> &Arc<dyn Queue> {
+        &self.queue
+    }
+
+    pub fn owner(&self) -> Option<&Arc<Allocation>> {
+        self.owner.as_ref()
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The USM kind of the memory in `context`, or in its own queue's context.
+    pub fn usm_type(&self, context: Option<&dyn Context>) -> UsmKind {
+        match context {
+            Some(context) => context.pointer_kind(self.address),
+            None => self.queue.context().pointer_kind(self.address),
+        }
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(MemoryError::ReadOnly(format!(
+                "USM memory at {:#x} comes from a read-only __sycl_usm_array_interface__ and cannot be written",
+                self.address
+            )));
+        }
+        Ok(())
+    }
+
+    /// Copies all `nbytes` into the start of `dst`, which must be at least that long.
+    pub fn copy_to_host(&self, dst: &mut [u8]) -> Result<()> {
+        if (dst.len() as u64) < self.nbytes {
+            return Err(MemoryError::DestinationTooSmall(format!(
+                "Destination object is too small to accommodate {} bytes (it has {})",
+                self.nbytes,
+                dst.len()
+            )));
+        }
+        self.queue.memcpy(dst.as_mut_ptr() as Address, self.address, self.nbytes)
+    }
+
+    /// Writes `src` at offset 0; a shorter source leaves the tail unchanged.
+    pub fn copy_from_host(&self, src: &[u8]) -> Result<()> {
+        let len = src.len() as u64;
+        if len > self.nbytes {
+            return Err(MemoryError::SourceTooLarge(format!(
+                "Source object is too large to be accommodated in {} bytes buffer (it has {len})",
+                self.nbytes
+            )));
+        }
+        self.check_writable()?;
+        if len == 0 {
+            return Ok(());
+        }
+        self.queue.memcpy(self.address, src.as_ptr() as Address, len)
+    }
+
+    /// Copies all of `src` to offset 0 of this memory, through the host when the two
+    /// live in different contexts (a runtime may not reject a cross-context copy, so
+    /// this never asks it to make one).
+    pub fn copy_from_device(&self, src: &UsmMemory) -> Result<()> {
+        if src.nbytes > self.nbytes {
+            return Err(MemoryError::SourceTooLarge(format!(
+                "Source object is too large to be accommodated in {} bytes buffer (it has {})",
+                self.nbytes, src.nbytes
+            )));
+        }
+        self.check_writable()?;
+        let same_context = self.queue.context().same_context(src.queue.context().as_ref());
+        if same_context {
+            return self.queue.memcpy(self.address, src.address, src.nbytes);
+        }
+        let len = usize::try_from(src.nbytes)
+            .map_err(|_| MemoryError::UsmAllocation(format!("{} bytes do not fit host memory", src.nbytes)))?;
+        let mut staging = Vec::new();
+        staging.try_reserve_exact(len).map_err(|_| {
+            MemoryError::UsmAllocation(format!("cannot allocate {len} bytes of host staging memory"))
+        })?;
+        staging.resize(len, 0);
+        src.queue.memcpy(staging.as_mut_ptr() as Address, src.address, src.nbytes)?;
+        self.queue.memcpy(self.address, staging.as_ptr() as Address, src.nbytes)
+    }
+
+    pub fn memset(&self, value: u8) -> Result<()> {
+        self.check_writable()?;
+        self.queue.memset(self.address, value, self.nbytes)
+    }
+
+    /// A host copy of the whole memory.
+    pub fn to_vec(&self) -> Result<Vec<u8>> {
+        let len = usize::try_from(self.nbytes)
+            .map_err(|_| MemoryError::UsmAllocation(format!("{} bytes do not fit host memory", self.nbytes)))?;
+        let mut out = Vec::new();
+        out.try_reserve_exact(len)
+            .map_err(|_| MemoryError::UsmAllocation(format!("cannot allocate {len} bytes of host memory")))?;
+        out.resize(len, 0);
+        self.copy_to_host(&mut out)?;
+        Ok(out)
+    }
+
+    /// `<SYCL(TM) USM-shared allocation of 16 bytes at 0x…>`, as dpctl's `repr`.
+    pub fn describe(&self) -> String {
+        format!(
+            "<SYCL(TM) USM-{} allocation of {} bytes at {:#x}>",
+            self.usm_type(None).name(),
+            self.nbytes,
+            self.address
+        )
+    }
+}

@@ -1,0 +1,389 @@
+//! Tests of the CUDA provider. Without a driver (CI, the CPU machine) only
+//! `load_without_driver_is_an_error_not_a_panic` asserts anything; every `gpu_*` test
+//! prints "no CUDA driver: skipped" and returns. On a GPU machine they run the real
+//! allocation, copy and pointer-query paths.
+
+use super::*;
+
+const MIB: usize = 1 << 20;
+
+fn provider() -> Option<Arc<dyn Provider>> {
+    match load() {
+        Ok(p) => Some(p),
+        Err(e) => {
+            eprintln!("no CUDA driver: skipped ({e})");
+            None
+        }
+    }
+}
+
+type Setup = (Arc<dyn Device>, Arc<dyn Context>, Arc<dyn Queue>);
+
+/// Device 0, its primary context and a queue on it.
+fn setup() -> Option<Setup> {
+    let p = provider()?;
+    let dev = p.devices().into_iter().next().expect("load() guarantees a device");
+    let ctx = dev.default_context().unwrap();
+    let q = ctx.create_queue(&dev).unwrap();
+    Some((dev, ctx, q))
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i.wrapping_mul(31).wrapping_add(7) % 251) as u8).collect()
+}
+
+fn cuda_ctx(ctx: &Arc<dyn Context>) -> &CudaContext {
+    ctx.as_any().downcast_ref::<CudaContext>().expect("a CUDA context")
+}
+
+/// `(free, total)` of the context's device.
+fn mem_info(ctx: &Arc<dyn Context>) -> (u64, u64) {
+    let c = cuda_ctx(ctx);
+    let _current = c.current().unwrap();
+    c.driver.mem_info().unwrap()
+}
+
+/// Reads host-accessible USM memory directly.
+fn read_host(ptr: u64, n: usize) -> Vec<u8> {
+    // SAFETY: the tests only pass live host or shared allocations of at least `n` bytes,
+    // with no copy in flight (every queue operation is synchronous).
+    unsafe { std::slice::from_raw_parts(ptr as *const u8, n) }.to_vec()
+}
+
+const KINDS: [UsmKind; 3] = [UsmKind::Device, UsmKind::Host, UsmKind::Shared];
+
+#[test]
+fn load_without_driver_is_an_error_not_a_panic() {
+    // SAFETY: only tries to dlopen the driver library's names.
+    let present = unsafe { cudarc::driver::sys::is_culib_present() };
+    let first = std::panic::catch_unwind(load).expect("load() must not panic");
+    match first {
+        Ok(p) => {
+            assert!(present, "load() succeeded without a driver library?");
+            assert_eq!(p.name(), "cuda");
+            assert!(!p.devices().is_empty());
+            eprintln!("CUDA driver present: {} device(s); no-driver assertion skipped", p.devices().len());
+        }
+        Err(e) => {
+            assert!(matches!(e, MemoryError::CudaDriver(_)), "{e:?}");
+            assert_eq!(e.code(), "ERR_CUDA_DRIVER");
+            if !present {
+                let msg = e.to_string();
+                assert!(msg.contains("libcuda.so.1") && msg.contains("NVIDIA driver"), "{msg}");
+            }
+            // Cached: the same answer again, still no panic.
+            let again = std::panic::catch_unwind(load).expect("load() must not panic");
+            assert_eq!(again.err(), Some(e));
+        }
+    }
+}
+
+#[test]
+fn gpu_device_info() {
+    let Some(p) = provider() else { return };
+    let devs = p.devices();
+    for (i, d) in devs.iter().enumerate() {
+        let info = d.info();
+        eprintln!("cuda:gpu:{i}: {info:?}");
+        assert_eq!(info.backend, "cuda");
+        assert_eq!(info.vendor, "NVIDIA Corporation");
+        assert_eq!(info.device_type, DeviceType::Gpu);
+        assert!(info.driver_version.starts_with("CUDA "), "{}", info.driver_version);
+        assert!(!info.name.is_empty());
+        assert!(info.global_mem_size > 0 && info.max_mem_alloc_size == info.global_mem_size);
+        for a in ["gpu", "usm_device_allocations", "usm_host_allocations", "fp64"] {
+            assert!(info.aspects.iter().any(|x| x == a), "missing aspect {a}");
+        }
+        assert!(d.same_device(d.as_ref()));
+        let cd = d.as_any().downcast_ref::<CudaDevice>().unwrap();
+        assert_eq!(cd.ordinal(), i as i32);
+        for (j, o) in devs.iter().enumerate() {
+            assert_eq!(d.same_device(o.as_ref()), i == j);
+        }
+    }
+    // The default context is one primary context per device, the same every time.
+    let d = &devs[0];
+    let a = d.default_context().unwrap();
+    let b = d.default_context().unwrap();
+    assert!(a.same_context(b.as_ref()));
+    assert_eq!(a.devices().len(), 1);
+    assert!(a.devices()[0].same_device(d.as_ref()));
+    // A created context is a different one.
+    let c = d.create_context().unwrap();
+    assert!(!a.same_context(c.as_ref()) && !c.same_context(a.as_ref()));
+    assert!(c.same_context(c.as_ref()));
+}
+
+#[test]
+fn gpu_alloc_each_kind_reports_its_kind() {
+    let Some((dev, ctx, q)) = setup() else { return };
+    for kind in KINDS {
+        let p = q.allocate(kind, 4096, 0).unwrap();
+        assert_ne!(p, 0);
+        assert_eq!(ctx.pointer_kind(p), kind, "{kind:?}");
+        assert_eq!(ctx.pointer_kind(p + 4095), kind, "{kind:?} last byte");
+        // The driver's own answer agrees with the allocation table.
+        assert_eq!(cuda_ctx(&ctx).driver_pointer_kind(p), kind, "{kind:?} driver view");
+        assert_eq!(cuda_ctx(&ctx).driver_pointer_kind(p + 100), kind, "{kind:?} driver view, interior");
+        assert!(ctx.pointer_device(p).unwrap().same_device(dev.as_ref()));
+        assert!(q.context().same_context(ctx.as_ref()) && q.device().same_device(dev.as_ref()));
+        ctx.free(p).unwrap();
+        // A second free is an error, never a double free in the driver.
+        assert!(matches!(ctx.free(p), Err(MemoryError::ForeignPointer(_))));
+    }
+}
+
+#[test]
+fn gpu_unknown_addresses_are_unknown() {
+    let Some((_dev, ctx, _q)) = setup() else { return };
+    let on_stack = 0u64;
+    let on_heap = Box::new([0u8; 64]);
+    let addrs = [
+        0u64,
+        1,
+        4096,
+        &on_stack as *const u64 as u64,
+        on_heap.as_ptr() as u64,
+        u64::MAX,
+        u64::MAX - 4095,
+        0xdead_beef_0000,
+    ];
+    for a in addrs {
+        assert_eq!(ctx.pointer_kind(a), UsmKind::Unknown, "0x{a:x}");
+        assert_eq!(ctx.address_range(a), None, "0x{a:x}");
+        assert!(matches!(ctx.pointer_device(a), Err(MemoryError::ForeignPointer(_))), "0x{a:x}");
+        assert!(ctx.free(a).is_err(), "0x{a:x}");
+    }
+}
+
+#[test]
+fn gpu_memcpy_round_trip_1mib() {
+    let Some((_dev, _ctx, q)) = setup() else { return };
+    let src = pattern(MIB);
+    for kind in KINDS {
+        let p = q.allocate(kind, MIB as u64, 0).unwrap();
+        q.memcpy(p, src.as_ptr() as u64, MIB as u64).unwrap();
+        let mut back = vec![0u8; MIB];
+        q.memcpy(back.as_mut_ptr() as u64, p, MIB as u64).unwrap();
+        assert!(back == src, "{kind:?}: host -> USM -> host changed the bytes");
+        // USM -> USM of every kind.
+        for kind2 in KINDS {
+            let p2 = q.allocate(kind2, MIB as u64, 0).unwrap();
+            q.memcpy(p2, p, MIB as u64).unwrap();
+            let mut back2 = vec![0u8; MIB];
+            q.memcpy(back2.as_mut_ptr() as u64, p2, MIB as u64).unwrap();
+            assert!(back2 == src, "{kind:?} -> {kind2:?}");
+            q.context().free(p2).unwrap();
+        }
+        if kind.host_accessible() {
+            assert!(read_host(p, MIB) == src, "{kind:?}: direct host read");
+        }
+        q.context().free(p).unwrap();
+    }
+    q.memcpy(0, 0, 0).unwrap(); // zero bytes: nothing to do
+    q.wait().unwrap();
+}
+
+#[test]
+fn gpu_memset_fills() {
+    let Some((_dev, ctx, q)) = setup() else { return };
+    for kind in KINDS {
+        let p = q.allocate(kind, MIB as u64, 0).unwrap();
+        q.memset(p, 0xA5, MIB as u64).unwrap();
+        q.memset(p + 1000, 0x3C, 24).unwrap();
+        let mut back = vec![0u8; MIB];
+        q.memcpy(back.as_mut_ptr() as u64, p, MIB as u64).unwrap();
+        let want = |i: usize| if (1000..1024).contains(&i) { 0x3C } else { 0xA5 };
+        assert!(back.iter().enumerate().all(|(i, &b)| b == want(i)), "{kind:?}");
+        if kind.host_accessible() {
+            let direct = read_host(p, MIB);
+            assert!(direct.iter().enumerate().all(|(i, &b)| b == want(i)), "{kind:?} direct");
+        }
+        ctx.free(p).unwrap();
+    }
+}
+
+#[test]
+fn gpu_host_writes_are_seen_by_the_device() {
+    let Some((_dev, ctx, q)) = setup() else { return };
+    let src = pattern(4096);
+    for kind in [UsmKind::Host, UsmKind::Shared] {
+        let p = q.allocate(kind, 4096, 0).unwrap();
+        // SAFETY: `p` is a live host-accessible allocation of 4096 bytes; no copy is in flight.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p as *mut u8, 4096) };
+        let d = q.allocate(UsmKind::Device, 4096, 0).unwrap();
+        q.memcpy(d, p, 4096).unwrap();
+        let mut back = vec![0u8; 4096];
+        q.memcpy(back.as_mut_ptr() as u64, d, 4096).unwrap();
+        assert_eq!(back, src, "{kind:?}");
+        ctx.free(d).unwrap();
+        ctx.free(p).unwrap();
+    }
+}
+
+#[test]
+fn gpu_address_range_of_interior_pointer() {
+    let Some((_dev, ctx, q)) = setup() else { return };
+    for kind in KINDS {
+        let p = q.allocate(kind, 10_000, 0).unwrap();
+        assert_eq!(ctx.address_range(p), Some((p, 10_000)), "{kind:?}");
+        assert_eq!(ctx.address_range(p + 1234), Some((p, 10_000)), "{kind:?}");
+        assert_eq!(ctx.address_range(p + 9_999), Some((p, 10_000)), "{kind:?}");
+        // The driver's range (cuMemGetAddressRange) holds ours, where it answers.
+        if let Some((base, size)) = cuda_ctx(&ctx).driver_address_range(p + 1234) {
+            assert!(base <= p && p + 10_000 <= base + size, "{kind:?}: 0x{base:x}+{size}");
+        } else {
+            assert_ne!(kind, UsmKind::Device, "cuMemGetAddressRange must know device memory");
+            eprintln!("cuMemGetAddressRange does not answer for {kind:?} memory");
+        }
+        ctx.free(p).unwrap();
+    }
+}
+
+#[test]
+fn gpu_managed_refused_beyond_free_memory() {
+    let Some((_dev, ctx, q)) = setup() else { return };
+    let (free, total) = mem_info(&ctx);
+    for ask in [free + (1 << 30), total.saturating_mul(2), u64::MAX / 2] {
+        let e = q.allocate(UsmKind::Shared, ask, 0).unwrap_err();
+        let MemoryError::UsmAllocation(msg) = &e else { panic!("{e:?}") };
+        // Refused by the admission check, not by a failed cuMemAllocManaged.
+        assert!(msg.starts_with("refusing to allocate"), "{msg}");
+        assert!(msg.contains(&format!("{ask} bytes")), "{msg}");
+        assert!(!msg.contains("cuMemAllocManaged"), "{msg}");
+    }
+    // Padding for alignment counts against free memory too.
+    let (free, _) = mem_info(&ctx);
+    let e = q.allocate(UsmKind::Shared, free, 1 << 30).unwrap_err();
+    assert!(matches!(e, MemoryError::UsmAllocation(ref m) if m.starts_with("refusing")), "{e:?}");
+    // A small request is admitted.
+    let p = q.allocate(UsmKind::Shared, 1 << 16, 0).unwrap();
+    ctx.free(p).unwrap();
+}
+
+#[test]
+fn gpu_device_out_of_memory_is_a_usm_allocation_error() {
+    let Some((_dev, ctx, q)) = setup() else { return };
+    let (_, total) = mem_info(&ctx);
+    let e = q.allocate(UsmKind::Device, total.saturating_mul(4), 0).unwrap_err();
+    let MemoryError::UsmAllocation(msg) = &e else { panic!("{e:?}") };
+    assert!(msg.starts_with("cuMemAlloc of ") && msg.contains("CUDA_ERROR"), "{msg}");
+    assert!(msg.contains("bytes free of"), "{msg}");
+}
+
+#[test]
+fn gpu_alignment_honoured() {
+    let Some((_dev, ctx, q)) = setup() else { return };
+    let src = pattern(10_000);
+    for kind in KINDS {
+        for align in [1u64, 256, 4096, 1 << 16, 1 << 21] {
+            let p = q.allocate(kind, 10_000, align).unwrap();
+            assert_eq!(p % align, 0, "{kind:?} alignment {align}: 0x{p:x}");
+            assert_eq!(ctx.pointer_kind(p), kind);
+            assert_eq!(ctx.address_range(p + 5), Some((p, 10_000)));
+            // All 10,000 bytes behind the aligned pointer are usable.
+            q.memcpy(p, src.as_ptr() as u64, 10_000).unwrap();
+            let mut back = vec![0u8; 10_000];
+            q.memcpy(back.as_mut_ptr() as u64, p, 10_000).unwrap();
+            assert_eq!(back, src);
+            ctx.free(p).unwrap();
+        }
+        for bad in [3u64, 100, 4097] {
+            let e = q.allocate(kind, 16, bad).unwrap_err();
+            assert!(matches!(e, MemoryError::UsmAllocation(ref m) if m.contains("not a power of two")), "{e:?}");
+        }
+    }
+    assert!(matches!(q.allocate(UsmKind::Device, 0, 0), Err(MemoryError::InvalidSize(_))));
+    assert!(matches!(q.allocate(UsmKind::Unknown, 16, 0), Err(MemoryError::UsmAllocation(_))));
+}
+
+#[test]
+fn gpu_cross_context_pointers_are_unknown() {
+    let Some((dev, primary, pq)) = setup() else { return };
+    let other = dev.create_context().unwrap();
+    let oq = other.create_queue(&dev).unwrap();
+    assert!(oq.context().same_context(other.as_ref()));
+    for kind in KINDS {
+        let mine = pq.allocate(kind, 4096, 0).unwrap();
+        let theirs = oq.allocate(kind, 4096, 0).unwrap();
+        assert_eq!(primary.pointer_kind(mine), kind);
+        assert_eq!(other.pointer_kind(theirs), kind);
+        assert_eq!(primary.pointer_kind(theirs), UsmKind::Unknown, "{kind:?} of the created context, asked in primary");
+        assert_eq!(other.pointer_kind(mine), UsmKind::Unknown, "{kind:?} of primary, asked in the created context");
+        assert_eq!(primary.address_range(theirs), None);
+        assert!(primary.pointer_device(theirs).is_err());
+        assert!(primary.free(theirs).is_err());
+        // A copy on the created context's stream to and from host memory works.
+        let src = pattern(4096);
+        oq.memcpy(theirs, src.as_ptr() as u64, 4096).unwrap();
+        let mut back = vec![0u8; 4096];
+        oq.memcpy(back.as_mut_ptr() as u64, theirs, 4096).unwrap();
+        assert_eq!(back, src);
+        other.free(theirs).unwrap();
+        primary.free(mine).unwrap();
+    }
+    assert_eq!(cuda_ctx(&other).live_allocations(), 0);
+}
+
+#[test]
+fn gpu_created_context_frees_leftovers_on_drop() {
+    let Some((dev, _primary, _q)) = setup() else { return };
+    let ctx = dev.create_context().unwrap();
+    let q = ctx.create_queue(&dev).unwrap();
+    for kind in KINDS {
+        q.allocate(kind, 1 << 16, 0).unwrap();
+    }
+    assert_eq!(cuda_ctx(&ctx).live_allocations(), 3);
+    drop(q);
+    drop(ctx); // frees the three, destroys the stream and the context: no crash, no leak
+}
+
+#[test]
+fn gpu_queue_for_a_foreign_device_is_refused() {
+    let Some(p) = provider() else { return };
+    let devs = p.devices();
+    if devs.len() < 2 {
+        eprintln!("only one CUDA device: skipped");
+        return;
+    }
+    let ctx = devs[0].default_context().unwrap();
+    assert!(matches!(ctx.create_queue(&devs[1]), Err(MemoryError::QueueCreation(_))));
+}
+
+#[test]
+fn gpu_calls_from_many_threads() {
+    let Some((_dev, ctx, q)) = setup() else { return };
+    let src = Arc::new(pattern(MIB));
+    // One queue shared by threads, and per-thread queues, all at once.
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let (ctx, q, src) = (ctx.clone(), q.clone(), src.clone());
+            std::thread::spawn(move || {
+                let q = if i % 2 == 0 { q } else { ctx.create_queue(&q.device()).unwrap() };
+                for round in 0..4 {
+                    let kind = KINDS[(i + round) % 3];
+                    let p = q.allocate(kind, MIB as u64, 0).unwrap();
+                    assert_eq!(ctx.pointer_kind(p), kind);
+                    q.memcpy(p, src.as_ptr() as u64, MIB as u64).unwrap();
+                    let mut back = vec![0u8; MIB];
+                    q.memcpy(back.as_mut_ptr() as u64, p, MIB as u64).unwrap();
+                    assert!(back == *src);
+                    ctx.free(p).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("worker thread panicked");
+    }
+    // A queue made on this thread, used and dropped on another.
+    let q2 = ctx.create_queue(&q.device()).unwrap();
+    std::thread::spawn(move || {
+        let p = q2.allocate(UsmKind::Device, 64, 0).unwrap();
+        q2.memset(p, 1, 64).unwrap();
+        q2.context().free(p).unwrap();
+        drop(q2);
+    })
+    .join()
+    .expect("thread panicked");
+}
