@@ -44,9 +44,7 @@ pub(super) fn plan_allocation(nbytes: u64, alignment: u64, base: u64) -> Result<
         return Err(MemoryError::InvalidSize("cannot allocate 0 bytes: nbytes must be positive".into()));
     }
     if alignment != 0 && !alignment.is_power_of_two() {
-        return Err(MemoryError::UsmAllocation(format!(
-            "alignment {alignment} is not a power of two"
-        )));
+        return Err(MemoryError::UsmAllocation(format!("alignment {alignment} is not a power of two")));
     }
     let align = alignment.max(1);
     if align <= base {
@@ -58,9 +56,7 @@ pub(super) fn plan_allocation(nbytes: u64, alignment: u64, base: u64) -> Result<
 /// The over-allocating plan: `nbytes + align - 1` bytes.
 pub(super) fn padded_plan(nbytes: u64, align: u64) -> Result<AllocPlan> {
     let request = nbytes.checked_add(align - 1).ok_or_else(|| {
-        MemoryError::UsmAllocation(format!(
-            "cannot allocate {nbytes} bytes with alignment {align}: the size overflows"
-        ))
+        MemoryError::UsmAllocation(format!("cannot allocate {nbytes} bytes with alignment {align}: the size overflows"))
     })?;
     Ok(AllocPlan { align, request, padded: true })
 }

@@ -38,8 +38,8 @@ use cudarc::driver::sys::{
 
 use self::driver::{CurrentContext, Driver, CUDA_SUCCESS};
 use self::logic::{
-    admit_managed, align_up, allocation_failure, base_alignment, classify_pointer, format_driver_version,
-    padded_plan, plan_allocation,
+    admit_managed, align_up, allocation_failure, base_alignment, classify_pointer, format_driver_version, padded_plan,
+    plan_allocation,
 };
 use crate::error::{MemoryError, Result};
 use crate::memory::kind::UsmKind;
@@ -68,8 +68,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn no_driver_message() -> String {
-    let mut names = cudarc::get_lib_name_candidates("cuda");
-    names.dedup();
+    let mut names: Vec<String> = Vec::new();
+    for n in cudarc::get_lib_name_candidates("cuda") {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
     format!(
         "CUDA driver library not found (tried {}). Install the NVIDIA driver, or add the directory \
          that holds libcuda.so.1 to LD_LIBRARY_PATH.",
@@ -117,9 +121,7 @@ fn init() -> Result<Arc<CudaProvider>> {
     if count <= 0 {
         return Err(MemoryError::CudaDriver("the CUDA driver reports no devices".into()));
     }
-    let devices = (0..count)
-        .map(|ordinal| CudaDevice::open(driver, ordinal, version))
-        .collect::<Result<Vec<_>>>()?;
+    let devices = (0..count).map(|ordinal| CudaDevice::open(driver, ordinal, version)).collect::<Result<Vec<_>>>()?;
     Ok(Arc::new(CudaProvider { devices }))
 }
 
@@ -304,7 +306,12 @@ pub(crate) struct CudaContext {
 }
 
 impl CudaContext {
-    fn new(driver: &'static Driver, device: Arc<CudaDevice>, handle: CtxHandle, ownership: ContextOwnership) -> Arc<Self> {
+    fn new(
+        driver: &'static Driver,
+        device: Arc<CudaDevice>,
+        handle: CtxHandle,
+        ownership: ContextOwnership,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|me| CudaContext {
             me: me.clone(),
             driver,
@@ -482,7 +489,8 @@ impl Context for CudaContext {
                 device.info().name
             )));
         }
-        let context = self.me.upgrade().ok_or_else(|| MemoryError::QueueCreation("CUDA context already released".into()))?;
+        let context =
+            self.me.upgrade().ok_or_else(|| MemoryError::QueueCreation("CUDA context already released".into()))?;
         let _current = self.current().map_err(|e| MemoryError::QueueCreation(e.to_string()))?;
         let mut stream: CUstream = std::ptr::null_mut();
         // SAFETY: valid out-pointer and flags; the context is current.
