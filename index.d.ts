@@ -75,7 +75,7 @@ export type TypedArray =
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /** r" USM device memory: reachable from the host only through copies. */
-export declare class MemoryUsmDevice {
+export declare class MemoryUSMDevice {
   /**
    * `new Memory(nbytes, { alignment?, queue? })` allocates `nbytes` (a positive
    * number or bigint) on `queue` (default: the cached queue of the default
@@ -152,10 +152,9 @@ export declare class MemoryUsmDevice {
   /** `<SYCL(TM) USM-device allocation of 16 bytes at 0x…>`, as dpctl's repr. */
   toString(): string
 }
-export type MemoryUSMDevice = MemoryUsmDevice
 
 /** r" USM host memory: host memory the device can reach; `buffer` views it with no copy. */
-export declare class MemoryUsmHost {
+export declare class MemoryUSMHost {
   /**
    * `new Memory(nbytes, { alignment?, queue? })` allocates `nbytes` (a positive
    * number or bigint) on `queue` (default: the cached queue of the default
@@ -232,10 +231,9 @@ export declare class MemoryUsmHost {
   /** `<SYCL(TM) USM-device allocation of 16 bytes at 0x…>`, as dpctl's repr. */
   toString(): string
 }
-export type MemoryUSMHost = MemoryUsmHost
 
 /** r" USM shared memory: migrates between host and device; `buffer` views it with no copy. */
-export declare class MemoryUsmShared {
+export declare class MemoryUSMShared {
   /**
    * `new Memory(nbytes, { alignment?, queue? })` allocates `nbytes` (a positive
    * number or bigint) on `queue` (default: the cached queue of the default
@@ -312,7 +310,6 @@ export declare class MemoryUsmShared {
   /** `<SYCL(TM) USM-device allocation of 16 bytes at 0x…>`, as dpctl's repr. */
   toString(): string
 }
-export type MemoryUSMShared = MemoryUsmShared
 
 /** A SYCL context: the scope in which USM pointers are valid. */
 export declare class SyclContext {
@@ -383,7 +380,7 @@ export declare class SyclQueue {
  * Wraps the memory an object exposes through `__sycl_usm_array_interface__` (or one of
  * this library's memory objects) in the memory class of its USM kind, without copying.
  */
-export declare function asUsmMemory(obj: SyclUsmArrayInterfaceExporter): MemoryUsmShared | MemoryUsmDevice | MemoryUsmHost
+export declare function asUsmMemory(obj: SyclUsmArrayInterfaceExporter): MemoryUSMShared | MemoryUSMDevice | MemoryUSMHost
 
 /**
  * Every device that dpctl-memory can use, or those matching a filter string. Empty

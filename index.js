@@ -835,11 +835,8 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
-module.exports.MemoryUsmDevice = nativeBinding.MemoryUsmDevice
 module.exports.MemoryUSMDevice = nativeBinding.MemoryUSMDevice
-module.exports.MemoryUsmHost = nativeBinding.MemoryUsmHost
 module.exports.MemoryUSMHost = nativeBinding.MemoryUSMHost
-module.exports.MemoryUsmShared = nativeBinding.MemoryUsmShared
 module.exports.MemoryUSMShared = nativeBinding.MemoryUSMShared
 module.exports.SyclContext = nativeBinding.SyclContext
 module.exports.SyclDevice = nativeBinding.SyclDevice

@@ -10,8 +10,20 @@ const os = require('node:os');
 const { spawnSync } = require('node:child_process');
 
 const RUNTIME_VERSION = '2025.3.3';
-const PACKAGES = ['intel-sycl-rt', 'intel-cmplr-lib-ur', 'intel-cmplr-lib-rt', 'intel-opencl-rt'];
+// The four runtime wheels, plus the libraries they need that pip's --no-deps leaves out:
+// the UR adapters need libumf (umf) and libhwloc (tcmlib); the OpenCL CPU device needs libtbb.
+const REQUIREMENTS = [
+  `intel-sycl-rt==${RUNTIME_VERSION}`,
+  `intel-cmplr-lib-ur==${RUNTIME_VERSION}`,
+  `intel-cmplr-lib-rt==${RUNTIME_VERSION}`,
+  `intel-opencl-rt==${RUNTIME_VERSION}`,
+  'umf==1.0.3',
+  'tbb==2022.3.1',
+  'tcmlib==1.6.0',
+];
 const MARKER = '.dpctl-memory-complete';
+// What a complete cache records in its marker: a cache made with other packages is redone.
+const MARKER_TEXT = `${REQUIREMENTS.join('\n')}\n`;
 
 function cacheRoot() {
   if (process.env.DPCTL_MEMORY_CACHE) return process.env.DPCTL_MEMORY_CACHE;
@@ -35,7 +47,11 @@ function installedOneApi() {
 }
 
 function isComplete(dir) {
-  return fs.existsSync(path.join(dir, MARKER));
+  try {
+    return fs.readFileSync(path.join(dir, MARKER), 'utf8') === MARKER_TEXT;
+  } catch {
+    return false;
+  }
 }
 
 function findPython() {
@@ -67,14 +83,19 @@ function install({ quiet = false } = {}) {
   const staging = fs.mkdtempSync(path.join(cacheRoot(), `.staging-${RUNTIME_VERSION}-`));
   console.log(`dpctl-memory: installing SYCL runtime ${RUNTIME_VERSION} from PyPI into ${dir} (about 1 GB, once)`);
   const args = ['-m', 'pip', 'install', '--quiet', '--no-deps', '--no-compile', '--no-warn-script-location',
-    '--disable-pip-version-check', '--prefix', staging,
-    ...PACKAGES.map((name) => `${name}==${RUNTIME_VERSION}`)];
+    '--disable-pip-version-check', '--prefix', staging, ...REQUIREMENTS];
   const result = spawnSync(python, args, { stdio: 'inherit' });
   if (result.status !== 0) {
     fs.rmSync(staging, { recursive: true, force: true });
-    throw new Error(`dpctl-memory: pip failed (exit ${result.status}) installing ${PACKAGES.join(', ')}`);
+    throw new Error(`dpctl-memory: pip failed (exit ${result.status}) installing ${REQUIREMENTS.join(', ')}`);
   }
-  fs.writeFileSync(path.join(staging, MARKER), `${RUNTIME_VERSION}\n`);
+  fs.writeFileSync(path.join(staging, MARKER), MARKER_TEXT);
+  if (fs.existsSync(dir) && !isComplete(dir)) {
+    // An incomplete or outdated cache: move it aside and drop it.
+    const stale = `${dir}.stale-${process.pid}`;
+    fs.renameSync(dir, stale);
+    fs.rmSync(stale, { recursive: true, force: true });
+  }
   try {
     fs.renameSync(staging, dir);
   } catch (err) {

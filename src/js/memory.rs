@@ -189,7 +189,7 @@ impl MemoryCore {
         let mut shape = env.create_array(1)?;
         shape.set(0, memory.nbytes() as f64)?;
         object.set_named_property("shape", shape)?;
-        object.set_named_property("strides", ())?;
+        object.set_named_property("strides", napi::bindgen_prelude::Null)?;
         object.set_named_property("typestr", "|u1")?;
         object.set_named_property("version", 1)?;
         object.set_named_property("syclobj", queue)?;

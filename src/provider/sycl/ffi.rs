@@ -6,7 +6,8 @@
 //!    this module, then the path `build.rs` built it at);
 //! 2. point `OCL_ICD_FILENAMES` at the runtime's OpenCL CPU driver (before any SYCL call:
 //!    the runtime reads it once; the wheel's own `.icd` file holds a placeholder path);
-//! 3. `dlopen(libm.so.6)` (see `load_shim`), then `dlopen(<runtime>/lib/libsycl.so.8, RTLD_NOW | RTLD_GLOBAL)`, so that the shim's
+//! 3. `dlopen(libm.so.6)` (see `load_shim`), then
+//!    `dlopen(<runtime>/lib/libsycl.so.8, RTLD_NOW | RTLD_GLOBAL)`, so that the shim's
 //!    `NEEDED libsycl.so.8` binds to it without an rpath;
 //! 4. `dlopen` the shim and check its ABI version.
 //!
@@ -34,6 +35,8 @@ const ABI_VERSION: u32 = 1;
 pub const SHIM_FILE: &str = "dpctl_memory_shim.so";
 
 /// Status codes (`DPM_*`).
+#[cfg_attr(not(test), allow(dead_code))] // matched by the tests
+pub const STATUS_SYCL: c_int = 1;
 pub const STATUS_ALLOC: c_int = 4;
 pub const STATUS_ARG: c_int = 5;
 
@@ -81,8 +84,7 @@ struct RawDeviceInfo {
 }
 
 type DeviceListFn = unsafe extern "C" fn(*mut *mut RawDevice, usize, *mut usize) -> c_int;
-type ContextDeviceListFn =
-    unsafe extern "C" fn(*const RawContext, *mut *mut RawDevice, usize, *mut usize) -> c_int;
+type ContextDeviceListFn = unsafe extern "C" fn(*const RawContext, *mut *mut RawDevice, usize, *mut usize) -> c_int;
 
 /// The loaded shim: its function pointers, valid while `_shim` and `_sycl` stay loaded
 /// (for the life of the process: a `Shim` lives only in the [`shim`] static).
@@ -324,9 +326,14 @@ impl Shim {
         if status == 0 {
             return Ok(());
         }
-        // SAFETY: dpm_last_error returns the calling thread's NUL-terminated error text,
-        // never NULL, valid until the next shim call on this thread; it is copied at once.
-        let text = unsafe { CStr::from_ptr((self.last_error)()) };
+        // SAFETY: dpm_last_error takes nothing and cannot fail.
+        let raw = unsafe { (self.last_error)() };
+        if raw.is_null() {
+            return Err(ShimError { status, message: format!("the SYCL shim failed with status {status}") });
+        }
+        // SAFETY: the calling thread's NUL-terminated error text, valid until the next
+        // shim call on this thread; it is copied at once.
+        let text = unsafe { CStr::from_ptr(raw) };
         let mut message = text.to_string_lossy().into_owned();
         if message.is_empty() {
             message = format!("the SYCL shim failed with status {status}");
@@ -446,7 +453,8 @@ fn address(addr: u64) -> ShimResult<usize> {
 }
 
 fn size(n: u64, what: &str) -> ShimResult<usize> {
-    usize::try_from(n).map_err(|_| ShimError { status: STATUS_ARG, message: format!("{what} {n} does not fit a size_t") })
+    usize::try_from(n)
+        .map_err(|_| ShimError { status: STATUS_ARG, message: format!("{what} {n} does not fit a size_t") })
 }
 
 fn take_string(p: *const c_char) -> String {

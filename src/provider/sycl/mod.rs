@@ -136,10 +136,7 @@ impl Device for SyclDevice {
     }
 
     fn default_context(&self) -> Result<Arc<dyn Context>> {
-        let handle = self
-            .handle
-            .default_context()
-            .map_err(|e| runtime_error("getting the default SYCL context", e))?;
+        let handle = self.handle.default_context().map_err(|e| runtime_error("getting the default SYCL context", e))?;
         Ok(SyclContext::new(handle)?)
     }
 
@@ -179,9 +176,10 @@ impl Context for SyclContext {
     }
 
     fn same_context(&self, other: &dyn Context) -> bool {
-        other.as_any().downcast_ref::<SyclContext>().is_some_and(|other| {
-            std::ptr::eq(self, other) || self.handle.equals(&other.handle).unwrap_or(false)
-        })
+        other
+            .as_any()
+            .downcast_ref::<SyclContext>()
+            .is_some_and(|other| std::ptr::eq(self, other) || self.handle.equals(&other.handle).unwrap_or(false))
     }
 
     fn create_queue(&self, device: &Arc<dyn Device>) -> Result<Arc<dyn Queue>> {
@@ -214,9 +212,7 @@ impl Context for SyclContext {
         // sycl::get_pointer_device throws for a foreign pointer (turned into an error by
         // the shim); asking the kind first gives that case its own error.
         if self.pointer_kind(ptr) == UsmKind::Unknown {
-            return Err(MemoryError::ForeignPointer(format!(
-                "0x{ptr:x} is not a USM pointer of this SYCL context"
-            )));
+            return Err(MemoryError::ForeignPointer(format!("0x{ptr:x} is not a USM pointer of this SYCL context")));
         }
         let handle = self
             .handle

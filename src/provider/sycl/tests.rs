@@ -183,7 +183,7 @@ fn foreign_pointers_are_unknown_and_have_no_device() {
     match sycl.handle.pointer_device(&on_stack as *const u64 as u64) {
         Err(e) => {
             eprintln!("get_pointer_device(stack address): status {}: {}", e.status, e.message);
-            assert_eq!(e.status, 1, "DPM_ERR_SYCL");
+            assert_eq!(e.status, ffi::STATUS_SYCL);
             assert!(!e.message.is_empty());
         }
         Ok(_) => panic!("get_pointer_device accepted a stack address"),
