@@ -49,7 +49,7 @@ function roundTrip(queue, host, device, shared) {
 
   const output = new Float32Array(shared.buffer); // zero-copy view of shared memory
   let mismatches = 0;
-  for (let i = 0; i < COUNT; i++) if (output[i] !== Math.sqrt(i)) mismatches++;
+  for (let i = 0; i < COUNT; i++) if (output[i] !== Math.fround(Math.sqrt(i))) mismatches++;
   const back = new Float32Array(device.copyToHost().buffer);
   for (let i = 0; i < COUNT; i += 4096) if (back[i] !== input[i]) mismatches++;
   if (mismatches > 0) {
