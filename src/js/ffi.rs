@@ -211,3 +211,43 @@ pub fn bigint(value: &Unknown) -> napi::Result<BigInt> {
     // SAFETY: `BigInt::from_napi_value` checks the value's type itself and fails cleanly.
     unsafe { value.cast::<BigInt>() }
 }
+
+/// A `JsRef` that travels with an asynchronous task. It is created on the JS thread,
+/// carried through the worker thread untouched, and dropped in the task's `finally`,
+/// which napi runs on the JS thread again.
+pub struct TaskRef(JsRef);
+
+// SAFETY: the worker thread only moves a `TaskRef`, never uses or drops it: napi-rs runs
+// `resolve`/`finally`, where it is read and dropped, on the environment's own thread.
+unsafe impl Send for TaskRef {}
+
+impl TaskRef {
+    pub fn new(value: &Unknown) -> napi::Result<Self> {
+        Ok(TaskRef(JsRef::new(value)?))
+    }
+
+    pub fn get<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        self.0.get(env)
+    }
+}
+
+/// Host bytes used by an asynchronous task on a worker thread.
+pub struct TaskBytes(HostBytes);
+
+// SAFETY: the bytes belong to a JS buffer that a `TaskRef` of the same task keeps from
+// being collected until the task settles; the JS thread does not free them meanwhile.
+unsafe impl Send for TaskBytes {}
+
+impl TaskBytes {
+    pub fn new(bytes: HostBytes) -> Self {
+        TaskBytes(bytes)
+    }
+
+    pub fn address(&self) -> u64 {
+        self.0.data as u64
+    }
+
+    pub fn with_slice<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
+        self.0.with_slice(f)
+    }
+}

@@ -7,14 +7,15 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{BigInt, Buffer, ClassInstance, Either3, JavaScriptClassExt, JsObjectValue, Object, Unknown};
+use napi::bindgen_prelude::{AsyncTask, BigInt, Buffer, ClassInstance, Either3, JavaScriptClassExt, JsObjectValue, Object, Unknown};
 use napi::{Env, JsValue, ValueType};
 use napi_derive::napi;
 
 use crate::error::MemoryError;
+use crate::js::async_ops::{Operation, UsmTask};
 use crate::js::device::{cached_queue_object, SyclContext, SyclQueue};
 use crate::js::errors::OrThrow;
-use crate::js::ffi::{self, class_instance, ExternalBufferError, JsRef};
+use crate::js::ffi::{self, class_instance, ExternalBufferError, JsRef, TaskBytes, TaskRef};
 use crate::js::interface::{consume_interface, SUAI};
 use crate::js::values::{alignment_arg, bool_arg, display, has_property, integer, nbytes_arg, optional, property, type_name, Integer};
 use crate::memory::allocation::Allocation;
@@ -372,6 +373,26 @@ fn fill_value(env: &Env, value: Option<Unknown>) -> napi::Result<u8> {
     }
 }
 
+/// The destination of `copyToHost[Async]`: `dst`, or a new `Uint8Array` of `nbytes`.
+fn host_destination<'env>(env: &'env Env, memory: &UsmMemory, dst: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
+    match optional(dst)? {
+        Some(dst) => Ok(dst),
+        None => {
+            let ctor: napi::bindgen_prelude::Function<f64, Unknown> = env.get_global()?.get_named_property("Uint8Array")?;
+            ctor.new_instance(memory.nbytes() as f64)
+        }
+    }
+}
+
+/// The source of `copyFromDevice[Async]`, with `copy_from_device`'s own argument check.
+fn device_source<'env>(env: &'env Env, src: &Unknown<'env>) -> napi::Result<Source<'env>> {
+    let is_object = matches!(src.get_type()?, ValueType::Object | ValueType::Function);
+    if !is_object || (memory_core(env, src)?.is_none() && !has_property(src, SUAI)?) {
+        return Err(MemoryError::NotUsm(format!("Object does not implement `{SUAI}` protocol"))).or_throw(env);
+    }
+    usm_source(env, src)
+}
+
 macro_rules! usm_class {
     ($(#[$doc:meta])* $name:ident, $js_name:literal, $kind:expr) => {
         $(#[$doc])*
@@ -478,13 +499,7 @@ macro_rules! usm_class {
             #[napi(ts_args_type = "dst?: ArrayBuffer | SharedArrayBuffer | ArrayBufferView", ts_return_type = "any")]
             pub fn copy_to_host<'env>(&self, env: &'env Env, dst: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
                 let memory = self.core.live().or_throw(env)?;
-                let target = match optional(dst)? {
-                    Some(dst) => dst,
-                    None => {
-                        let ctor: napi::bindgen_prelude::Function<f64, Unknown> = env.get_global()?.get_named_property("Uint8Array")?;
-                        ctor.new_instance(memory.nbytes() as f64)?
-                    }
-                };
+                let target = host_destination(env, memory, dst)?;
                 let bytes = host_arg(env, &target, "dst")?;
                 bytes.with_slice(|dst| memory.copy_to_host(dst)).or_throw(env)?;
                 Ok(target)
@@ -505,11 +520,7 @@ macro_rules! usm_class {
             #[napi(ts_args_type = "src: SyclUsmArrayInterfaceExporter")]
             pub fn copy_from_device(&self, env: Env, src: Unknown) -> napi::Result<()> {
                 let memory = self.core.live().or_throw(&env)?.clone();
-                let is_object = matches!(src.get_type()?, ValueType::Object | ValueType::Function);
-                if !is_object || (memory_core(&env, &src)?.is_none() && !has_property(&src, SUAI)?) {
-                    return Err(MemoryError::NotUsm(format!("Object does not implement `{SUAI}` protocol"))).or_throw(&env);
-                }
-                let source = usm_source(&env, &src)?;
+                let source = device_source(&env, &src)?;
                 memory.copy_from_device(&source.memory).or_throw(&env)
             }
 
@@ -518,6 +529,48 @@ macro_rules! usm_class {
             pub fn memset(&self, env: Env, value: Option<Unknown>) -> napi::Result<()> {
                 let value = fill_value(&env, value)?;
                 self.core.live().or_throw(&env)?.memset(value).or_throw(&env)
+            }
+
+            /// `copyToHost` off the main thread: resolves to `dst` (or a new `Uint8Array`)
+            /// once the copy is done. The memory and `dst` stay alive until then, even if
+            /// this object is freed meanwhile.
+            #[napi(ts_args_type = "dst?: ArrayBuffer | SharedArrayBuffer | ArrayBufferView", ts_return_type = "Promise<any>")]
+            pub fn copy_to_host_async<'env>(&self, env: &'env Env, dst: Option<Unknown<'env>>) -> napi::Result<AsyncTask<UsmTask>> {
+                let memory = self.core.live().or_throw(env)?.clone();
+                let target = host_destination(env, &memory, dst)?;
+                let bytes = host_arg(env, &target, "dst")?;
+                let operation = Operation::ToHost { memory, host: TaskBytes::new(bytes) };
+                Ok(AsyncTask::new(UsmTask::new(operation, vec![], Some(TaskRef::new(&target)?))))
+            }
+
+            /// `copyFromHost` off the main thread; `src` stays alive until it settles.
+            #[napi(ts_args_type = "src: ArrayBuffer | SharedArrayBuffer | ArrayBufferView", ts_return_type = "Promise<void>")]
+            pub fn copy_from_host_async(&self, env: Env, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
+                let memory = self.core.live().or_throw(&env)?.clone();
+                let bytes = host_arg(&env, &src, "src")?;
+                let operation = Operation::FromHost { memory, host: TaskBytes::new(bytes) };
+                Ok(AsyncTask::new(UsmTask::new(operation, vec![TaskRef::new(&src)?], None)))
+            }
+
+            /// `copyFromDevice` off the main thread; both memories stay alive until it settles.
+            #[napi(ts_args_type = "src: SyclUsmArrayInterfaceExporter", ts_return_type = "Promise<void>")]
+            pub fn copy_from_device_async(&self, env: Env, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
+                let memory = self.core.live().or_throw(&env)?.clone();
+                let source = device_source(&env, &src)?;
+                let mut keep = vec![TaskRef::new(&src)?];
+                if let Some(reference) = &source.reference {
+                    keep.push(TaskRef::new(reference)?);
+                }
+                let operation = Operation::FromDevice { memory, source: source.memory };
+                Ok(AsyncTask::new(UsmTask::new(operation, keep, None)))
+            }
+
+            /// `memset` off the main thread.
+            #[napi(ts_args_type = "value?: number", ts_return_type = "Promise<void>")]
+            pub fn memset_async(&self, env: Env, value: Option<Unknown>) -> napi::Result<AsyncTask<UsmTask>> {
+                let value = fill_value(&env, value)?;
+                let memory = self.core.live().or_throw(&env)?.clone();
+                Ok(AsyncTask::new(UsmTask::new(Operation::Memset { memory, value }, vec![], None)))
             }
 
             /// A copy of the memory as a `Buffer`.

@@ -1,5 +1,6 @@
 //! The JS surface: `#[napi]` classes and functions, argument conversion, and the one
 //! conversion of model errors into JS errors. napi types stay in this layer.
+pub mod async_ops;
 pub mod device;
 pub mod errors;
 pub mod ffi;
