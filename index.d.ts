@@ -133,6 +133,18 @@ export declare class MemoryUSMDevice {
   copyFromDevice(src: SyclUsmArrayInterfaceExporter): void
   /** Fills the memory with the byte `value` (an integer 0..255, default 0). */
   memset(value?: number): void
+  /**
+   * `copyToHost` off the main thread: resolves to `dst` (or a new `Uint8Array`)
+   * once the copy is done. The memory and `dst` stay alive until then, even if
+   * this object is freed meanwhile.
+   */
+  copyToHostAsync(dst?: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): Promise<any>
+  /** `copyFromHost` off the main thread; `src` stays alive until it settles. */
+  copyFromHostAsync(src: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): Promise<void>
+  /** `copyFromDevice` off the main thread; both memories stay alive until it settles. */
+  copyFromDeviceAsync(src: SyclUsmArrayInterfaceExporter): Promise<void>
+  /** `memset` off the main thread. */
+  memsetAsync(value?: number): Promise<void>
   /** A copy of the memory as a `Buffer`. */
   toBytes(): Buffer
   /**
@@ -212,6 +224,18 @@ export declare class MemoryUSMHost {
   copyFromDevice(src: SyclUsmArrayInterfaceExporter): void
   /** Fills the memory with the byte `value` (an integer 0..255, default 0). */
   memset(value?: number): void
+  /**
+   * `copyToHost` off the main thread: resolves to `dst` (or a new `Uint8Array`)
+   * once the copy is done. The memory and `dst` stay alive until then, even if
+   * this object is freed meanwhile.
+   */
+  copyToHostAsync(dst?: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): Promise<any>
+  /** `copyFromHost` off the main thread; `src` stays alive until it settles. */
+  copyFromHostAsync(src: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): Promise<void>
+  /** `copyFromDevice` off the main thread; both memories stay alive until it settles. */
+  copyFromDeviceAsync(src: SyclUsmArrayInterfaceExporter): Promise<void>
+  /** `memset` off the main thread. */
+  memsetAsync(value?: number): Promise<void>
   /** A copy of the memory as a `Buffer`. */
   toBytes(): Buffer
   /**
@@ -291,6 +315,18 @@ export declare class MemoryUSMShared {
   copyFromDevice(src: SyclUsmArrayInterfaceExporter): void
   /** Fills the memory with the byte `value` (an integer 0..255, default 0). */
   memset(value?: number): void
+  /**
+   * `copyToHost` off the main thread: resolves to `dst` (or a new `Uint8Array`)
+   * once the copy is done. The memory and `dst` stay alive until then, even if
+   * this object is freed meanwhile.
+   */
+  copyToHostAsync(dst?: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): Promise<any>
+  /** `copyFromHost` off the main thread; `src` stays alive until it settles. */
+  copyFromHostAsync(src: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): Promise<void>
+  /** `copyFromDevice` off the main thread; both memories stay alive until it settles. */
+  copyFromDeviceAsync(src: SyclUsmArrayInterfaceExporter): Promise<void>
+  /** `memset` off the main thread. */
+  memsetAsync(value?: number): Promise<void>
   /** A copy of the memory as a `Buffer`. */
   toBytes(): Buffer
   /**

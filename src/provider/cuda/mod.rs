@@ -25,6 +25,7 @@
 
 mod driver;
 mod logic;
+mod staging;
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -37,6 +38,7 @@ use cudarc::driver::sys::{
 };
 
 use self::driver::{CurrentContext, Driver, CUDA_SUCCESS};
+use self::staging::{Direction, Stager, StagingConfig};
 use self::logic::{
     admit_managed, align_up, allocation_failure, base_alignment, classify_pointer, format_driver_version, padded_plan,
     plan_allocation,
@@ -303,6 +305,8 @@ pub(crate) struct CudaContext {
     ownership: ContextOwnership,
     /// Allocations by the address handed out.
     allocations: Mutex<BTreeMap<u64, Allocation>>,
+    /// Pinned buffers for staged pageable copies, made on first need.
+    stager: Mutex<Option<Stager>>,
 }
 
 impl CudaContext {
@@ -319,6 +323,7 @@ impl CudaContext {
             handle,
             ownership,
             allocations: Mutex::new(BTreeMap::new()),
+            stager: Mutex::new(None),
         })
     }
 
@@ -331,6 +336,30 @@ impl CudaContext {
         let map = lock(&self.allocations);
         let (&start, &a) = map.range(..=ptr).next_back()?;
         (ptr - start < a.size).then_some((start, a))
+    }
+
+    /// A copy between pageable host memory and device memory of this context, through
+    /// the pinned staging buffers (made on first use).
+    fn staged_copy(&self, direction: Direction, host: u64, device: Address, nbytes: usize) -> Result<()> {
+        let mut stager = lock(&self.stager);
+        if stager.is_none() {
+            let _current = self.current()?;
+            *stager = Some(Stager::new(self.driver, self.handle, StagingConfig::get())?);
+        }
+        match stager.as_ref() {
+            Some(stager) => stager.copy(direction, host as usize, device, nbytes),
+            None => Err(MemoryError::CudaDriver("staging buffers unavailable".into())),
+        }
+    }
+
+    /// Which way a copy goes when one side is device memory of this context and the other
+    /// pageable host memory (unknown to the driver); `None` for every other pair.
+    fn staging_direction(&self, dst: Address, src: Address) -> Option<(Direction, u64, Address)> {
+        match (self.pointer_kind(dst), self.pointer_kind(src)) {
+            (UsmKind::Device, UsmKind::Unknown) => Some((Direction::HostToDevice, src, dst)),
+            (UsmKind::Unknown, UsmKind::Device) => Some((Direction::DeviceToHost, dst, src)),
+            _ => None,
+        }
     }
 
     /// Number of live allocations of this context.
@@ -549,6 +578,8 @@ impl Context for CudaContext {
 
 impl Drop for CudaContext {
     fn drop(&mut self) {
+        // The staging buffers belong to this context: release them while it exists.
+        drop(lock(&self.stager).take());
         let leftovers: Vec<Allocation> = std::mem::take(&mut *lock(&self.allocations)).into_values().collect();
         if !leftovers.is_empty() {
             if let Ok(_current) = self.current() {
@@ -605,6 +636,11 @@ impl Queue for CudaQueue {
         }
         let size = usize::try_from(nbytes)
             .map_err(|_| MemoryError::CudaDriver(format!("cannot copy {nbytes} bytes on this platform")))?;
+        if StagingConfig::get().applies(nbytes) {
+            if let Some((direction, host, device)) = self.context.staging_direction(dst, src) {
+                return self.context.staged_copy(direction, host, device, size);
+            }
+        }
         let _current = self.context.current()?;
         // SAFETY: with unified addressing the driver infers each side's memory from its
         // address; the caller guarantees both ranges are valid for `nbytes` (USM memory of
