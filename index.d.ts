@@ -426,3 +426,56 @@ export declare function getDevices(filter?: string): Array<SyclDevice>
 
 /** Why no device is available from each runtime that did not load (empty when all did). */
 export declare function getRuntimeDiagnostics(): Array<string>
+
+/**
+ * What the caching pool did for one kind of USM memory (all counts since the process
+ * started; byte counts are of blocks, i.e. requests rounded up to the pool's size class).
+ */
+export interface PoolKindStats {
+  /** Allocations served from the cache. */
+  hits: number
+  /** Allocations the cache could not serve (they went to the runtime). */
+  misses: number
+  /** Freed blocks held in the cache now, ready for reuse. */
+  cachedBlocks: number
+  /** Bytes held in the cache now. */
+  cachedBytes: number
+  /** Bytes of the blocks held by live allocations. */
+  inUseBytes: number
+  /** Cached blocks freed to keep the cache under its cap. */
+  evictions: number
+}
+
+/**
+ * Statistics of the caching allocator pool.
+ *
+ * Freed memory (the last reference to an allocation gone: `free()` and every view and
+ * `ArrayBuffer` of it) goes to a per-context, per-kind cache of size classes instead of
+ * back to the runtime, and a later allocation of the same class reuses it: much faster
+ * than the runtime (pinned host memory, first touch on the CPU device). A reused block
+ * is not zeroed. Each context caches at most 1 GiB of host memory and
+ * min(1 GiB, 1/8 of the device's memory) of device and of shared memory; requests above
+ * 256 MiB or with an alignment above 256 bypass the cache. Set `DPCTL_MEMORY_POOL=0`
+ * before the first allocation to turn the pool off.
+ */
+export declare function poolStats(): PoolStats
+
+/** Statistics of the caching allocator pool, per USM kind. */
+export interface PoolStats {
+  /**
+   * `false` when the environment variable `DPCTL_MEMORY_POOL` was `0` (or `false`,
+   * `off`, `no`) when the pool was first used: every allocation then goes to the
+   * runtime and every free returns the memory at once.
+   */
+  enabled: boolean
+  device: PoolKindStats
+  host: PoolKindStats
+  shared: PoolKindStats
+}
+
+/**
+ * Frees every block held in the caching pool (memory in use is untouched) and returns
+ * the number of bytes released. The pool fills again as memory is freed; it also trims
+ * itself when the runtime runs out of memory.
+ */
+export declare function poolTrim(): number

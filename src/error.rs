@@ -87,6 +87,9 @@ pub enum MemoryError {
     /// An asynchronous operation is still running on this memory.
     #[error("{0}")]
     Busy(String),
+    /// A class constructor called without `new`.
+    #[error("{0}")]
+    ConstructCallRequired(String),
 }
 
 /// The fields of `__sycl_usm_array_interface__`, in dpctl's validation order.
@@ -146,6 +149,7 @@ impl MemoryError {
             CudaDriver(_) => "ERR_CUDA_DRIVER",
             ExternalBuffersUnsupported(_) => "ERR_EXTERNAL_BUFFERS_UNSUPPORTED",
             Busy(_) => "ERR_USM_BUSY",
+            ConstructCallRequired(_) => "ERR_CONSTRUCT_CALL_REQUIRED",
         }
     }
 
@@ -153,7 +157,9 @@ impl MemoryError {
     pub fn class(&self) -> ErrorClass {
         use MemoryError::*;
         match self {
-            InvalidArgType(_) | NotUsm(_) | InvalidSyclObj(_) | InvalidFilter(_) => ErrorClass::TypeError,
+            InvalidArgType(_) | NotUsm(_) | InvalidSyclObj(_) | InvalidFilter(_) | ConstructCallRequired(_) => {
+                ErrorClass::TypeError
+            }
             InterfaceMalformed { range: false, .. } => ErrorClass::TypeError,
             InterfaceMalformed { range: true, .. } => ErrorClass::RangeError,
             InvalidSize(_) | InvalidAlignment(_) | InvalidFillValue(_) | OutOfBounds(_)

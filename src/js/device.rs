@@ -5,13 +5,13 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{ClassInstance, JavaScriptClassExt, Unknown};
+use napi::bindgen_prelude::{ClassInstance, JavaScriptClassExt, This, Unknown};
 use napi::{Env, JsValue, ValueType};
 use napi_derive::napi;
 
 use crate::error::MemoryError;
 use crate::js::errors::OrThrow;
-use crate::js::ffi::{class_instance, JsRef};
+use crate::js::ffi::{class_instance, ensure_constructed, JsRef};
 use crate::js::values::{optional, string_arg};
 use crate::memory::registry::registry;
 use crate::provider::{Context, Device, Queue};
@@ -28,7 +28,8 @@ impl SyclDevice {
     /// `'cpu'`, `'gpu'`, `'opencl:cpu:0'`, `'cuda:gpu:1'`), or the default device (a GPU
     /// if there is one). Throws `SyclDeviceCreationError` when nothing matches.
     #[napi(constructor, ts_args_type = "filter?: string")]
-    pub fn new(env: Env, filter: Option<Unknown>) -> napi::Result<Self> {
+    pub fn new(env: Env, this: This<Unknown>, filter: Option<Unknown>) -> napi::Result<Self> {
+        ensure_constructed::<SyclDevice>(&env, &this, "SyclDevice")?;
         let filter = optional(filter)?.map(|v| string_arg(&env, v, "filter")).transpose()?;
         let device = registry().select(filter.as_deref()).or_throw(&env)?;
         Ok(SyclDevice { device })
@@ -148,7 +149,8 @@ impl SyclContext {
     /// queues use). With a `SyclDevice` or filter string, a new context of its own for
     /// that device, as dpctl's `SyclContext(device)`.
     #[napi(constructor, ts_args_type = "device?: SyclDevice | string")]
-    pub fn new(env: Env, device: Option<Unknown>) -> napi::Result<Self> {
+    pub fn new(env: Env, this: This<Unknown>, device: Option<Unknown>) -> napi::Result<Self> {
+        ensure_constructed::<SyclContext>(&env, &this, "SyclContext")?;
         let context = match optional(device)? {
             None => {
                 let device = registry().select(None).or_throw(&env)?;
@@ -194,7 +196,8 @@ impl SyclQueue {
     /// given). Throws `SyclQueueCreationError` when no device matches or no runtime is
     /// installed.
     #[napi(constructor, ts_args_type = "target?: string | SyclDevice | SyclContext, device?: SyclDevice")]
-    pub fn new(env: Env, target: Option<Unknown>, device: Option<Unknown>) -> napi::Result<Self> {
+    pub fn new(env: Env, this: This<Unknown>, target: Option<Unknown>, device: Option<Unknown>) -> napi::Result<Self> {
+        ensure_constructed::<SyclQueue>(&env, &this, "SyclQueue")?;
         let queue = make_queue(&env, optional(target)?, optional(device)?)?;
         Ok(SyclQueue { queue })
     }
@@ -248,6 +251,11 @@ fn make_queue(env: &Env, target: Option<Unknown>, device: Option<Unknown>) -> na
                     }),
                 };
                 device.and_then(|device| context.context.create_queue(&device))
+            } else if value.get_type()? == ValueType::String {
+                let text = string_arg(env, value, "filter")?;
+                registry()
+                    .select(Some(&text))
+                    .and_then(|device| device.default_context()?.create_queue(&device))
             } else {
                 let device = device_arg(env, value)?;
                 device.default_context().and_then(|context| context.create_queue(&device))

@@ -251,3 +251,19 @@ impl TaskBytes {
         self.0.with_slice(f)
     }
 }
+
+/// Refuses a constructor call made without `new` (napi-rs would wrap the receiver,
+/// `globalThis` or the exports object, instead of a new instance).
+pub fn ensure_constructed<T>(env: &Env, this: &Unknown, class: &str) -> napi::Result<()>
+where
+    T: JavaScriptClassExt + 'static,
+{
+    let constructed = this.get_type()? == ValueType::Object && T::instance_of(env, this)?;
+    if constructed {
+        return Ok(());
+    }
+    Err(crate::js::errors::to_js_error(
+        env,
+        crate::error::MemoryError::ConstructCallRequired(format!("Class constructor {class} cannot be invoked without 'new'")),
+    ))
+}

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncTask, BigInt, Buffer, ClassInstance, Either3, JavaScriptClassExt, JsObjectValue, Object, Unknown};
+use napi::bindgen_prelude::{AsyncTask, BigInt, Buffer, This, ClassInstance, Either3, JavaScriptClassExt, JsObjectValue, Object, Unknown};
 use napi::{Env, JsValue, ValueType};
 use napi_derive::napi;
 
@@ -15,7 +15,7 @@ use crate::error::MemoryError;
 use crate::js::async_ops::{Operation, UsmTask};
 use crate::js::device::{cached_queue_object, SyclContext, SyclQueue};
 use crate::js::errors::OrThrow;
-use crate::js::ffi::{self, class_instance, ExternalBufferError, JsRef, TaskBytes, TaskRef};
+use crate::js::ffi::{self, class_instance, ensure_constructed, ExternalBufferError, JsRef, TaskBytes, TaskRef};
 use crate::js::interface::{consume_interface, SUAI};
 use crate::js::values::{alignment_arg, bool_arg, display, has_property, integer, nbytes_arg, optional, property, type_name, Integer};
 use crate::memory::allocation::Allocation;
@@ -309,11 +309,8 @@ fn usm_source<'env>(env: &'env Env, value: &Unknown<'env>) -> napi::Result<Sourc
             Some(queue) => queue.get(env)?,
             None => return Err(freed_error()).or_throw(env),
         };
-        let reference = match (&core.reference_object, memory.owner()) {
-            (_, Some(_)) => None,
-            (Some(reference), None) => Some(reference.get(env)?),
-            (None, None) => None,
-        };
+        // The owner chain stays flat: a view of a view refers to the original exporter.
+        let reference = core.reference_object.as_ref().map(|r| r.get(env)).transpose()?;
         return Ok(Source { memory, queue_object, reference });
     }
     if !has_property(value, SUAI)? {
@@ -417,7 +414,8 @@ macro_rules! usm_class {
             /// without copying when it is of this kind; with `copy: true` a different kind
             /// is copied into a new allocation, else that is an error.
             #[napi(constructor, ts_args_type = "source: number | bigint | SyclUsmArrayInterfaceExporter, options?: MemoryOptions")]
-            pub fn new(env: Env, source: Unknown, options: Option<Unknown>) -> napi::Result<Self> {
+            pub fn new(env: Env, this: This<Unknown>, source: Unknown, options: Option<Unknown>) -> napi::Result<Self> {
+                ensure_constructed::<$name>(&env, &this, $js_name)?;
                 Ok($name { core: MemoryCore::construct(&env, $kind, source, options)? })
             }
 

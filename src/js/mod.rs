@@ -6,6 +6,7 @@ pub mod errors;
 pub mod ffi;
 pub mod interface;
 pub mod memory;
+pub mod pool;
 pub mod values;
 
 use napi::bindgen_prelude::Object;

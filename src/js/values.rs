@@ -60,7 +60,14 @@ pub fn integer(value: &Unknown) -> napi::Result<Integer> {
     match value.get_type()? {
         ValueType::Number => {
             let number = value.coerce_to_number()?.get_double()?;
-            if !number.is_finite() || number.fract() != 0.0 {
+            if number.is_nan() {
+                return Ok(Integer::NotInteger("NaN".into()));
+            }
+            if number.is_infinite() {
+                let sign = if number < 0.0 { "-" } else { "" };
+                return Ok(Integer::NotInteger(format!("{sign}Infinity")));
+            }
+            if number.fract() != 0.0 {
                 return Ok(Integer::NotInteger(format!("{number}")));
             }
             if number.abs() > 9_007_199_254_740_991.0 {

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs the test suite on a Linux machine with an NVIDIA GPU (any device the addon finds is
+# tested; the GPU-only cases run instead of skipping). Needs Node >= 20.4 and the built
+# addon: run `npm run build` (or `npm test` once) first, or put a prebuilt
+# dpctl-memory.linux-x64-gnu.node beside index.js. Uses cargo for the Rust tests when it is
+# installed, or a prebuilt test binary named by DPCTL_MEMORY_CARGO_TEST_BIN.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=index,name,driver_version,memory.total,memory.used --format=csv
+else
+  echo "gpu-suite: nvidia-smi not found: is the NVIDIA driver installed?"
+fi
+node -e "
+const m = require('.');
+const devices = m.getDevices();
+console.log('devices: ' + (devices.map((d) => d.filterString + ' (' + d.name + ')').join(', ') || 'none'));
+for (const line of m.getRuntimeDiagnostics()) console.log('  not loaded: ' + line);
+if (!devices.some((d) => d.backend === 'cuda')) console.log('gpu-suite: no CUDA device: the GPU cases will skip');
+" || exit 1
+status=0
+if [ -n "${DPCTL_MEMORY_CARGO_TEST_BIN:-}" ]; then
+  "$DPCTL_MEMORY_CARGO_TEST_BIN" --test-threads=1 || status=1
+  export DPCTL_MEMORY_SKIP_CARGO=1
+elif ! command -v cargo >/dev/null; then
+  echo "gpu-suite: cargo not found: running the ava suite only"
+  export DPCTL_MEMORY_SKIP_CARGO=1
+fi
+node scripts/test.js "$@" || status=1
+exit $status
