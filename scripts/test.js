@@ -46,6 +46,20 @@ function ava() {
   if (status !== 0 || !counted) broken = true;
 }
 
+/** In CI the build has just regenerated index.d.ts: it must equal the committed one. */
+function typingsCommitted() {
+  if (process.env.CI !== 'true') return;
+  const diff = spawnSync('git', ['diff', '--exit-code', '--stat', '--', 'index.d.ts', 'index.js'], { cwd: root, encoding: 'utf8' });
+  if (diff.status === 0) {
+    totals.passed += 1;
+    console.log('ok - index.d.ts and index.js match the build');
+  } else {
+    totals.failed += 1;
+    console.log(`not ok - index.d.ts or index.js differ from the build: regenerate and commit them\n${diff.stdout}`);
+  }
+}
+
+typingsCommitted();
 if (!process.env.DPCTL_MEMORY_SKIP_CARGO) cargo();
 ava();
 console.log(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);

@@ -59,7 +59,7 @@ extern "C" {
 /* Opaque handles. */
 typedef struct dpm_device_s dpm_device;   /* a sycl::device */
 typedef struct dpm_context_s dpm_context; /* a sycl::context */
-typedef struct dpm_queue_s dpm_queue;     /* an in-order sycl::queue + its async errors */
+typedef struct dpm_queue_s dpm_queue;     /* a sycl::queue + its async errors */
 
 /* What a device says about itself. Every string is NUL-terminated UTF-8, malloc'ed by the
  * shim and owned by the struct: release them all with dpm_device_info_free(). */
@@ -139,7 +139,7 @@ int dpm_pointer_device(const dpm_context *ctx, const void *ptr, dpm_device **out
 
 /* --- Queues ------------------------------------------------------------------------- */
 
-/* *out = a new in-order queue on (ctx, dev); dev must be a device of ctx. The queue has
+/* *out = a new (out-of-order) queue on (ctx, dev); dev must be a device of ctx. The queue has
  * its own async handler: asynchronous errors are kept and reported by the next
  * dpm_memcpy / dpm_memset / dpm_queue_wait on it. Free with dpm_queue_free(). */
 int dpm_queue_create(const dpm_context *ctx, const dpm_device *dev, dpm_queue **out);

@@ -9,10 +9,17 @@ use crate::memory::allocation::Allocation;
 use crate::memory::kind::UsmKind;
 use crate::provider::{Address, Context, Queue};
 
+/// Copies between host memory and host-accessible USM (host, shared) up to this size are
+/// done by the CPU directly: a runtime call costs several microseconds, a memcpy of a few
+/// KiB a fraction of one. Larger copies go to the runtime, which spreads them over threads.
+const DIRECT_HOST_COPY_MAX: u64 = 256 << 10;
+
 #[derive(Clone)]
 pub struct UsmMemory {
     address: Address,
     nbytes: u64,
+    /// The USM kind in the memory's own context, fixed at creation.
+    kind: UsmKind,
     queue: Arc<dyn Queue>,
     owner: Option<Arc<Allocation>>,
     read_only: bool,
@@ -31,6 +38,7 @@ impl UsmMemory {
         Ok(UsmMemory {
             address: allocation.address(),
             nbytes,
+            kind,
             queue: queue.clone(),
             owner: Some(allocation),
             read_only: false,
@@ -47,7 +55,23 @@ impl UsmMemory {
         owner: Option<Arc<Allocation>>,
         read_only: bool,
     ) -> Self {
-        UsmMemory { address, nbytes, queue, owner, read_only }
+        let kind = queue.context().pointer_kind(address);
+        UsmMemory { address, nbytes, kind, queue, owner, read_only }
+    }
+
+    /// The USM kind in the memory's own context.
+    pub fn kind(&self) -> UsmKind {
+        self.kind
+    }
+
+    /// A copy of `nbytes` between this memory and host memory, by the CPU when it is
+    /// small and this memory is host-accessible, else through the queue.
+    fn host_transfer(&self, dst: Address, src: Address, nbytes: u64) -> Result<()> {
+        if self.kind.host_accessible() && nbytes <= DIRECT_HOST_COPY_MAX {
+            crate::provider::host_memcpy(dst, src, nbytes);
+            return Ok(());
+        }
+        self.queue.memcpy(dst, src, nbytes)
     }
 
     pub fn address(&self) -> Address {
@@ -74,7 +98,7 @@ impl UsmMemory {
     pub fn usm_type(&self, context: Option<&dyn Context>) -> UsmKind {
         match context {
             Some(context) => context.pointer_kind(self.address),
-            None => self.queue.context().pointer_kind(self.address),
+            None => self.kind,
         }
     }
 
@@ -97,7 +121,7 @@ impl UsmMemory {
                 dst.len()
             )));
         }
-        self.queue.memcpy(dst.as_mut_ptr() as Address, self.address, self.nbytes)
+        self.host_transfer(dst.as_mut_ptr() as Address, self.address, self.nbytes)
     }
 
     /// Writes `src` at offset 0; a shorter source leaves the tail unchanged.
@@ -113,7 +137,7 @@ impl UsmMemory {
         if len == 0 {
             return Ok(());
         }
-        self.queue.memcpy(self.address, src.as_ptr() as Address, len)
+        self.host_transfer(self.address, src.as_ptr() as Address, len)
     }
 
     /// Copies all of `src` to offset 0 of this memory, through the host when the two

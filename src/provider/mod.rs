@@ -11,7 +11,10 @@ use crate::error::Result;
 use crate::memory::kind::UsmKind;
 
 pub mod cuda;
+mod host;
 pub mod sycl;
+
+pub use host::host_memcpy;
 
 pub type Address = u64;
 

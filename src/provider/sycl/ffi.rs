@@ -540,7 +540,7 @@ impl ContextHandle {
         })
     }
 
-    /// A new in-order queue on `device`, which must be a device of this context.
+    /// A new (out-of-order) queue on `device`, which must be a device of this context.
     pub fn create_queue(&self, device: &DeviceHandle) -> ShimResult<QueueHandle> {
         let mut out: *mut RawQueue = ptr::null_mut();
         // SAFETY: live context and device handles and a valid out-parameter.

@@ -234,7 +234,7 @@ impl Context for SyclContext {
     }
 }
 
-/// An in-order `sycl::queue` on one device of one context.
+/// A `sycl::queue` (out-of-order; each operation waits on its own event) on one device of one context.
 pub struct SyclQueue {
     handle: ffi::QueueHandle,
     context: Arc<SyclContext>,
