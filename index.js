@@ -844,3 +844,5 @@ module.exports.SyclQueue = nativeBinding.SyclQueue
 module.exports.asUsmMemory = nativeBinding.asUsmMemory
 module.exports.getDevices = nativeBinding.getDevices
 module.exports.getRuntimeDiagnostics = nativeBinding.getRuntimeDiagnostics
+module.exports.poolStats = nativeBinding.poolStats
+module.exports.poolTrim = nativeBinding.poolTrim

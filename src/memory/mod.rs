@@ -2,6 +2,7 @@
 //! parsers of filter strings and `__sycl_usm_array_interface__`.
 pub mod allocation;
 pub mod kind;
+pub mod pool;
 pub mod registry;
 pub mod usm;
 pub mod filter;

@@ -1,0 +1,140 @@
+// The CPU section: our figures on the SYCL OpenCL CPU device, and the table rows that set
+// them against dpctl (bench/peers/dpctl_cpu.py, same case ids) and Node's Buffer.copy.
+'use strict';
+const { sizeLabel, runCase } = require('./lib');
+
+/** Measures our cases; returns { ours, node, checks } keyed by case id. */
+function runOurs(addon, cfg, timing) {
+  const { SyclQueue, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared } = addon;
+  const q = new SyclQueue(cfg.filter);
+  const opts = { queue: q };
+  const classes = { device: MemoryUSMDevice, host: MemoryUSMHost, shared: MemoryUSMShared };
+  const ours = {};
+  const node = {};
+  const checks = [];
+  const run = (id, fn) => runCase(ours, id, fn, timing);
+
+  for (const kind of cfg.kinds) {
+    const C = classes[kind];
+    for (const n of cfg.allocSizes) run(`alloc.${kind}.${sizeLabel(n)}`, () => new C(n, opts).free());
+  }
+  // alloc + first zero-copy view + free: what using host memory from JS costs.
+  for (const n of cfg.allocSizes.slice(0, 2)) {
+    run(`alloc_view.host.${sizeLabel(n)}`, () => {
+      const m = new MemoryUSMHost(n, opts);
+      new Uint8Array(m.buffer); // eslint-disable-line no-new
+      m.free();
+    });
+  }
+
+  for (const n of cfg.copySizes) {
+    const lab = sizeLabel(n);
+    const src = new Uint8Array(n).fill(1); // touched: no first-touch faults in the timing
+    const dst = new Uint8Array(n).fill(0);
+    const a = new MemoryUSMDevice(n, opts);
+    const b = new MemoryUSMDevice(n, opts);
+    try {
+      a.copyFromHost(src);
+      b.memset(0);
+      run(`h2d.${lab}`, () => a.copyFromHost(src));
+      run(`d2h.${lab}`, () => a.copyToHost(dst));
+      run(`d2d.${lab}`, () => b.copyFromDevice(a));
+      checks.push([`d2h.${lab}`, dst[0] === 1 && dst[n - 1] === 1]);
+      const back = b.copyToHost();
+      checks.push([`d2d.${lab}`, back[0] === 1 && back[n - 1] === 1]);
+    } finally {
+      a.free();
+      b.free();
+    }
+    const sb = Buffer.from(src.buffer);
+    const db = Buffer.from(dst.buffer);
+    runCase(node, `hostcopy.${lab}`, () => sb.copy(db), timing);
+  }
+
+  {
+    const n = cfg.overheadSize;
+    const lab = sizeLabel(n);
+    const src = new Uint8Array(n).fill(1);
+    const dst = new Uint8Array(n);
+    const a = new MemoryUSMDevice(n, opts);
+    const b = new MemoryUSMDevice(n, opts);
+    try {
+      a.copyFromHost(src);
+      run(`overhead.h2d.${lab}`, () => a.copyFromHost(src));
+      run(`overhead.d2h.${lab}`, () => a.copyToHost(dst));
+      run(`overhead.d2d.${lab}`, () => b.copyFromDevice(a));
+      run(`overhead.memset.${lab}`, () => a.memset(0));
+      run('overhead.wait', () => q.wait());
+      run('overhead.getter', () => a.nbytes);
+    } finally {
+      a.free();
+      b.free();
+    }
+  }
+
+  {
+    const n = cfg.viewSize;
+    const h = new MemoryUSMHost(n, opts);
+    try {
+      run(`view.${sizeLabel(n)}`, () => new Uint8Array(h.buffer));
+      new Uint8Array(h.buffer)[0] = 7;
+      checks.push(['view', h.copyToHost()[0] === 7]);
+    } finally {
+      h.free();
+    }
+    const plain = new ArrayBuffer(n);
+    runCase(node, `view.${sizeLabel(n)}`, () => new Uint8Array(plain), timing);
+  }
+  return { ours, node, checks };
+}
+
+/** The rows of the table. ratio = peer time / our time (> 1: ours is faster). */
+function rows(cfg, latencyBelow) {
+  const out = [];
+  const dpctl = (id, name, target) => ({ source: 'dpctl', id, name, target });
+  const ge1 = { ratio: 1 };
+  for (const kind of cfg.kinds) {
+    for (const n of cfg.allocSizes) {
+      const id = `alloc.${kind}.${sizeLabel(n)}`;
+      const cls = `MemoryUSM${kind[0].toUpperCase()}${kind.slice(1)}`;
+      out.push({ label: `alloc+free ${kind} ${sizeLabel(n)}`, ours: id, metric: 'time', peer: dpctl(id, `dpctl ${cls}`, ge1) });
+    }
+  }
+  for (const n of cfg.allocSizes.slice(0, 2)) {
+    const id = `alloc_view.host.${sizeLabel(n)}`;
+    out.push({ label: `alloc+view+free host ${sizeLabel(n)}`, ours: id, metric: 'time', peer: dpctl(id, 'dpctl + np.frombuffer', null) });
+  }
+  const ops = [['h2d', 'copyFromHost', 'copy_from_host'], ['d2h', 'copyToHost', 'copy_to_host'], ['d2d', 'copyFromDevice', 'copy_from_device']];
+  for (const n of cfg.copySizes) {
+    const lab = sizeLabel(n);
+    const metric = n >= latencyBelow ? 'bw' : 'time';
+    for (const [op, ourName, theirName] of ops) {
+      out.push({ label: `${ourName} ${lab}`, ours: `${op}.${lab}`, bytes: n, metric, peer: dpctl(`${op}.${lab}`, `dpctl ${theirName}`, ge1) });
+    }
+    if (n >= latencyBelow) {
+      for (const [op, ourName] of ops.slice(0, 2)) {
+        out.push({ label: `${ourName} ${lab}`, ours: `${op}.${lab}`, bytes: n, metric, peer: { source: 'node', id: `hostcopy.${lab}`, name: 'Node Buffer.copy (ceiling)', target: null } });
+      }
+    }
+  }
+  const lab = sizeLabel(cfg.overheadSize);
+  out.push({ label: `per call: copyFromHost ${lab}`, ours: `overhead.h2d.${lab}`, metric: 'time', peer: dpctl(`overhead.h2d.${lab}`, 'dpctl copy_from_host', ge1) });
+  out.push({ label: `per call: copyFromHost ${lab}`, ours: `overhead.h2d.${lab}`, metric: 'time', peer: dpctl(`overhead.h2d_in_order.${lab}`, 'dpctl copy_from_host, in-order q', null) });
+  const parts = [
+    [`overhead.d2h.${lab}`, `copyToHost ${lab}`, 'dpctl copy_to_host'],
+    [`overhead.d2d.${lab}`, `copyFromDevice ${lab}`, 'dpctl copy_from_device'],
+    [`overhead.memset.${lab}`, `memset ${lab}`, 'dpctl memset'],
+    [null, `queue memcpy ${lab} + wait`, 'dpctl SyclQueue.memcpy', `overhead.memcpy.${lab}`],
+    ['overhead.wait', 'queue.wait() (idle)', 'dpctl SyclQueue.wait'],
+    ['overhead.getter', 'nbytes getter', 'dpctl .nbytes'],
+  ];
+  for (const [id, label, name, peerId] of parts) {
+    out.push({ label: `per call: ${label}`, ours: id, metric: 'time', peer: dpctl(peerId || id, name, null) });
+  }
+  const vlab = sizeLabel(cfg.viewSize);
+  out.push({ label: `view: new Uint8Array(m.buffer)`, ours: `view.${vlab}`, metric: 'time', peer: dpctl(`view.${vlab}`, 'dpctl np.frombuffer', null) });
+  out.push({ label: `view: new Uint8Array(m.buffer)`, ours: `view.${vlab}`, metric: 'time', peer: { source: 'node', id: `view.${vlab}`, name: 'new Uint8Array(ArrayBuffer)', target: null } });
+  return out.map((r) => ({ section: 'cpu', ...r }));
+}
+
+module.exports = { runOurs, rows };

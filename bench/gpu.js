@@ -1,0 +1,115 @@
+// The GPU section: our figures on cuda:gpu:0, and the table rows that set them against raw
+// CUDA runtime calls through CuPy and PyTorch (bench/peers/cuda_gpu.py, same case ids).
+// Our calls are synchronous (they return when the copy is done), so wall time is the measure.
+'use strict';
+const { sizeLabel, runCase } = require('./lib');
+
+function runOurs(addon, cfg, timing) {
+  const { SyclQueue, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared } = addon;
+  const q = new SyclQueue(cfg.filter);
+  const opts = { queue: q };
+  const classes = { device: MemoryUSMDevice, host: MemoryUSMHost, shared: MemoryUSMShared };
+  const ours = {};
+  const node = {};
+  const checks = [];
+  const run = (id, fn) => runCase(ours, id, fn, timing);
+
+  {
+    const n = cfg.copySize;
+    const lab = sizeLabel(n);
+    const pinned = new MemoryUSMHost(n, opts);
+    const d1 = new MemoryUSMDevice(n, opts);
+    const d2 = new MemoryUSMDevice(n, opts);
+    const src = new Uint8Array(n).fill(1); // pageable, touched
+    const dst = new Uint8Array(n).fill(0);
+    try {
+      const pv = new Uint8Array(pinned.buffer);
+      pv.fill(2);
+      run(`h2d.pinned.${lab}`, () => d1.copyFromDevice(pinned));
+      pv.fill(0);
+      run(`d2h.pinned.${lab}`, () => pinned.copyFromDevice(d1));
+      checks.push([`pinned round trip ${lab}`, pv[0] === 2 && pv[n - 1] === 2]);
+      run(`h2d.pinned_view.${lab}`, () => d1.copyFromHost(pinned.buffer));
+      run(`d2h.pinned_view.${lab}`, () => d1.copyToHost(pinned.buffer));
+      run(`h2d.pageable.${lab}`, () => d1.copyFromHost(src));
+      run(`d2h.pageable.${lab}`, () => d1.copyToHost(dst));
+      checks.push([`pageable round trip ${lab}`, dst[0] === 1 && dst[n - 1] === 1]);
+      d2.memset(0);
+      run(`d2d.${lab}`, () => d2.copyFromDevice(d1));
+      const back = d2.copyToHost();
+      checks.push([`d2d ${lab}`, back[0] === 1 && back[n - 1] === 1]);
+    } finally {
+      pinned.free();
+      d1.free();
+      d2.free();
+    }
+    const sb = Buffer.from(src.buffer);
+    const db = Buffer.from(dst.buffer);
+    runCase(node, `hostcopy.${lab}`, () => sb.copy(db), timing);
+  }
+
+  {
+    const n = cfg.overheadSize;
+    const lab = sizeLabel(n);
+    const pinned = new MemoryUSMHost(n, opts);
+    const d = new MemoryUSMDevice(n, opts);
+    const src = new Uint8Array(n).fill(1);
+    const dst = new Uint8Array(n);
+    try {
+      run(`overhead.h2d.pinned.${lab}`, () => d.copyFromDevice(pinned));
+      run(`overhead.h2d.pageable.${lab}`, () => d.copyFromHost(src));
+      run(`overhead.d2h.pageable.${lab}`, () => d.copyToHost(dst));
+    } finally {
+      pinned.free();
+      d.free();
+    }
+  }
+
+  for (const kind of cfg.kinds) {
+    const C = classes[kind];
+    for (const n of cfg.allocSizes) run(`alloc.${kind}.${sizeLabel(n)}`, () => new C(n, opts).free());
+  }
+  return { ours, node, checks };
+}
+
+function rows(cfg) {
+  const out = [];
+  const lab = sizeLabel(cfg.copySize);
+  const cupy = (id, name, target) => ({ source: 'cupy', id, name, target });
+  const torch = (id, name) => ({ source: 'torch', id, name, target: null });
+  const add = (label, ours, metric, peer) => out.push({ label, ours, metric, bytes: metric === 'bw' ? cfg.copySize : undefined, peer });
+
+  add(`H2D pinned ${lab} (dev.copyFromDevice(MemoryUSMHost))`, `h2d.pinned.${lab}`, 'bw', cupy(`h2d.pinned.${lab}`, 'cudaMemcpy pinned (CuPy)', { ratio: 0.95 }));
+  add(`H2D pinned ${lab} (dev.copyFromDevice(MemoryUSMHost))`, `h2d.pinned.${lab}`, 'bw', torch(`h2d.pinned.${lab}`, 'torch pinned .cuda()'));
+  add(`D2H pinned ${lab} (MemoryUSMHost.copyFromDevice(dev))`, `d2h.pinned.${lab}`, 'bw', cupy(`d2h.pinned.${lab}`, 'cudaMemcpy pinned (CuPy)', { ratio: 0.95 }));
+  add(`D2H pinned ${lab} (MemoryUSMHost.copyFromDevice(dev))`, `d2h.pinned.${lab}`, 'bw', torch(`d2h.pinned.${lab}`, 'torch pinned.copy_(gpu)'));
+  add(`H2D pinned ${lab} (dev.copyFromHost(host.buffer))`, `h2d.pinned_view.${lab}`, 'bw', cupy(`h2d.pinned.${lab}`, 'cudaMemcpy pinned (CuPy)', null));
+  add(`D2H pinned ${lab} (dev.copyToHost(host.buffer))`, `d2h.pinned_view.${lab}`, 'bw', cupy(`d2h.pinned.${lab}`, 'cudaMemcpy pinned (CuPy)', null));
+  add(`H2D pageable ${lab} (copyFromHost(ArrayBuffer))`, `h2d.pageable.${lab}`, 'bw', cupy(`h2d.pageable.${lab}`, 'cudaMemcpy pageable (CuPy)', { gbps: 30, ratio: 4 }));
+  add(`H2D pageable ${lab} (copyFromHost(ArrayBuffer))`, `h2d.pageable.${lab}`, 'bw', torch(`h2d.pageable.${lab}`, 'torch pageable .cuda()'));
+  add(`D2H pageable ${lab} (copyToHost(ArrayBuffer))`, `d2h.pageable.${lab}`, 'bw', cupy(`d2h.pageable.${lab}`, 'cudaMemcpy pageable (CuPy)', { gbps: 30, ratio: 2 }));
+  add(`D2H pageable ${lab} (copyToHost(ArrayBuffer))`, `d2h.pageable.${lab}`, 'bw', torch(`d2h.pageable.${lab}`, 'torch .cpu()'));
+  add(`D2H pageable ${lab} (copyToHost(ArrayBuffer))`, `d2h.pageable.${lab}`, 'bw', torch(`d2h.pageable_into.${lab}`, 'torch pageable.copy_(gpu)'));
+  add(`D2D ${lab} (copyFromDevice, bytes once)`, `d2d.${lab}`, 'bw', cupy(`d2d.${lab}`, 'cudaMemcpy D2D + sync (CuPy)', null));
+  add(`D2D ${lab} (copyFromDevice, bytes once)`, `d2d.${lab}`, 'bw', torch(`d2d.${lab}`, 'torch copy_ + sync'));
+  add(`host memcpy ${lab} (Node Buffer.copy, ceiling)`, null, 'bw', { source: 'node', id: `hostcopy.${lab}`, name: 'Node Buffer.copy', target: null });
+
+  const olab = sizeLabel(cfg.overheadSize);
+  add(`per call: H2D pinned ${olab}`, `overhead.h2d.pinned.${olab}`, 'time', cupy(`overhead.h2d.pinned.${olab}`, 'cudaMemcpy (CuPy)', null));
+  add(`per call: H2D pageable ${olab}`, `overhead.h2d.pageable.${olab}`, 'time', cupy(`overhead.h2d.pageable.${olab}`, 'cudaMemcpy (CuPy)', null));
+  add(`per call: D2H pageable ${olab}`, `overhead.d2h.pageable.${olab}`, 'time', cupy(`overhead.d2h.pageable.${olab}`, 'cudaMemcpy (CuPy)', null));
+
+  const raw = { device: 'cudaMalloc+cudaFree', host: 'cudaHostAlloc+cudaFreeHost', shared: 'cudaMallocManaged+cudaFree' };
+  const cached = { device: 'torch.empty cuda (caching)', host: 'torch.empty pinned (caching)' };
+  for (const kind of cfg.kinds) {
+    for (const n of cfg.allocSizes) {
+      const id = `alloc.${kind}.${sizeLabel(n)}`;
+      const target = kind === 'host' && n === 1024 * 1024 ? { ratio: 50 } : null;
+      add(`alloc+free ${kind} ${sizeLabel(n)}`, id, 'time', cupy(id, `${raw[kind]} (CuPy)`, target));
+      if (cached[kind]) add(`alloc+free ${kind} ${sizeLabel(n)}`, id, 'time', torch(id, cached[kind]));
+    }
+  }
+  return out.map((r) => ({ section: 'gpu', ...r }));
+}
+
+module.exports = { runOurs, rows };

@@ -1,0 +1,68 @@
+// Timing and formatting shared by the benchmark's sections. The Python peers use the same
+// algorithm (bench/peers/common.py).
+'use strict';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+function sizeLabel(n) {
+  if (n % MiB === 0) return `${n / MiB}MiB`;
+  if (n % KiB === 0) return `${n / KiB}KiB`;
+  return `${n}B`;
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+function quantile(sorted, q) {
+  const pos = (sorted.length - 1) * q;
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+}
+
+/** Interquartile range over the median: how much the batches of a case disagree. */
+function spread(samples) {
+  const s = [...samples].sort((a, b) => a - b);
+  const m = quantile(s, 0.5);
+  return m > 0 ? (quantile(s, 0.75) - quantile(s, 0.25)) / m : 0;
+}
+
+function batch(fn, n) {
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) fn();
+  return Number(process.hrtime.bigint() - t0);
+}
+
+/**
+ * Median per-call time in ns of `repeats` timed batches of `fn`, after `warmupCalls` calls,
+ * a calibration that sizes the batch to about `batchTargetMs`, and `warmupBatches` batches.
+ */
+function measure(fn, timing) {
+  for (let i = 0; i < timing.warmupCalls; i++) fn();
+  const target = timing.batchTargetMs * 1e6;
+  let n = 1;
+  for (;;) {
+    const elapsed = Math.max(batch(fn, n), 1);
+    if (elapsed >= target || n >= timing.maxBatch) break;
+    n = Math.min(timing.maxBatch, Math.max(n + 1, Math.min(n * 100, Math.ceil((n * target / elapsed) * 1.1))));
+  }
+  for (let i = 0; i < timing.warmupBatches; i++) batch(fn, n);
+  const samples = [];
+  for (let i = 0; i < timing.repeats; i++) samples.push(batch(fn, n) / n);
+  return { ns: median(samples), min_ns: Math.min(...samples), batch: n, samples };
+}
+
+/** Runs `fn`; on failure records the error under `id` instead of stopping the section. */
+function runCase(results, id, fn, timing) {
+  try {
+    results[id] = measure(fn, timing);
+  } catch (err) {
+    results[id] = { error: `${err.code ? `${err.code}: ` : ''}${err.message}` };
+  }
+}
+
+module.exports = { KiB, MiB, sizeLabel, median, spread, measure, runCase };

@@ -1,0 +1,160 @@
+"""The GPU cases of bench/bench.js through raw CUDA runtime calls (CuPy) and PyTorch, as JSON.
+
+Run by bench.js as `python3 cuda_gpu.py '<config json>'` with the GPU machine's own python3.
+Case ids match bench/gpu.js. A peer that does not import is reported missing, not an error.
+"""
+import os
+import sys
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import emit, load_config, measure, size_label  # noqa: E402
+
+H2D, D2H, D2D = 1, 2, 3  # cudaMemcpyKind
+
+
+def device_index(filter_string):
+    parts = filter_string.split(":")
+    return int(parts[2]) if len(parts) > 2 and parts[2] else 0
+
+
+def bench_cupy(cfg, timing, np):
+    import cupy
+    rt = cupy.cuda.runtime
+    gpu = cfg["gpu"]
+    dev = device_index(gpu["filter"])
+    cupy.cuda.Device(dev).use()
+    results = {}
+
+    def run(case_id, fn):
+        try:
+            results[case_id] = measure(fn, timing)
+        except Exception as exc:
+            results[case_id] = {"error": f"{type(exc).__name__}: {exc}"}
+
+    props = rt.getDeviceProperties(dev)
+    name = props["name"]
+    meta = {"cupy": cupy.__version__, "device": name.decode() if isinstance(name, bytes) else name,
+            "runtime": rt.runtimeGetVersion(), "driver": rt.driverGetVersion()}
+
+    n = gpu["copySize"]
+    lab = size_label(n)
+    pinned = rt.hostAlloc(n, 0)
+    d1, d2 = rt.malloc(n), rt.malloc(n)
+    src = np.ones(n, dtype=np.uint8)  # pageable, touched
+    dst = np.zeros(n, dtype=np.uint8)
+    try:
+        rt.memset(d1, 1, n)
+        rt.deviceSynchronize()
+        run(f"h2d.pinned.{lab}", lambda: rt.memcpy(d1, pinned, n, H2D))
+        run(f"d2h.pinned.{lab}", lambda: rt.memcpy(pinned, d1, n, D2H))
+        run(f"h2d.pageable.{lab}", lambda: rt.memcpy(d1, src.ctypes.data, n, H2D))
+        run(f"d2h.pageable.{lab}", lambda: rt.memcpy(dst.ctypes.data, d1, n, D2H))
+
+        def d2d():
+            rt.memcpy(d2, d1, n, D2D)  # asynchronous to the host for device-to-device
+            rt.deviceSynchronize()
+        run(f"d2d.{lab}", d2d)
+    finally:
+        rt.freeHost(pinned)
+        rt.free(d1)
+        rt.free(d2)
+
+    n = gpu["overheadSize"]
+    lab = size_label(n)
+    pinned = rt.hostAlloc(n, 0)
+    d = rt.malloc(n)
+    src = np.ones(n, dtype=np.uint8)
+    dst = np.zeros(n, dtype=np.uint8)
+    try:
+        run(f"overhead.h2d.pinned.{lab}", lambda: rt.memcpy(d, pinned, n, H2D))
+        run(f"overhead.h2d.pageable.{lab}", lambda: rt.memcpy(d, src.ctypes.data, n, H2D))
+        run(f"overhead.d2h.pageable.{lab}", lambda: rt.memcpy(dst.ctypes.data, d, n, D2H))
+    finally:
+        rt.freeHost(pinned)
+        rt.free(d)
+
+    free_bytes, _total = rt.memGetInfo()
+    for n in gpu["allocSizes"]:
+        lab = size_label(n)
+        run(f"alloc.device.{lab}", lambda n=n: rt.free(rt.malloc(n)))
+        run(f"alloc.host.{lab}", lambda n=n: rt.freeHost(rt.hostAlloc(n, 0)))
+        if n * 4 < free_bytes:  # never ask for managed memory the device does not have free
+            run(f"alloc.shared.{lab}", lambda n=n: rt.free(rt.mallocManaged(n, 1)))
+    return {"status": "ok", "meta": meta, "results": results}
+
+
+def bench_torch(cfg, timing):
+    import torch
+    gpu = cfg["gpu"]
+    dev = torch.device("cuda", device_index(gpu["filter"]))
+    torch.cuda.set_device(dev)
+    results = {}
+
+    def run(case_id, fn):
+        try:
+            results[case_id] = measure(fn, timing)
+        except Exception as exc:
+            results[case_id] = {"error": f"{type(exc).__name__}: {exc}"}
+
+    meta = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(dev)}
+    u8 = torch.uint8
+    n = gpu["copySize"]
+    lab = size_label(n)
+    pinned = torch.ones(n, dtype=u8).pin_memory()
+    pageable = torch.ones(n, dtype=u8)
+    pageable_dst = torch.zeros(n, dtype=u8)
+    g = torch.ones(n, dtype=u8, device=dev)
+    g2 = torch.zeros(n, dtype=u8, device=dev)
+    torch.cuda.synchronize()
+    run(f"h2d.pinned.{lab}", lambda: pinned.cuda(dev))
+    run(f"d2h.pinned.{lab}", lambda: pinned.copy_(g))
+    run(f"h2d.pageable.{lab}", lambda: pageable.cuda(dev))
+    run(f"d2h.pageable.{lab}", lambda: g.cpu())
+    run(f"d2h.pageable_into.{lab}", lambda: pageable_dst.copy_(g))
+
+    def d2d():
+        g2.copy_(g)
+        torch.cuda.synchronize()
+    run(f"d2d.{lab}", d2d)
+    del pinned, pageable, pageable_dst, g, g2
+
+    for n in gpu["allocSizes"]:
+        lab = size_label(n)
+        run(f"alloc.device.{lab}", lambda n=n: torch.empty(n, dtype=u8, device=dev))
+        run(f"alloc.host.{lab}", lambda n=n: torch.empty(n, dtype=u8, pin_memory=True))
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    return {"status": "ok", "meta": meta, "results": results}
+
+
+def attempt(name, fn):
+    try:
+        return fn()
+    except ImportError as exc:
+        return {"status": "missing", "error": f"{name} does not import: {exc}"}
+    except Exception as exc:
+        return {"status": "error", "error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
+
+
+def main():
+    cfg = load_config()
+    timing = cfg["timing"]
+    try:
+        import numpy as np
+    except ImportError as exc:
+        missing = {"status": "missing", "error": f"numpy does not import: {exc}"}
+        emit({"status": "ok", "peers": {"cupy": missing, "torch": missing}})
+        return
+    peers = {
+        "cupy": attempt("cupy", lambda: bench_cupy(cfg, timing, np)),
+        "torch": attempt("torch", lambda: bench_torch(cfg, timing)),
+    }
+    emit({"status": "ok", "python": sys.version.split()[0], "peers": peers})
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as exc:
+        emit({"status": "error", "error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()})
