@@ -41,6 +41,44 @@ pub struct MemoryCore {
     reported_bytes: i64,
 }
 
+/// The core of a memory object behind a `RefCell`: every method takes `&self`, because
+/// napi-rs keeps a borrow of the object alive while an async method's Promise is pending,
+/// and `free()` or `buffer` must still work then. A re-entrant use (a user getter calling
+/// back into the object mid-call) is an `ERR_USM_BUSY` error, never a panic.
+pub struct CoreCell(RefCell<MemoryCore>);
+
+fn busy_error() -> MemoryError {
+    MemoryError::Busy("this memory object is in use by a call that has not returned (re-entered from JS)".into())
+}
+
+impl CoreCell {
+    fn new(core: MemoryCore) -> Self {
+        CoreCell(RefCell::new(core))
+    }
+
+    fn with<R>(&self, env: &Env, f: impl FnOnce(&MemoryCore) -> napi::Result<R>) -> napi::Result<R> {
+        let core = self.0.try_borrow().map_err(|_| busy_error()).or_throw(env)?;
+        f(&core)
+    }
+
+    fn with_mut<R>(&self, env: &Env, f: impl FnOnce(&mut MemoryCore) -> napi::Result<R>) -> napi::Result<R> {
+        let mut core = self.0.try_borrow_mut().map_err(|_| busy_error()).or_throw(env)?;
+        f(&mut core)
+    }
+
+    /// The live memory (a cheap clone of its handles); `ERR_USM_FREED` after `free()`.
+    fn memory(&self, env: &Env) -> napi::Result<UsmMemory> {
+        self.with(env, |core| Ok(core.live().or_throw(env)?.clone()))
+    }
+
+    fn describe(&self) -> String {
+        match self.0.try_borrow() {
+            Ok(core) => core.describe(),
+            Err(_) => "<SYCL(TM) USM allocation (busy)>".to_string(),
+        }
+    }
+}
+
 /// A memory object's parts before it becomes a JS object.
 struct Source<'env> {
     memory: UsmMemory,
@@ -289,7 +327,7 @@ enum CoreRef<'a> {
 }
 
 impl CoreRef<'_> {
-    fn core(&self) -> &MemoryCore {
+    fn core(&self) -> &CoreCell {
         match self {
             CoreRef::Device(m) => &m.core,
             CoreRef::Host(m) => &m.core,
@@ -303,15 +341,16 @@ impl CoreRef<'_> {
 /// `__sycl_usm_array_interface__`.
 fn usm_source<'env>(env: &'env Env, value: &Unknown<'env>) -> napi::Result<Source<'env>> {
     if let Some(other) = memory_core(env, value)? {
-        let core = other.core();
-        let memory = core.live().or_throw(env)?.clone();
-        let queue_object = match &core.queue_object {
-            Some(queue) => queue.get(env)?,
-            None => return Err(freed_error()).or_throw(env),
-        };
-        // The owner chain stays flat: a view of a view refers to the original exporter.
-        let reference = core.reference_object.as_ref().map(|r| r.get(env)).transpose()?;
-        return Ok(Source { memory, queue_object, reference });
+        return other.core().with(env, |core| {
+            let memory = core.live().or_throw(env)?.clone();
+            let queue_object = match &core.queue_object {
+                Some(queue) => queue.get(env)?,
+                None => return Err(freed_error()).or_throw(env),
+            };
+            // The owner chain stays flat: a view of a view refers to the original exporter.
+            let reference = core.reference_object.as_ref().map(|r| r.get(env)).transpose()?;
+            Ok(Source { memory, queue_object, reference })
+        });
     }
     if !has_property(value, SUAI)? {
         return Err(MemoryError::NotUsm(format!("Argument {} does not expose `{SUAI}`.", display(value)))).or_throw(env);
@@ -395,12 +434,12 @@ macro_rules! usm_class {
         $(#[$doc])*
         #[napi(custom_finalize, js_name = $js_name)]
         pub struct $name {
-            core: MemoryCore,
+            core: CoreCell,
         }
 
         impl napi::bindgen_prelude::ObjectFinalize for $name {
             fn finalize(mut self, env: Env) -> napi::Result<()> {
-                self.core.finalize(&env);
+                self.core.0.get_mut().finalize(&env);
                 Ok(())
             }
         }
@@ -416,13 +455,13 @@ macro_rules! usm_class {
             #[napi(constructor, ts_args_type = "source: number | bigint | SyclUsmArrayInterfaceExporter, options?: MemoryOptions")]
             pub fn new(env: Env, this: This<Unknown>, source: Unknown, options: Option<Unknown>) -> napi::Result<Self> {
                 ensure_constructed::<$name>(&env, &this, $js_name)?;
-                Ok($name { core: MemoryCore::construct(&env, $kind, source, options)? })
+                Ok($name { core: CoreCell::new(MemoryCore::construct(&env, $kind, source, options)?) })
             }
 
             /// Extent of this USM buffer in bytes.
             #[napi(getter)]
             pub fn nbytes(&self, env: Env) -> napi::Result<f64> {
-                Ok(self.core.live().or_throw(&env)?.nbytes() as f64)
+                Ok(self.core.memory(&env)?.nbytes() as f64)
             }
 
             /// Extent of this USM buffer in bytes (same as `nbytes`).
@@ -434,44 +473,48 @@ macro_rules! usm_class {
             /// The USM address as a bigint.
             #[napi(getter)]
             pub fn pointer(&self, env: Env) -> napi::Result<BigInt> {
-                Ok(BigInt::from(self.core.live().or_throw(&env)?.address()))
+                Ok(BigInt::from(self.core.memory(&env)?.address()))
             }
 
             /// The object that keeps this memory alive: the object exposing the interface
             /// this memory was made from, or `null` for memory this library allocated.
             #[napi(getter, ts_return_type = "unknown")]
             pub fn reference_obj<'env>(&self, env: &'env Env) -> napi::Result<Option<Unknown<'env>>> {
-                self.core.live().or_throw(env)?;
-                self.core.reference_object.as_ref().map(|r| r.get(env)).transpose()
+                self.core.with(env, |core| {
+                    core.live().or_throw(env)?;
+                    core.reference_object.as_ref().map(|r| r.get(env)).transpose()
+                })
             }
 
             /// The queue the memory is used through.
             #[napi(getter, ts_return_type = "SyclQueue")]
             pub fn sycl_queue<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
-                self.core.live().or_throw(env)?;
-                match &self.core.queue_object {
-                    Some(queue) => queue.get(env),
-                    None => Err(freed_error()).or_throw(env),
-                }
+                self.core.with(env, |core| {
+                    core.live().or_throw(env)?;
+                    match &core.queue_object {
+                        Some(queue) => queue.get(env),
+                        None => Err(freed_error()).or_throw(env),
+                    }
+                })
             }
 
             /// The context the USM pointer is bound to.
             #[napi(getter)]
             pub fn sycl_context(&self, env: Env) -> napi::Result<SyclContext> {
-                Ok(SyclContext { context: self.core.live().or_throw(&env)?.queue().context() })
+                Ok(SyclContext { context: self.core.memory(&env)?.queue().context() })
             }
 
             /// The device the memory belongs to.
             #[napi(getter)]
             pub fn sycl_device(&self, env: Env) -> napi::Result<crate::js::device::SyclDevice> {
-                Ok(crate::js::device::SyclDevice { device: self.core.live().or_throw(&env)?.queue().device() })
+                Ok(crate::js::device::SyclDevice { device: self.core.memory(&env)?.queue().device() })
             }
 
             /// The zero-copy `ArrayBuffer` over host or shared memory: the same object on
             /// every read, detached by `free()`. Throws for device memory.
             #[napi(getter, ts_return_type = "ArrayBuffer")]
-            pub fn buffer<'env>(&mut self, env: &'env Env) -> napi::Result<Unknown<'env>> {
-                self.core.buffer(env)
+            pub fn buffer<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+                self.core.with_mut(env, |core| core.buffer(env))
             }
 
             /// The USM kind of the memory in the context of `syclobj` (a `SyclQueue` or
@@ -480,7 +523,7 @@ macro_rules! usm_class {
             #[napi(ts_args_type = "syclobj?: SyclQueue | SyclContext", ts_return_type = "'device' | 'shared' | 'host' | 'unknown'")]
             pub fn get_usm_type(&self, env: Env, syclobj: Option<Unknown>) -> napi::Result<String> {
                 let context = context_arg(&env, syclobj)?;
-                let memory = self.core.live().or_throw(&env)?;
+                let memory = self.core.memory(&env)?;
                 Ok(memory.usm_type(context.as_deref()).name().to_string())
             }
 
@@ -488,7 +531,7 @@ macro_rules! usm_class {
             #[napi(ts_args_type = "syclobj?: SyclQueue | SyclContext")]
             pub fn get_usm_type_enum(&self, env: Env, syclobj: Option<Unknown>) -> napi::Result<u32> {
                 let context = context_arg(&env, syclobj)?;
-                let memory = self.core.live().or_throw(&env)?;
+                let memory = self.core.memory(&env)?;
                 Ok(memory.usm_type(context.as_deref()).enum_value())
             }
 
@@ -496,8 +539,8 @@ macro_rules! usm_class {
             /// long) and returns `dst`; without `dst`, into a new `Uint8Array`.
             #[napi(ts_args_type = "dst?: ArrayBuffer | SharedArrayBuffer | ArrayBufferView", ts_return_type = "any")]
             pub fn copy_to_host<'env>(&self, env: &'env Env, dst: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
-                let memory = self.core.live().or_throw(env)?;
-                let target = host_destination(env, memory, dst)?;
+                let memory = self.core.memory(env)?;
+                let target = host_destination(env, &memory, dst)?;
                 let bytes = host_arg(env, &target, "dst")?;
                 bytes.with_slice(|dst| memory.copy_to_host(dst)).or_throw(env)?;
                 Ok(target)
@@ -507,7 +550,7 @@ macro_rules! usm_class {
             /// offset 0.
             #[napi(ts_args_type = "src: ArrayBuffer | SharedArrayBuffer | ArrayBufferView")]
             pub fn copy_from_host(&self, env: Env, src: Unknown) -> napi::Result<()> {
-                let memory = self.core.live().or_throw(&env)?;
+                let memory = self.core.memory(&env)?;
                 let bytes = host_arg(&env, &src, "src")?;
                 bytes.with_slice(|src| memory.copy_from_host(src)).or_throw(&env)
             }
@@ -517,7 +560,7 @@ macro_rules! usm_class {
             /// are in different contexts.
             #[napi(ts_args_type = "src: SyclUsmArrayInterfaceExporter")]
             pub fn copy_from_device(&self, env: Env, src: Unknown) -> napi::Result<()> {
-                let memory = self.core.live().or_throw(&env)?.clone();
+                let memory = self.core.memory(&env)?;
                 let source = device_source(&env, &src)?;
                 memory.copy_from_device(&source.memory).or_throw(&env)
             }
@@ -526,7 +569,7 @@ macro_rules! usm_class {
             #[napi(ts_args_type = "value?: number")]
             pub fn memset(&self, env: Env, value: Option<Unknown>) -> napi::Result<()> {
                 let value = fill_value(&env, value)?;
-                self.core.live().or_throw(&env)?.memset(value).or_throw(&env)
+                self.core.memory(&env)?.memset(value).or_throw(&env)
             }
 
             /// `copyToHost` off the main thread: resolves to `dst` (or a new `Uint8Array`)
@@ -534,7 +577,7 @@ macro_rules! usm_class {
             /// this object is freed meanwhile.
             #[napi(ts_args_type = "dst?: ArrayBuffer | SharedArrayBuffer | ArrayBufferView", ts_return_type = "Promise<any>")]
             pub fn copy_to_host_async<'env>(&self, env: &'env Env, dst: Option<Unknown<'env>>) -> napi::Result<AsyncTask<UsmTask>> {
-                let memory = self.core.live().or_throw(env)?.clone();
+                let memory = self.core.memory(env)?;
                 let target = host_destination(env, &memory, dst)?;
                 let bytes = host_arg(env, &target, "dst")?;
                 let operation = Operation::ToHost { memory, host: TaskBytes::new(bytes) };
@@ -544,7 +587,7 @@ macro_rules! usm_class {
             /// `copyFromHost` off the main thread; `src` stays alive until it settles.
             #[napi(ts_args_type = "src: ArrayBuffer | SharedArrayBuffer | ArrayBufferView", ts_return_type = "Promise<void>")]
             pub fn copy_from_host_async(&self, env: Env, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
-                let memory = self.core.live().or_throw(&env)?.clone();
+                let memory = self.core.memory(&env)?;
                 let bytes = host_arg(&env, &src, "src")?;
                 let operation = Operation::FromHost { memory, host: TaskBytes::new(bytes) };
                 Ok(AsyncTask::new(UsmTask::new(operation, vec![TaskRef::new(&src)?], None)))
@@ -553,7 +596,7 @@ macro_rules! usm_class {
             /// `copyFromDevice` off the main thread; both memories stay alive until it settles.
             #[napi(ts_args_type = "src: SyclUsmArrayInterfaceExporter", ts_return_type = "Promise<void>")]
             pub fn copy_from_device_async(&self, env: Env, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
-                let memory = self.core.live().or_throw(&env)?.clone();
+                let memory = self.core.memory(&env)?;
                 let source = device_source(&env, &src)?;
                 let mut keep = vec![TaskRef::new(&src)?];
                 if let Some(reference) = &source.reference {
@@ -567,14 +610,14 @@ macro_rules! usm_class {
             #[napi(ts_args_type = "value?: number", ts_return_type = "Promise<void>")]
             pub fn memset_async(&self, env: Env, value: Option<Unknown>) -> napi::Result<AsyncTask<UsmTask>> {
                 let value = fill_value(&env, value)?;
-                let memory = self.core.live().or_throw(&env)?.clone();
+                let memory = self.core.memory(&env)?;
                 Ok(AsyncTask::new(UsmTask::new(Operation::Memset { memory, value }, vec![], None)))
             }
 
             /// A copy of the memory as a `Buffer`.
             #[napi]
             pub fn to_bytes(&self, env: Env) -> napi::Result<Buffer> {
-                let bytes = self.core.live().or_throw(&env)?.to_vec().or_throw(&env)?;
+                let bytes = self.core.memory(&env)?.to_vec().or_throw(&env)?;
                 Ok(Buffer::from(bytes))
             }
 
@@ -582,7 +625,7 @@ macro_rules! usm_class {
             /// version: 1, syclobj: syclQueue }`, a new object on every read.
             #[napi(getter, js_name = "__sycl_usm_array_interface__", ts_return_type = "SyclUsmArrayInterface")]
             pub fn sycl_usm_array_interface<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-                self.core.interface(env)
+                self.core.with(env, |core| core.interface(env))
             }
 
             /// Releases this object's reference to the memory now, and detaches its
@@ -590,14 +633,14 @@ macro_rules! usm_class {
             /// later method call throws `ERR_USM_FREED`. Views made from this object
             /// keep the memory alive until they are freed too.
             #[napi]
-            pub fn free(&mut self, env: Env) -> napi::Result<()> {
-                self.core.free(&env)
+            pub fn free(&self, env: Env) -> napi::Result<()> {
+                self.core.with_mut(&env, |core| core.free(&env))
             }
 
             /// Same as `free()`, for `using` declarations.
             #[napi(well_known_symbol = "dispose")]
-            pub fn dispose(&mut self, env: Env) -> napi::Result<()> {
-                self.core.free(&env)
+            pub fn dispose(&self, env: Env) -> napi::Result<()> {
+                self.core.with_mut(&env, |core| core.free(&env))
             }
 
             /// `<SYCL(TM) USM-device allocation of 16 bytes at 0x…>`, as dpctl's repr.
@@ -648,9 +691,9 @@ pub fn as_usm_memory<'env>(
     let source = usm_source(env, &obj)?;
     let kind = source.memory.usm_type(None);
     match kind {
-        UsmKind::Shared => Ok(Either3::A(MemoryUSMShared { core: MemoryCore::from_source(env, kind, source)? }.into_instance(env)?)),
-        UsmKind::Device => Ok(Either3::B(MemoryUSMDevice { core: MemoryCore::from_source(env, kind, source)? }.into_instance(env)?)),
-        UsmKind::Host => Ok(Either3::C(MemoryUSMHost { core: MemoryCore::from_source(env, kind, source)? }.into_instance(env)?)),
+        UsmKind::Shared => Ok(Either3::A(MemoryUSMShared { core: CoreCell::new(MemoryCore::from_source(env, kind, source)?) }.into_instance(env)?)),
+        UsmKind::Device => Ok(Either3::B(MemoryUSMDevice { core: CoreCell::new(MemoryCore::from_source(env, kind, source)?) }.into_instance(env)?)),
+        UsmKind::Host => Ok(Either3::C(MemoryUSMHost { core: CoreCell::new(MemoryCore::from_source(env, kind, source)?) }.into_instance(env)?)),
         UsmKind::Unknown => Err(MemoryError::UnknownUsmType(format!(
             "Could not determine the type USM allocation represented by argument {}",
             display(&obj)
