@@ -267,3 +267,15 @@ where
         crate::error::MemoryError::ConstructCallRequired(format!("Class constructor {class} cannot be invoked without 'new'")),
     ))
 }
+
+/// How many enumerable string-keyed properties `object` has (those `Object::keys` would
+/// list), without converting their names.
+pub fn enumerable_key_count(env: &Env, object: &Unknown) -> napi::Result<u32> {
+    let mut names = ptr::null_mut();
+    // SAFETY: `object` is a live object value of `env`; `names` is an out-pointer.
+    check(unsafe { sys::napi_get_property_names(env.raw(), object.raw(), &mut names) }, "napi_get_property_names")?;
+    let mut length = 0u32;
+    // SAFETY: `names` is the array Node-API just returned.
+    check(unsafe { sys::napi_get_array_length(env.raw(), names, &mut length) }, "napi_get_array_length")?;
+    Ok(length)
+}

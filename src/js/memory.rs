@@ -266,18 +266,26 @@ impl<'env> Options<'env> {
                 .or_throw(env);
         }
         let object = value.coerce_to_object()?;
-        for key in Object::keys(&object)? {
-            if !matches!(key.as_str(), "alignment" | "queue" | "copy") {
-                return Err(MemoryError::InvalidArgType(format!(
-                    "unknown option '{key}': the options are alignment, queue and copy"
-                )))
-                .or_throw(env);
+        let alignment = optional(Some(object.get_named_property::<Unknown>("alignment")?))?;
+        let queue = optional(Some(object.get_named_property::<Unknown>("queue")?))?;
+        let copy = optional(Some(object.get_named_property::<Unknown>("copy")?))?;
+        // Unknown keys are refused. Counting is cheap; names are read only when the count
+        // says there is more than the options given (or a known key set to undefined).
+        let given = [alignment.is_some(), queue.is_some(), copy.is_some()].iter().filter(|&&g| g).count();
+        if ffi::enumerable_key_count(env, &value)? as usize != given {
+            for key in Object::keys(&object)? {
+                if !matches!(key.as_str(), "alignment" | "queue" | "copy") {
+                    return Err(MemoryError::InvalidArgType(format!(
+                        "unknown option '{key}': the options are alignment, queue and copy"
+                    )))
+                    .or_throw(env);
+                }
             }
         }
-        if let Some(alignment) = optional(Some(object.get_named_property::<Unknown>("alignment")?))? {
+        if let Some(alignment) = alignment {
             options.alignment = alignment_arg(env, &alignment)?;
         }
-        if let Some(queue) = optional(Some(object.get_named_property::<Unknown>("queue")?))? {
+        if let Some(queue) = queue {
             let Some(instance) = class_instance::<SyclQueue>(env, &queue)? else {
                 return Err(MemoryError::InvalidArgType(format!(
                     "queue must be a SyclQueue, not {}",
@@ -287,7 +295,7 @@ impl<'env> Options<'env> {
             };
             options.queue = Some((instance.queue.clone(), queue));
         }
-        if let Some(copy) = optional(Some(object.get_named_property::<Unknown>("copy")?))? {
+        if let Some(copy) = copy {
             options.copy = bool_arg(env, copy, "copy")?;
         }
         Ok(options)
