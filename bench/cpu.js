@@ -1,18 +1,12 @@
 // The CPU section: our figures on the SYCL OpenCL CPU device, and the table rows that set
 // them against dpctl (bench/peers/dpctl_cpu.py, same case ids) and Node's Buffer.copy.
 'use strict';
-const { sizeLabel, runCase } = require('./lib');
+const { sizeLabel, runCase, sectionContext } = require('./lib');
 
 /** Measures our cases; returns { ours, node, checks } keyed by case id. */
 function runOurs(addon, cfg, timing) {
-  const { SyclQueue, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared } = addon;
-  const q = new SyclQueue(cfg.filter);
-  const opts = { queue: q };
-  const classes = { device: MemoryUSMDevice, host: MemoryUSMHost, shared: MemoryUSMShared };
-  const ours = {};
-  const node = {};
-  const checks = [];
-  const run = (id, fn) => runCase(ours, id, fn, timing);
+  const { q, opts, classes, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared, ours, node, checks, run } =
+    sectionContext(addon, cfg, timing);
 
   for (const kind of cfg.kinds) {
     const C = classes[kind];

@@ -2,17 +2,11 @@
 // CUDA runtime calls through CuPy and PyTorch (bench/peers/cuda_gpu.py, same case ids).
 // Our calls are synchronous (they return when the copy is done), so wall time is the measure.
 'use strict';
-const { sizeLabel, runCase } = require('./lib');
+const { sizeLabel, runCase, sectionContext } = require('./lib');
 
 function runOurs(addon, cfg, timing) {
-  const { SyclQueue, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared } = addon;
-  const q = new SyclQueue(cfg.filter);
-  const opts = { queue: q };
-  const classes = { device: MemoryUSMDevice, host: MemoryUSMHost, shared: MemoryUSMShared };
-  const ours = {};
-  const node = {};
-  const checks = [];
-  const run = (id, fn) => runCase(ours, id, fn, timing);
+  const { q, opts, classes, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared, ours, node, checks, run } =
+    sectionContext(addon, cfg, timing);
 
   {
     const n = cfg.copySize;

@@ -65,4 +65,23 @@ function runCase(results, id, fn, timing) {
   }
 }
 
-module.exports = { KiB, MiB, sizeLabel, median, spread, measure, runCase };
+/** What every section measures with: a queue on its device, the classes, result maps. */
+function sectionContext(addon, cfg, timing) {
+  const { SyclQueue, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared } = addon;
+  const q = new SyclQueue(cfg.filter);
+  const ours = {};
+  return {
+    q,
+    opts: { queue: q },
+    classes: { device: MemoryUSMDevice, host: MemoryUSMHost, shared: MemoryUSMShared },
+    MemoryUSMDevice,
+    MemoryUSMHost,
+    MemoryUSMShared,
+    ours,
+    node: {},
+    checks: [],
+    run: (id, fn) => runCase(ours, id, fn, timing),
+  };
+}
+
+module.exports = { KiB, MiB, sizeLabel, median, spread, measure, runCase, sectionContext };

@@ -42,6 +42,18 @@ def measure(fn, timing):
     return {"ns": statistics.median(samples), "min_ns": min(samples), "batch": n, "samples": samples}
 
 
+def make_runner(results, timing):
+    """run(case_id, fn): measures fn into results[case_id], or records its error."""
+
+    def run(case_id, fn):
+        try:
+            results[case_id] = measure(fn, timing)
+        except Exception as exc:
+            results[case_id] = {"error": f"{type(exc).__name__}: {exc}"}
+
+    return run
+
+
 def load_config():
     return json.loads(sys.argv[1])
 

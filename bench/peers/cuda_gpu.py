@@ -8,7 +8,7 @@ import sys
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import emit, load_config, measure, size_label  # noqa: E402
+from common import emit, load_config, make_runner, size_label  # noqa: E402
 
 H2D, D2H, D2D = 1, 2, 3  # cudaMemcpyKind
 
@@ -25,12 +25,7 @@ def bench_cupy(cfg, timing, np):
     dev = device_index(gpu["filter"])
     cupy.cuda.Device(dev).use()
     results = {}
-
-    def run(case_id, fn):
-        try:
-            results[case_id] = measure(fn, timing)
-        except Exception as exc:
-            results[case_id] = {"error": f"{type(exc).__name__}: {exc}"}
+    run = make_runner(results, timing)
 
     props = rt.getDeviceProperties(dev)
     name = props["name"]
@@ -90,12 +85,7 @@ def bench_torch(cfg, timing):
     dev = torch.device("cuda", device_index(gpu["filter"]))
     torch.cuda.set_device(dev)
     results = {}
-
-    def run(case_id, fn):
-        try:
-            results[case_id] = measure(fn, timing)
-        except Exception as exc:
-            results[case_id] = {"error": f"{type(exc).__name__}: {exc}"}
+    run = make_runner(results, timing)
 
     meta = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(dev)}
     u8 = torch.uint8

@@ -84,7 +84,7 @@ impl SyclDevice {
     /// Whether the device has a SYCL aspect, e.g. `'usm_shared_allocations'`, `'fp64'`.
     #[napi]
     pub fn has_aspect(&self, name: String) -> bool {
-        self.device.info().aspects.iter().any(|aspect| *aspect == name)
+        self.device.info().aspects.contains(&name)
     }
 
     /// The names of every aspect the device has.

@@ -50,7 +50,7 @@ pub fn consume_interface<'env>(env: &'env Env, exporter: &Unknown<'env>, iface: 
         .or_throw(env);
     }
     let object = iface.coerce_to_object()?;
-    let field = |name: &str| -> napi::Result<IfaceValue> { to_iface_value(env, object.get_named_property::<Unknown>(name)?, 0) };
+    let field = |name: &str| -> napi::Result<IfaceValue> { to_iface_value(object.get_named_property::<Unknown>(name)?, 0) };
     let syclobj: Unknown = object.get_named_property("syclobj")?;
     let raw = RawInterface {
         offset: field("offset")?,
@@ -126,7 +126,7 @@ fn resolve_syclobj<'env>(
     Err(syclobj_invalid(&shown))
 }
 
-fn to_iface_value(env: &Env, value: Unknown, depth: u32) -> napi::Result<IfaceValue> {
+fn to_iface_value(value: Unknown, depth: u32) -> napi::Result<IfaceValue> {
     Ok(match value.get_type()? {
         ValueType::Undefined => IfaceValue::Missing,
         ValueType::Null => IfaceValue::Null,
@@ -146,7 +146,7 @@ fn to_iface_value(env: &Env, value: Unknown, depth: u32) -> napi::Result<IfaceVa
             }
             let mut items = Vec::with_capacity(length as usize);
             for index in 0..length {
-                items.push(to_iface_value(env, array.get_element::<Unknown>(index)?, depth + 1)?);
+                items.push(to_iface_value(array.get_element::<Unknown>(index)?, depth + 1)?);
             }
             IfaceValue::List(items)
         }
