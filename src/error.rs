@@ -84,7 +84,7 @@ pub enum MemoryError {
     /// The JS engine refuses external ArrayBuffers (Electron's V8 sandbox).
     #[error("{0}")]
     ExternalBuffersUnsupported(String),
-    /// An asynchronous operation is still running on this memory.
+    /// The object was re-entered from JS in the middle of one of its own calls.
     #[error("{0}")]
     Busy(String),
     /// A class constructor called without `new`.
