@@ -15,3 +15,53 @@ pub fn host_memcpy(dst: Address, src: Address, nbytes: u64) {
     // from a memory object into its own `buffer` would have.
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, nbytes as usize) };
 }
+
+/// Copies of at least this many bytes are split over threads.
+const PARALLEL_MIN: u64 = 4 << 20;
+/// Each thread copies at least this much.
+const PER_THREAD_MIN: u64 = 2 << 20;
+
+fn copy_threads() -> u64 {
+    static THREADS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8) as u64)
+}
+
+/// `host_memcpy` spread over the machine's cores for large copies, as the SYCL CPU
+/// runtime does with its own memcpy (one core moves about 9-10 GB/s here). Overlapping
+/// ranges are copied by one thread, as `memmove`.
+pub fn host_memcpy_parallel(dst: Address, src: Address, nbytes: u64) {
+    let threads = copy_threads().min(nbytes / PER_THREAD_MIN).max(1);
+    let overlap = dst < src.saturating_add(nbytes) && src < dst.saturating_add(nbytes);
+    if nbytes < PARALLEL_MIN || threads == 1 || overlap {
+        host_memcpy(dst, src, nbytes);
+        return;
+    }
+    // Slices on 4 KiB boundaries, so threads never share a page.
+    let slice = nbytes.div_ceil(threads).next_multiple_of(4096);
+    std::thread::scope(|scope| {
+        for start in (slice..nbytes).step_by(slice as usize) {
+            let len = slice.min(nbytes - start);
+            scope.spawn(move || host_memcpy(dst + start, src + start, len));
+        }
+        host_memcpy(dst, src, slice.min(nbytes));
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parallel_copy_moves_every_byte_and_overlap_is_a_memmove() {
+        let n = 9 << 20 | 123;
+        let src: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
+        let mut dst = vec![0u8; n];
+        host_memcpy_parallel(dst.as_mut_ptr() as Address, src.as_ptr() as Address, n as u64);
+        assert!(dst == src);
+        // Shift the buffer right by 1000 bytes within itself.
+        let mut buf = src.clone();
+        let base = buf.as_mut_ptr() as Address;
+        host_memcpy_parallel(base + 1000, base, (n - 1000) as u64);
+        assert!(buf[1000..] == src[..n - 1000]);
+    }
+}

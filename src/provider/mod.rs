@@ -14,7 +14,7 @@ pub mod cuda;
 mod host;
 pub mod sycl;
 
-pub use host::host_memcpy;
+pub use host::{host_memcpy, host_memcpy_parallel};
 
 pub type Address = u64;
 
@@ -64,6 +64,11 @@ pub trait Device: Send + Sync + Any {
     fn default_context(&self) -> Result<Arc<dyn Context>>;
     /// A context of its own, distinct from the default one.
     fn create_context(&self) -> Result<Arc<dyn Context>>;
+    /// Whether the device's own memory is plain host memory the CPU can read and write
+    /// (a CPU device: the device is the host). Then copies need no runtime call.
+    fn device_memory_is_host_memory(&self) -> bool {
+        false
+    }
     fn as_any(&self) -> &dyn Any;
 }
 

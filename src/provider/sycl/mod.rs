@@ -145,6 +145,11 @@ impl Device for SyclDevice {
         Ok(SyclContext::new(handle)?)
     }
 
+    fn device_memory_is_host_memory(&self) -> bool {
+        // A SYCL CPU device runs on the host: its USM device allocations are host memory.
+        self.info.device_type == DeviceType::Cpu
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
