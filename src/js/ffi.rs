@@ -193,17 +193,18 @@ fn typed_array_element_size(kind: sys::napi_typedarray_type) -> Option<usize> {
 }
 
 /// The Rust object behind a JS instance of the `#[napi]` class `T`, or `None` when
-/// `value` is not one.
+/// `value` is not one. napi-rs checks the wrapped value's type tag, which is cheaper
+/// than `instanceof` and cannot be fooled by a borrowed prototype.
 pub fn class_instance<'env, T>(env: &Env, value: &Unknown<'env>) -> napi::Result<Option<ClassInstance<'env, T>>>
 where
     T: JavaScriptClassExt + MaybeTypeTag + 'static,
 {
-    if value.get_type()? != ValueType::Object || !T::instance_of(env, value)? {
+    if value.get_type()? != ValueType::Object {
         return Ok(None);
     }
-    // SAFETY: `instance_of` confirmed that `value` wraps a `T` made by napi-rs.
-    let instance = unsafe { ClassInstance::<T>::from_napi_value(env.raw(), value.raw())? };
-    Ok(Some(instance))
+    // SAFETY: `from_napi_value` unwraps only objects napi-rs wrapped and rejects any whose
+    // type tag is not `T`'s; failures are plain errors, mapped to `None` here.
+    Ok(unsafe { ClassInstance::<T>::from_napi_value(env.raw(), value.raw()) }.ok())
 }
 
 /// The bigint `value` holds (the caller checked its type).
@@ -268,12 +269,26 @@ where
     ))
 }
 
-/// How many enumerable string-keyed properties `object` has (those `Object::keys` would
-/// list), without converting their names.
+/// How many own enumerable string-keyed properties `object` has (those `Object::keys`
+/// lists), without converting their names.
 pub fn enumerable_key_count(env: &Env, object: &Unknown) -> napi::Result<u32> {
     let mut names = ptr::null_mut();
-    // SAFETY: `object` is a live object value of `env`; `names` is an out-pointer.
-    check(unsafe { sys::napi_get_property_names(env.raw(), object.raw(), &mut names) }, "napi_get_property_names")?;
+    // SAFETY: `object` is a live object value of `env`; `names` is an out-pointer. Own
+    // keys only: an options bag's prototype contributes nothing, and skipping the walk is
+    // most of the cost.
+    check(
+        unsafe {
+            sys::napi_get_all_property_names(
+                env.raw(),
+                object.raw(),
+                sys::KeyCollectionMode::own_only,
+                sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+                sys::KeyConversion::keep_numbers,
+                &mut names,
+            )
+        },
+        "napi_get_all_property_names",
+    )?;
     let mut length = 0u32;
     // SAFETY: `names` is the array Node-API just returned.
     check(unsafe { sys::napi_get_array_length(env.raw(), names, &mut length) }, "napi_get_array_length")?;

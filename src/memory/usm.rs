@@ -210,6 +210,10 @@ impl UsmMemory {
 
     pub fn memset(&self, value: u8) -> Result<()> {
         self.check_writable()?;
+        if self.cpu_access.covers(self.nbytes) && self.nbytes <= DIRECT_HOST_COPY_MAX {
+            crate::provider::host_memset(self.address, value, self.nbytes);
+            return Ok(());
+        }
         self.queue.memset(self.address, value, self.nbytes)
     }
 

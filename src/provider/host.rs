@@ -16,6 +16,15 @@ pub fn host_memcpy(dst: Address, src: Address, nbytes: u64) {
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, nbytes as usize) };
 }
 
+/// Fills `nbytes` at `dst` with `value` with the CPU. Same contract as `host_memcpy`.
+pub fn host_memset(dst: Address, value: u8, nbytes: u64) {
+    if nbytes == 0 {
+        return;
+    }
+    // SAFETY: the caller's guarantee that `dst..dst+nbytes` is valid host-accessible memory.
+    unsafe { std::ptr::write_bytes(dst as *mut u8, value, nbytes as usize) };
+}
+
 /// Copies of at least this many bytes are split over threads.
 const PARALLEL_MIN: u64 = 4 << 20;
 /// Each thread copies at least this much.
