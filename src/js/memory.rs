@@ -95,8 +95,7 @@ impl MemoryCore {
         self.memory.as_ref().ok_or_else(freed_error)
     }
 
-    fn from_source(env: &Env, kind: UsmKind, source: Source) -> napi::Result<Self> {
-        let _ = env;
+    fn from_source(kind: UsmKind, source: Source) -> napi::Result<Self> {
         Ok(MemoryCore {
             kind,
             queue_object: Some(JsRef::new(&source.queue_object)?),
@@ -110,7 +109,7 @@ impl MemoryCore {
     fn allocate(env: &Env, kind: UsmKind, nbytes: u64, options: &Options) -> napi::Result<Self> {
         let (queue, queue_object) = options.queue_or_default(env)?;
         let memory = UsmMemory::allocate(&queue, kind, nbytes, options.alignment).or_throw(env)?;
-        let mut core = MemoryCore::from_source(env, kind, Source { memory, queue_object, reference: None })?;
+        let mut core = MemoryCore::from_source(kind, Source { memory, queue_object, reference: None })?;
         if kind == UsmKind::Device {
             core.reported_bytes = i64::try_from(nbytes).unwrap_or(i64::MAX);
             ffi::adjust_external_memory(env, core.reported_bytes);
@@ -130,7 +129,7 @@ impl MemoryCore {
                 let source = usm_source(env, &arg)?;
                 let source_kind = source.memory.usm_type(None);
                 if source_kind == kind {
-                    return MemoryCore::from_source(env, kind, source);
+                    return MemoryCore::from_source(kind, source);
                 }
                 if !options.copy {
                     return Err(MemoryError::KindMismatch(format!(
@@ -141,8 +140,12 @@ impl MemoryCore {
                     )))
                     .or_throw(env);
                 }
-                let core = MemoryCore::allocate(env, kind, source.memory.nbytes(), &options.without_alignment())?;
-                core.live().or_throw(env)?.copy_from_device(&source.memory).or_throw(env)?;
+                let mut core = MemoryCore::allocate(env, kind, source.memory.nbytes(), &options.without_alignment())?;
+                if let Err(err) = core.live().and_then(|memory| memory.copy_from_device(&source.memory)) {
+                    // Give the new allocation back (and its external-memory report) at once.
+                    core.free(env)?;
+                    return Err(err).or_throw(env);
+                }
                 Ok(core)
             }
             _ => Err(MemoryError::InvalidArgType(format!(
@@ -699,9 +702,9 @@ pub fn as_usm_memory<'env>(
     let source = usm_source(env, &obj)?;
     let kind = source.memory.usm_type(None);
     match kind {
-        UsmKind::Shared => Ok(Either3::A(MemoryUSMShared { core: CoreCell::new(MemoryCore::from_source(env, kind, source)?) }.into_instance(env)?)),
-        UsmKind::Device => Ok(Either3::B(MemoryUSMDevice { core: CoreCell::new(MemoryCore::from_source(env, kind, source)?) }.into_instance(env)?)),
-        UsmKind::Host => Ok(Either3::C(MemoryUSMHost { core: CoreCell::new(MemoryCore::from_source(env, kind, source)?) }.into_instance(env)?)),
+        UsmKind::Shared => Ok(Either3::A(MemoryUSMShared { core: CoreCell::new(MemoryCore::from_source(kind, source)?) }.into_instance(env)?)),
+        UsmKind::Device => Ok(Either3::B(MemoryUSMDevice { core: CoreCell::new(MemoryCore::from_source(kind, source)?) }.into_instance(env)?)),
+        UsmKind::Host => Ok(Either3::C(MemoryUSMHost { core: CoreCell::new(MemoryCore::from_source(kind, source)?) }.into_instance(env)?)),
         UsmKind::Unknown => Err(MemoryError::UnknownUsmType(format!(
             "Could not determine the type USM allocation represented by argument {}",
             display(&obj)
