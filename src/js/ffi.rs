@@ -269,28 +269,49 @@ where
     ))
 }
 
-/// How many own enumerable string-keyed properties `object` has (those `Object::keys`
-/// lists), without converting their names.
-pub fn enumerable_key_count(env: &Env, object: &Unknown) -> napi::Result<u32> {
+/// The own enumerable string-keyed properties of `object` (those `Object::keys` lists),
+/// as `(name, value)`. One names array and one read per property: cheaper than looking
+/// up every name an options bag might have. Names longer than 64 bytes are cut (they
+/// only ever appear in an "unknown option" message).
+pub fn own_properties<'env>(env: &'env Env, object: &Unknown<'env>) -> napi::Result<Vec<(String, Unknown<'env>)>> {
+    let (env_raw, raw) = (env.raw(), object.raw());
     let mut names = ptr::null_mut();
-    // SAFETY: `object` is a live object value of `env`; `names` is an out-pointer. Own
-    // keys only: an options bag's prototype contributes nothing, and skipping the walk is
-    // most of the cost.
+    // SAFETY (all calls below): `raw` is a live object value of `env`, `names` the array
+    // Node-API returns for it, and every out-pointer a local.
     check(
         unsafe {
             sys::napi_get_all_property_names(
-                env.raw(),
-                object.raw(),
+                env_raw,
+                raw,
                 sys::KeyCollectionMode::own_only,
                 sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
-                sys::KeyConversion::keep_numbers,
+                sys::KeyConversion::numbers_to_strings,
                 &mut names,
             )
         },
         "napi_get_all_property_names",
     )?;
     let mut length = 0u32;
-    // SAFETY: `names` is the array Node-API just returned.
-    check(unsafe { sys::napi_get_array_length(env.raw(), names, &mut length) }, "napi_get_array_length")?;
-    Ok(length)
+    // SAFETY: see above.
+    check(unsafe { sys::napi_get_array_length(env_raw, names, &mut length) }, "napi_get_array_length")?;
+    let mut properties = Vec::with_capacity(length as usize);
+    for index in 0..length {
+        let mut key = ptr::null_mut();
+        // SAFETY: see above.
+        check(unsafe { sys::napi_get_element(env_raw, names, index, &mut key) }, "napi_get_element")?;
+        let mut buffer = [0u8; 65];
+        let mut written = 0usize;
+        // SAFETY: see above; Node-API writes at most `buffer.len() - 1` bytes and a NUL.
+        check(
+            unsafe { sys::napi_get_value_string_utf8(env_raw, key, buffer.as_mut_ptr().cast(), buffer.len(), &mut written) },
+            "napi_get_value_string_utf8",
+        )?;
+        let mut value = ptr::null_mut();
+        // SAFETY: see above.
+        check(unsafe { sys::napi_get_property(env_raw, raw, key, &mut value) }, "napi_get_property")?;
+        let name = String::from_utf8_lossy(&buffer[..written.min(64)]).into_owned();
+        // SAFETY: `value` was just produced by Node-API for `env`.
+        properties.push((name, unsafe { Unknown::from_raw_unchecked(env_raw, value) }));
+    }
+    Ok(properties)
 }

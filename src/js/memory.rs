@@ -261,29 +261,28 @@ struct Options<'env> {
 }
 
 impl<'env> Options<'env> {
-    fn parse(env: &Env, value: Option<Unknown<'env>>) -> napi::Result<Self> {
+    fn parse(env: &'env Env, value: Option<Unknown<'env>>) -> napi::Result<Self> {
         let mut options = Options { alignment: 0, queue: None, copy: false };
         let Some(value) = optional(value)? else { return Ok(options) };
         if value.get_type()? != ValueType::Object {
             return Err(MemoryError::InvalidArgType(format!("options must be an object, not {}", type_name(&value))))
                 .or_throw(env);
         }
-        let object = value.coerce_to_object()?;
-        let alignment = optional(Some(object.get_named_property::<Unknown>("alignment")?))?;
-        let queue = optional(Some(object.get_named_property::<Unknown>("queue")?))?;
-        let copy = optional(Some(object.get_named_property::<Unknown>("copy")?))?;
-        // Unknown keys are refused. Counting is cheap; names are read only when the count
-        // says there is more than the options given (or a known key set to undefined).
-        let given = [alignment.is_some(), queue.is_some(), copy.is_some()].iter().filter(|&&g| g).count();
-        if ffi::enumerable_key_count(env, &value)? as usize != given {
-            for key in Object::keys(&object)? {
-                if !matches!(key.as_str(), "alignment" | "queue" | "copy") {
+        // Only the object's own properties are read, and an unknown name is refused.
+        let (mut alignment, mut queue, mut copy) = (None, None, None);
+        for (name, property) in ffi::own_properties(env, &value)? {
+            let slot = match name.as_str() {
+                "alignment" => &mut alignment,
+                "queue" => &mut queue,
+                "copy" => &mut copy,
+                _ => {
                     return Err(MemoryError::InvalidArgType(format!(
-                        "unknown option '{key}': the options are alignment, queue and copy"
+                        "unknown option '{name}': the options are alignment, queue and copy"
                     )))
-                    .or_throw(env);
+                    .or_throw(env)
                 }
-            }
+            };
+            *slot = optional(Some(property))?;
         }
         if let Some(alignment) = alignment {
             options.alignment = alignment_arg(env, &alignment)?;
