@@ -37,7 +37,7 @@ export type DpctlMemoryErrorCode =
   | 'ERR_UNKNOWN_USM_TYPE' | 'ERR_DESTINATION_TOO_SMALL' | 'ERR_SOURCE_TOO_LARGE' | 'ERR_NOT_HOST_ACCESSIBLE'
   | 'ERR_READ_ONLY' | 'ERR_INVALID_SYCLOBJ' | 'ERR_INVALID_FILTER' | 'ERR_DEVICE_NOT_FOUND'
   | 'ERR_QUEUE_CREATION' | 'ERR_SYCL_RUNTIME' | 'ERR_CUDA_DRIVER' | 'ERR_EXTERNAL_BUFFERS_UNSUPPORTED'
-  | 'ERR_USM_BUSY' | 'ERR_CONSTRUCT_CALL_REQUIRED'
+  | 'ERR_USM_BUSY' | 'ERR_CONSTRUCT_CALL_REQUIRED' | 'ERR_HOST_BUFFER_TOO_LARGE'
 
 /** A USM allocation failed (too large, out of memory, or refused as unsafe). */
 export declare class USMAllocationError extends Error {
@@ -417,6 +417,46 @@ export declare class SyclQueue {
  * this library's memory objects) in the memory class of its USM kind, without copying.
  */
 export declare function asUsmMemory(obj: SyclUsmArrayInterfaceExporter): MemoryUSMShared | MemoryUSMDevice | MemoryUSMHost
+
+/**
+ * Every `code` a dpctl-memory error can carry (the same strings `MemoryError::code`
+ * returns; `__test__/docs.spec.mjs` checks that the two lists agree).
+ */
+export declare const enum ErrorCode {
+  SuaiMalformed = 'ERR_SUAI_MALFORMED',
+  SuaiOffset = 'ERR_SUAI_OFFSET',
+  SuaiVersion = 'ERR_SUAI_VERSION',
+  SuaiData = 'ERR_SUAI_DATA',
+  SuaiSyclobj = 'ERR_SUAI_SYCLOBJ',
+  SuaiShape = 'ERR_SUAI_SHAPE',
+  SuaiTypestr = 'ERR_SUAI_TYPESTR',
+  SuaiStrides = 'ERR_SUAI_STRIDES',
+  InvalidArgType = 'ERR_INVALID_ARG_TYPE',
+  InvalidSize = 'ERR_INVALID_SIZE',
+  InvalidAlignment = 'ERR_INVALID_ALIGNMENT',
+  InvalidFillValue = 'ERR_INVALID_FILL_VALUE',
+  UsmAllocation = 'ERR_USM_ALLOCATION',
+  UsmFreed = 'ERR_USM_FREED',
+  NotUsm = 'ERR_NOT_USM',
+  SuaiForeignPointer = 'ERR_SUAI_FOREIGN_POINTER',
+  SuaiOutOfBounds = 'ERR_SUAI_OUT_OF_BOUNDS',
+  UsmKindMismatch = 'ERR_USM_KIND_MISMATCH',
+  UnknownUsmType = 'ERR_UNKNOWN_USM_TYPE',
+  DestinationTooSmall = 'ERR_DESTINATION_TOO_SMALL',
+  SourceTooLarge = 'ERR_SOURCE_TOO_LARGE',
+  NotHostAccessible = 'ERR_NOT_HOST_ACCESSIBLE',
+  ReadOnly = 'ERR_READ_ONLY',
+  InvalidSyclobj = 'ERR_INVALID_SYCLOBJ',
+  InvalidFilter = 'ERR_INVALID_FILTER',
+  DeviceNotFound = 'ERR_DEVICE_NOT_FOUND',
+  QueueCreation = 'ERR_QUEUE_CREATION',
+  SyclRuntime = 'ERR_SYCL_RUNTIME',
+  CudaDriver = 'ERR_CUDA_DRIVER',
+  ExternalBuffersUnsupported = 'ERR_EXTERNAL_BUFFERS_UNSUPPORTED',
+  UsmBusy = 'ERR_USM_BUSY',
+  ConstructCallRequired = 'ERR_CONSTRUCT_CALL_REQUIRED',
+  HostBufferTooLarge = 'ERR_HOST_BUFFER_TOO_LARGE',
+}
 
 /**
  * Every device that dpctl-memory can use, or those matching a filter string. Empty

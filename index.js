@@ -842,6 +842,7 @@ module.exports.SyclContext = nativeBinding.SyclContext
 module.exports.SyclDevice = nativeBinding.SyclDevice
 module.exports.SyclQueue = nativeBinding.SyclQueue
 module.exports.asUsmMemory = nativeBinding.asUsmMemory
+module.exports.ErrorCode = nativeBinding.ErrorCode
 module.exports.getDevices = nativeBinding.getDevices
 module.exports.getRuntimeDiagnostics = nativeBinding.getRuntimeDiagnostics
 module.exports.poolStats = nativeBinding.poolStats

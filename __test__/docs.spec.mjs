@@ -10,6 +10,12 @@ test('src/error.rs defines the error codes', (t) => {
   t.true(codes.length >= 25, `found ${codes.length} codes`);
 });
 
+test('the exported ErrorCode enum holds exactly those codes', async (t) => {
+  const { createRequire } = await import('node:module');
+  const { ErrorCode } = createRequire(import.meta.url)('../index.js');
+  t.deepEqual(Object.values(ErrorCode).sort(), [...codes].sort());
+});
+
 for (const [file, form] of [['README.md', (c) => `\`${c}\``], ['index.d.ts', (c) => `'${c}'`]]) {
   test(`${file} lists every error code`, (t) => {
     const text = read(file);

@@ -113,6 +113,9 @@ function rows(cfg, latencyBelow) {
   }
   const lab = sizeLabel(cfg.overheadSize);
   out.push({ label: `per call: copyFromHost ${lab}`, ours: `overhead.h2d.${lab}`, metric: 'time', peer: dpctl(`overhead.h2d.${lab}`, 'dpctl copy_from_host', ge1) });
+  // For reference only: dpctl on an in-order queue. The addon's queues are out-of-order, as
+  // dpctl's default ones (each operation waits on its own event), so the row above is the
+  // like-for-like comparison.
   out.push({ label: `per call: copyFromHost ${lab}`, ours: `overhead.h2d.${lab}`, metric: 'time', peer: dpctl(`overhead.h2d_in_order.${lab}`, 'dpctl copy_from_host, in-order q', null) });
   const parts = [
     [`overhead.d2h.${lab}`, `copyToHost ${lab}`, 'dpctl copy_to_host'],

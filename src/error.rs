@@ -87,6 +87,9 @@ pub enum MemoryError {
     /// The object was re-entered from JS in the middle of one of its own calls.
     #[error("{0}")]
     Busy(String),
+    /// Host memory larger than a JS `ArrayBuffer` or TypedArray may be.
+    #[error("{0}")]
+    HostBufferTooLarge(String),
     /// A class constructor called without `new`.
     #[error("{0}")]
     ConstructCallRequired(String),
@@ -150,6 +153,7 @@ impl MemoryError {
             ExternalBuffersUnsupported(_) => "ERR_EXTERNAL_BUFFERS_UNSUPPORTED",
             Busy(_) => "ERR_USM_BUSY",
             ConstructCallRequired(_) => "ERR_CONSTRUCT_CALL_REQUIRED",
+            HostBufferTooLarge(_) => "ERR_HOST_BUFFER_TOO_LARGE",
         }
     }
 
@@ -162,7 +166,7 @@ impl MemoryError {
             }
             InterfaceMalformed { range: false, .. } => ErrorClass::TypeError,
             InterfaceMalformed { range: true, .. } => ErrorClass::RangeError,
-            InvalidSize(_) | InvalidAlignment(_) | InvalidFillValue(_) | OutOfBounds(_)
+            InvalidSize(_) | InvalidAlignment(_) | InvalidFillValue(_) | OutOfBounds(_) | HostBufferTooLarge(_)
             | DestinationTooSmall(_) | SourceTooLarge(_) => ErrorClass::RangeError,
             UsmAllocation(_) => ErrorClass::UsmAllocation,
             QueueCreation(_) => ErrorClass::QueueCreation,
@@ -171,6 +175,14 @@ impl MemoryError {
             | ReadOnly(_) | SyclRuntime(_) | CudaDriver(_) | ExternalBuffersUnsupported(_) | Busy(_) => {
                 ErrorClass::Error
             }
+        }
+    }
+
+    /// No device for a queue is a `SyclQueueCreationError`, as dpctl raises it.
+    pub fn into_queue_creation(self) -> Self {
+        match self {
+            MemoryError::DeviceNotFound(message) => MemoryError::QueueCreation(message),
+            other => other,
         }
     }
 

@@ -3,8 +3,10 @@
 //! Layers point one way: `js` (napi classes) → `memory` (Node-free model) →
 //! `provider` (SYCL through the shim, CUDA through the driver) → FFI.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod error;
 pub mod memory;
 pub mod provider;
+mod sync;
 pub mod js;

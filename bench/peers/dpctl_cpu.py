@@ -76,7 +76,8 @@ def main():
     run(f"overhead.d2d.{lab}", lambda: b.copy_from_device(a))
     run(f"overhead.memset.{lab}", lambda: a.memset(0))
     run(f"overhead.memcpy.{lab}", lambda: q.memcpy(b, a, n))  # queue.memcpy + wait: the SYCL floor
-    # The same copy on an in-order queue (the kind of queue the addon makes).
+    # The same copy on an in-order queue, for reference (the addon's queues are out-of-order,
+    # as dpctl's default ones: each operation waits on its own event).
     q_io = dpctl.SyclQueue(cpu["filter"], property="in_order")
     a_io = dpmem.MemoryUSMDevice(n, queue=q_io)
     run(f"overhead.h2d_in_order.{lab}", lambda: a_io.copy_from_host(src))

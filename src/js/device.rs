@@ -1,8 +1,6 @@
 //! `SyclDevice`, `SyclContext`, `SyclQueue` and `getDevices`: the subset of dpctl's
 //! device model that memory needs.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{ClassInstance, JavaScriptClassExt, This, Unknown};
@@ -12,7 +10,7 @@ use napi_derive::napi;
 use crate::error::MemoryError;
 use crate::js::errors::OrThrow;
 use crate::js::ffi::{class_instance, ensure_constructed, JsRef};
-use crate::js::values::{optional, string_arg};
+use crate::js::values::{optional, string_arg, type_name};
 use crate::memory::registry::registry;
 use crate::provider::{Context, Device, Queue};
 
@@ -82,9 +80,10 @@ impl SyclDevice {
     }
 
     /// Whether the device has a SYCL aspect, e.g. `'usm_shared_allocations'`, `'fp64'`.
-    #[napi]
-    pub fn has_aspect(&self, name: String) -> bool {
-        self.device.info().aspects.contains(&name)
+    #[napi(ts_args_type = "name: string")]
+    pub fn has_aspect(&self, env: Env, name: Unknown) -> napi::Result<bool> {
+        let name = string_arg(&env, name, "aspect name")?;
+        Ok(self.device.info().aspects.contains(&name))
     }
 
     /// The names of every aspect the device has.
@@ -94,9 +93,10 @@ impl SyclDevice {
     }
 
     /// Whether `other` is the same device.
-    #[napi]
-    pub fn equals(&self, other: &SyclDevice) -> bool {
-        self.device.same_device(other.device.as_ref())
+    #[napi(ts_args_type = "other: SyclDevice")]
+    pub fn equals(&self, env: Env, other: Unknown) -> napi::Result<bool> {
+        let other = same_class_arg::<SyclDevice>(&env, &other, "SyclDevice")?;
+        Ok(self.device.same_device(other.device.as_ref()))
     }
 
     #[napi]
@@ -168,9 +168,10 @@ impl SyclContext {
     }
 
     /// Whether `other` is the same context.
-    #[napi]
-    pub fn equals(&self, other: &SyclContext) -> bool {
-        self.context.same_context(other.context.as_ref())
+    #[napi(ts_args_type = "other: SyclContext")]
+    pub fn equals(&self, env: Env, other: Unknown) -> napi::Result<bool> {
+        let other = same_class_arg::<SyclContext>(&env, &other, "SyclContext")?;
+        Ok(self.context.same_context(other.context.as_ref()))
     }
 
     #[napi]
@@ -219,9 +220,10 @@ impl SyclQueue {
     }
 
     /// Whether `other` is the same queue.
-    #[napi]
-    pub fn equals(&self, other: &SyclQueue) -> bool {
-        Arc::ptr_eq(&self.queue, &other.queue)
+    #[napi(ts_args_type = "other: SyclQueue")]
+    pub fn equals(&self, env: Env, other: Unknown) -> napi::Result<bool> {
+        let other = same_class_arg::<SyclQueue>(&env, &other, "SyclQueue")?;
+        Ok(Arc::ptr_eq(&self.queue, &other.queue))
     }
 
     #[napi]
@@ -231,76 +233,83 @@ impl SyclQueue {
     }
 }
 
-fn queue_creation_error(err: MemoryError) -> MemoryError {
-    match err {
-        MemoryError::DeviceNotFound(message) => MemoryError::QueueCreation(message),
-        other => other,
+fn make_queue(env: &Env, target: Option<Unknown>, device: Option<Unknown>) -> napi::Result<Arc<dyn Queue>> {
+    let context = match &target {
+        Some(value) => class_instance::<SyclContext>(env, value)?.map(|c| c.context.clone()),
+        None => None,
+    };
+    if device.is_some() && context.is_none() {
+        return Err(MemoryError::InvalidArgType(
+            "a device may follow only a SyclContext: new SyclQueue(context, device)".into(),
+        ))
+        .or_throw(env);
+    }
+    let made = match (context, target) {
+        (Some(context), _) => {
+            let device = match device {
+                Some(value) => device_lookup(env, value)?,
+                None => context.devices().into_iter().next().ok_or_else(|| {
+                    MemoryError::QueueCreation("the context has no devices".into())
+                }),
+            };
+            device.and_then(|device| context.create_queue(&device))
+        }
+        (None, None) => registry().select(None).and_then(|device| device.default_context()?.create_queue(&device)),
+        (None, Some(value)) => device_lookup(env, value)?
+            .and_then(|device| device.default_context()?.create_queue(&device)),
+    };
+    made.map_err(MemoryError::into_queue_creation).or_throw(env)
+}
+
+/// An instance of `T`, else `ERR_INVALID_ARG_TYPE`.
+fn same_class_arg<'env, T>(env: &Env, value: &Unknown<'env>, class: &str) -> napi::Result<ClassInstance<'env, T>>
+where
+    T: JavaScriptClassExt + napi::bindgen_prelude::MaybeTypeTag + 'static,
+{
+    match class_instance::<T>(env, value)? {
+        Some(instance) => Ok(instance),
+        None => Err(MemoryError::InvalidArgType(format!("expected a {class}, got {}", type_name(value)))).or_throw(env),
     }
 }
 
-fn make_queue(env: &Env, target: Option<Unknown>, device: Option<Unknown>) -> napi::Result<Arc<dyn Queue>> {
-    let explicit_device = device.map(|value| device_arg(env, value)).transpose()?;
-    let made = match target {
-        None => registry().select(None).and_then(|device| device.default_context()?.create_queue(&device)),
-        Some(value) => {
-            if let Some(context) = class_instance::<SyclContext>(env, &value)? {
-                let device = match explicit_device {
-                    Some(device) => Ok(device),
-                    None => context.context.devices().into_iter().next().ok_or_else(|| {
-                        MemoryError::QueueCreation("the context has no devices".into())
-                    }),
-                };
-                device.and_then(|device| context.context.create_queue(&device))
-            } else if value.get_type()? == ValueType::String {
-                let text = string_arg(env, value, "filter")?;
-                registry()
-                    .select(Some(&text))
-                    .and_then(|device| device.default_context()?.create_queue(&device))
-            } else {
-                let device = device_arg(env, value)?;
-                device.default_context().and_then(|context| context.create_queue(&device))
-            }
-        }
-    };
-    made.map_err(queue_creation_error).or_throw(env)
-}
-
-/// A `SyclDevice` or a filter string.
-pub(crate) fn device_arg(env: &Env, value: Unknown) -> napi::Result<Arc<dyn Device>> {
+/// A `SyclDevice` or a filter string: the device, or why there is none (`Err` inside,
+/// so that callers choose the error class). Other types are a `TypeError` at once.
+fn device_lookup(env: &Env, value: Unknown) -> napi::Result<Result<Arc<dyn Device>, MemoryError>> {
     if let Some(device) = class_instance::<SyclDevice>(env, &value)? {
-        return Ok(device.device.clone());
+        return Ok(Ok(device.device.clone()));
     }
     if value.get_type()? == ValueType::String {
         let text = string_arg(env, value, "device")?;
-        return registry().select(Some(&text)).or_throw(env);
+        return Ok(registry().select(Some(&text)));
     }
     Err(MemoryError::InvalidArgType("expected a SyclDevice or a filter string".into())).or_throw(env)
 }
 
-thread_local! {
-    /// One `SyclQueue` object per device for default allocations, so that every
-    /// allocation made without a queue shows the same `syclQueue` (dpctl's cached queue).
-    static CACHED_QUEUE_OBJECTS: RefCell<HashMap<String, JsRef>> = RefCell::new(HashMap::new());
+/// A `SyclDevice` or a filter string.
+pub(crate) fn device_arg(env: &Env, value: Unknown) -> napi::Result<Arc<dyn Device>> {
+    device_lookup(env, value)?.or_throw(env)
 }
 
 /// The JS object of the cached queue of `device` (the default device when `None`).
 pub(crate) fn cached_queue_object<'env>(env: &'env Env, device: Option<&Arc<dyn Device>>) -> napi::Result<(Arc<dyn Queue>, Unknown<'env>)> {
     let device = match device {
         Some(device) => device.clone(),
-        None => registry().select(None).map_err(queue_creation_error).or_throw(env)?,
+        None => registry().select(None).map_err(MemoryError::into_queue_creation).or_throw(env)?,
     };
     let key = registry().filter_string_of(device.as_ref());
-    let existing = CACHED_QUEUE_OBJECTS.with(|cell| cell.borrow().get(&key).map(|r| r.get(env))).transpose()?;
+    // One `SyclQueue` object per device for default allocations, so that every allocation
+    // made without a queue shows the same `syclQueue` (dpctl's cached queue).
+    let cache = &crate::js::state::state(env)?.cached_queues;
+    let existing = cache.borrow().get(&key).map(|r| r.get(env)).transpose()?;
     if let Some(object) = existing {
-        let queue = class_instance::<SyclQueue>(env, &object)?
-            .map(|q| q.queue.clone())
-            .ok_or_else(|| napi::Error::from_reason("cached queue object lost its class"))?;
-        return Ok((queue, object));
+        if let Some(queue) = class_instance::<SyclQueue>(env, &object)? {
+            return Ok((queue.queue.clone(), object));
+        }
     }
-    let queue = registry().cached_queue(&device).map_err(queue_creation_error).or_throw(env)?;
+    let queue = registry().cached_queue(&device).map_err(MemoryError::into_queue_creation).or_throw(env)?;
     let instance: ClassInstance<SyclQueue> = SyclQueue { queue: queue.clone() }.into_instance(env)?;
     let object = instance.as_object(env).to_unknown();
     let reference = JsRef::new(&object)?;
-    CACHED_QUEUE_OBJECTS.with(|cell| cell.borrow_mut().insert(key, reference));
+    cache.borrow_mut().insert(key, reference);
     Ok((queue, object))
 }

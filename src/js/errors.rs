@@ -2,13 +2,84 @@
 //! `RangeError`, `Error`, or one of the exported `USMAllocationError`,
 //! `SyclQueueCreationError`, `SyclDeviceCreationError`), the message, and a `code`.
 
-use std::cell::RefCell;
-
 use napi::bindgen_prelude::{Function, JsObjectValue, Object, Unknown};
 use napi::{Env, JsValue};
+use napi_derive::napi;
 
 use crate::error::{ErrorClass, MemoryError};
 use crate::js::ffi::JsRef;
+
+/// Every `code` a dpctl-memory error can carry (the same strings `MemoryError::code`
+/// returns; `__test__/docs.spec.mjs` checks that the two lists agree).
+#[napi(string_enum)]
+pub enum ErrorCode {
+    #[napi(value = "ERR_SUAI_MALFORMED")]
+    SuaiMalformed,
+    #[napi(value = "ERR_SUAI_OFFSET")]
+    SuaiOffset,
+    #[napi(value = "ERR_SUAI_VERSION")]
+    SuaiVersion,
+    #[napi(value = "ERR_SUAI_DATA")]
+    SuaiData,
+    #[napi(value = "ERR_SUAI_SYCLOBJ")]
+    SuaiSyclobj,
+    #[napi(value = "ERR_SUAI_SHAPE")]
+    SuaiShape,
+    #[napi(value = "ERR_SUAI_TYPESTR")]
+    SuaiTypestr,
+    #[napi(value = "ERR_SUAI_STRIDES")]
+    SuaiStrides,
+    #[napi(value = "ERR_INVALID_ARG_TYPE")]
+    InvalidArgType,
+    #[napi(value = "ERR_INVALID_SIZE")]
+    InvalidSize,
+    #[napi(value = "ERR_INVALID_ALIGNMENT")]
+    InvalidAlignment,
+    #[napi(value = "ERR_INVALID_FILL_VALUE")]
+    InvalidFillValue,
+    #[napi(value = "ERR_USM_ALLOCATION")]
+    UsmAllocation,
+    #[napi(value = "ERR_USM_FREED")]
+    UsmFreed,
+    #[napi(value = "ERR_NOT_USM")]
+    NotUsm,
+    #[napi(value = "ERR_SUAI_FOREIGN_POINTER")]
+    SuaiForeignPointer,
+    #[napi(value = "ERR_SUAI_OUT_OF_BOUNDS")]
+    SuaiOutOfBounds,
+    #[napi(value = "ERR_USM_KIND_MISMATCH")]
+    UsmKindMismatch,
+    #[napi(value = "ERR_UNKNOWN_USM_TYPE")]
+    UnknownUsmType,
+    #[napi(value = "ERR_DESTINATION_TOO_SMALL")]
+    DestinationTooSmall,
+    #[napi(value = "ERR_SOURCE_TOO_LARGE")]
+    SourceTooLarge,
+    #[napi(value = "ERR_NOT_HOST_ACCESSIBLE")]
+    NotHostAccessible,
+    #[napi(value = "ERR_READ_ONLY")]
+    ReadOnly,
+    #[napi(value = "ERR_INVALID_SYCLOBJ")]
+    InvalidSyclobj,
+    #[napi(value = "ERR_INVALID_FILTER")]
+    InvalidFilter,
+    #[napi(value = "ERR_DEVICE_NOT_FOUND")]
+    DeviceNotFound,
+    #[napi(value = "ERR_QUEUE_CREATION")]
+    QueueCreation,
+    #[napi(value = "ERR_SYCL_RUNTIME")]
+    SyclRuntime,
+    #[napi(value = "ERR_CUDA_DRIVER")]
+    CudaDriver,
+    #[napi(value = "ERR_EXTERNAL_BUFFERS_UNSUPPORTED")]
+    ExternalBuffersUnsupported,
+    #[napi(value = "ERR_USM_BUSY")]
+    UsmBusy,
+    #[napi(value = "ERR_CONSTRUCT_CALL_REQUIRED")]
+    ConstructCallRequired,
+    #[napi(value = "ERR_HOST_BUFFER_TOO_LARGE")]
+    HostBufferTooLarge,
+}
 
 /// The custom error classes, defined once per JS environment (main thread or worker).
 const ERROR_CLASSES_SOURCE: &str = r#"(() => {
@@ -23,20 +94,15 @@ const ERROR_CLASSES_SOURCE: &str = r#"(() => {
   };
 })()"#;
 
-thread_local! {
-    static ERROR_CLASSES: RefCell<Option<JsRef>> = const { RefCell::new(None) };
-}
-
-/// Defines the error classes for this environment and puts them on `exports`.
-pub fn install_error_classes(env: &Env, exports: &mut Object) -> napi::Result<()> {
+/// Defines the error classes for this environment, puts them on `exports`, and returns
+/// a reference to them for `EnvState`.
+pub fn define_error_classes(env: &Env, exports: &mut Object) -> napi::Result<JsRef> {
     let classes: Object = env.run_script(ERROR_CLASSES_SOURCE)?;
     for name in ["USMAllocationError", "SyclQueueCreationError", "SyclDeviceCreationError"] {
         let class: Unknown = classes.get_named_property(name)?;
         exports.set_named_property(name, class)?;
     }
-    let reference = JsRef::new(&classes.to_unknown())?;
-    ERROR_CLASSES.with(|cell| *cell.borrow_mut() = Some(reference));
-    Ok(())
+    JsRef::new(&classes.to_unknown())
 }
 
 fn constructor<'env>(env: &'env Env, class: ErrorClass) -> napi::Result<Function<'env, String, Unknown<'env>>> {
@@ -54,9 +120,7 @@ fn constructor<'env>(env: &'env Env, class: ErrorClass) -> napi::Result<Function
         ErrorClass::QueueCreation => "SyclQueueCreationError",
         _ => "SyclDeviceCreationError",
     };
-    let classes = ERROR_CLASSES.with(|cell| cell.borrow().as_ref().map(|r| r.get(env)))
-        .transpose()?
-        .ok_or_else(|| napi::Error::from_reason("dpctl-memory: error classes are not installed"))?;
+    let classes = crate::js::state::state(env)?.error_classes.get(env)?;
     classes.coerce_to_object()?.get_named_property(name)
 }
 

@@ -20,8 +20,8 @@ fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
 }
 
 /// A strong persistent reference to a JS value, released when dropped. It must be
-/// dropped on the thread of the environment that made it, which holds for the class
-/// fields and thread-locals that own one.
+/// dropped on the thread of the environment that made it, while that environment lives:
+/// class fields and task data are; `EnvState` forgets its references at teardown.
 pub struct JsRef {
     env: sys::napi_env,
     reference: sys::napi_ref,
@@ -53,10 +53,15 @@ impl Drop for JsRef {
     }
 }
 
+/// The longest `ArrayBuffer` or TypedArray Node 20 makes (`buffer.constants.MAX_LENGTH`).
+pub const MAX_BUFFER_LENGTH: u64 = 1 << 32;
+
 /// Why an external ArrayBuffer could not be made.
 pub enum ExternalBufferError {
     /// The engine forbids external buffers (Electron's V8 memory cage).
     NotAllowed,
+    /// Longer than `MAX_BUFFER_LENGTH`.
+    TooLarge,
     Napi(napi::Error),
 }
 
@@ -72,6 +77,9 @@ pub fn external_arraybuffer<'env, T: 'static>(
         // SAFETY: `hint` is the `Box<T>` leaked below, handed to exactly one finalizer call.
         drop(unsafe { Box::from_raw(hint.cast::<T>()) });
     }
+    if len as u64 > MAX_BUFFER_LENGTH {
+        return Err(ExternalBufferError::TooLarge);
+    }
     let hint = Box::into_raw(Box::new(owner));
     let mut value = ptr::null_mut();
     // SAFETY: `data` points at `len` bytes that `owner` keeps valid until the finalizer
@@ -79,12 +87,14 @@ pub fn external_arraybuffer<'env, T: 'static>(
     let status = unsafe {
         sys::napi_create_external_arraybuffer(env.raw(), data.cast(), len, Some(finalize::<T>), hint.cast(), &mut value)
     };
-    if status != sys::Status::napi_ok {
-        // SAFETY: the engine did not take `hint` when creation failed.
+    if status == sys::Status::napi_no_external_buffers_allowed {
+        // SAFETY: Node refuses external buffers before it takes `hint`, so it is still ours.
         drop(unsafe { Box::from_raw(hint) });
-        if status == sys::Status::napi_no_external_buffers_allowed {
-            return Err(ExternalBufferError::NotAllowed);
-        }
+        return Err(ExternalBufferError::NotAllowed);
+    }
+    if status != sys::Status::napi_ok {
+        // Node may already have run (or will run) the finalizer with `hint` on other
+        // failures, so it is left to Node: at worst a small leak, never a double free.
         return Err(ExternalBufferError::Napi(napi::Error::new(
             napi::Status::from(status),
             "napi_create_external_arraybuffer failed",
@@ -141,7 +151,7 @@ impl HostBytes {
 pub fn host_bytes(env: &Env, value: &Unknown) -> napi::Result<Option<HostBytes>> {
     let (env_raw, raw) = (env.raw(), value.raw());
     let mut is = false;
-    // SAFETY (all calls below): `raw` is a live value of `env`; out-pointers are locals.
+    // SAFETY: `raw` is a live value of `env`; out-pointers are locals (so for every call below).
     check(unsafe { sys::napi_is_arraybuffer(env_raw, raw, &mut is) }, "napi_is_arraybuffer")?;
     if is {
         let (mut data, mut len) = (ptr::null_mut(), 0usize);
@@ -154,13 +164,10 @@ pub fn host_bytes(env: &Env, value: &Unknown) -> napi::Result<Option<HostBytes>>
     if is {
         let (mut kind, mut length, mut data, mut buffer, mut offset) = (0, 0usize, ptr::null_mut(), ptr::null_mut(), 0usize);
         // SAFETY: see above.
-        check(
-            unsafe { sys::napi_get_typedarray_info(env_raw, raw, &mut kind, &mut length, &mut data, &mut buffer, &mut offset) },
-            "napi_get_typedarray_info",
-        )?;
-        let element = typed_array_element_size(kind).ok_or_else(|| {
-            napi::Error::new(napi::Status::InvalidArg, format!("unsupported TypedArray kind {kind}"))
-        })?;
+        let status = unsafe { sys::napi_get_typedarray_info(env_raw, raw, &mut kind, &mut length, &mut data, &mut buffer, &mut offset) };
+        check(status, "napi_get_typedarray_info")?;
+        // A TypedArray kind newer than this addon is refused like any other non-buffer.
+        let Some(element) = typed_array_element_size(kind) else { return Ok(None) };
         // `data` already includes the byte offset.
         return Ok(Some(HostBytes { data: data.cast(), len: length.saturating_mul(element) }));
     }
@@ -169,10 +176,8 @@ pub fn host_bytes(env: &Env, value: &Unknown) -> napi::Result<Option<HostBytes>>
     if is {
         let (mut len, mut data, mut buffer, mut offset) = (0usize, ptr::null_mut(), ptr::null_mut(), 0usize);
         // SAFETY: see above.
-        check(
-            unsafe { sys::napi_get_dataview_info(env_raw, raw, &mut len, &mut data, &mut buffer, &mut offset) },
-            "napi_get_dataview_info",
-        )?;
+        let status = unsafe { sys::napi_get_dataview_info(env_raw, raw, &mut len, &mut data, &mut buffer, &mut offset) };
+        check(status, "napi_get_dataview_info")?;
         return Ok(Some(HostBytes { data: data.cast(), len }));
     }
     Ok(None)
@@ -276,21 +281,19 @@ where
 pub fn own_properties<'env>(env: &'env Env, object: &Unknown<'env>) -> napi::Result<Vec<(String, Unknown<'env>)>> {
     let (env_raw, raw) = (env.raw(), object.raw());
     let mut names = ptr::null_mut();
-    // SAFETY (all calls below): `raw` is a live object value of `env`, `names` the array
-    // Node-API returns for it, and every out-pointer a local.
-    check(
-        unsafe {
-            sys::napi_get_all_property_names(
-                env_raw,
-                raw,
-                sys::KeyCollectionMode::own_only,
-                sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
-                sys::KeyConversion::numbers_to_strings,
-                &mut names,
-            )
-        },
-        "napi_get_all_property_names",
-    )?;
+    // SAFETY: `raw` is a live object value of `env`, `names` the array Node-API returns
+    // for it, and every out-pointer a local (so for every call below).
+    let status = unsafe {
+        sys::napi_get_all_property_names(
+            env_raw,
+            raw,
+            sys::KeyCollectionMode::own_only,
+            sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+            sys::KeyConversion::numbers_to_strings,
+            &mut names,
+        )
+    };
+    check(status, "napi_get_all_property_names")?;
     let mut length = 0u32;
     // SAFETY: see above.
     check(unsafe { sys::napi_get_array_length(env_raw, names, &mut length) }, "napi_get_array_length")?;
@@ -302,10 +305,8 @@ pub fn own_properties<'env>(env: &'env Env, object: &Unknown<'env>) -> napi::Res
         let mut buffer = [0u8; 65];
         let mut written = 0usize;
         // SAFETY: see above; Node-API writes at most `buffer.len() - 1` bytes and a NUL.
-        check(
-            unsafe { sys::napi_get_value_string_utf8(env_raw, key, buffer.as_mut_ptr().cast(), buffer.len(), &mut written) },
-            "napi_get_value_string_utf8",
-        )?;
+        let status = unsafe { sys::napi_get_value_string_utf8(env_raw, key, buffer.as_mut_ptr().cast(), buffer.len(), &mut written) };
+        check(status, "napi_get_value_string_utf8")?;
         let mut value = ptr::null_mut();
         // SAFETY: see above.
         check(unsafe { sys::napi_get_property(env_raw, raw, key, &mut value) }, "napi_get_property")?;

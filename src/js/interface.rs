@@ -63,8 +63,24 @@ pub fn consume_interface<'env>(env: &'env Env, exporter: &Unknown<'env>, iface: 
     };
     let parsed = parse_interface(&raw, |ptr| resolve_syclobj(env, &syclobj, ptr)).or_throw(env)?;
     let (queue, queue_source) = parsed.queue;
-    let range = live_range(parsed.base_ptr).or_else(|| queue.context().address_range(parsed.base_ptr));
+    let context = queue.context();
+    let range = live_range(parsed.base_ptr).or_else(|| context.address_range(parsed.base_ptr));
     check_bounds(parsed.ptr, parsed.nbytes, range).or_throw(env)?;
+    if range.is_none() {
+        // The runtime cannot tell this allocation's extent: at least both ends of the
+        // derived range must be USM memory of the same kind as the base pointer.
+        let kind = context.pointer_kind(parsed.base_ptr);
+        let last = parsed.ptr.saturating_add(parsed.nbytes.saturating_sub(1));
+        if context.pointer_kind(parsed.ptr) != kind || context.pointer_kind(last) != kind {
+            return Err(MemoryError::OutOfBounds(format!(
+                "__sycl_usm_array_interface__ describes bytes {:#x}..{:#x}, which leave the USM allocation at {:#x}",
+                parsed.ptr,
+                last.saturating_add(1),
+                parsed.base_ptr
+            )))
+            .or_throw(env);
+        }
+    }
     let owner = live_allocation(parsed.base_ptr);
     let memory = UsmMemory::from_interface(parsed.ptr, parsed.nbytes, queue.clone(), owner, parsed.read_only);
     let queue_object = match queue_source {
@@ -115,10 +131,7 @@ fn resolve_syclobj<'env>(
             .and_then(|s| s.into_utf8())
             .and_then(|s| s.into_owned())
             .map_err(napi_failure)?;
-        let device = registry().select(Some(&text)).map_err(|err| match err {
-            MemoryError::DeviceNotFound(message) => MemoryError::QueueCreation(message),
-            other => other,
-        })?;
+        let device = registry().select(Some(&text)).map_err(MemoryError::into_queue_creation)?;
         let queue = registry().cached_queue(&device)?;
         bound_kind(&queue, ptr, &shown)?;
         return Ok((queue, QueueObject::Cached(device)));

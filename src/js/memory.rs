@@ -71,6 +71,21 @@ impl CoreCell {
         self.with(env, |core| Ok(core.live().or_throw(env)?.clone()))
     }
 
+    /// What keeps the memory alive besides its allocation: the exporter of an interface.
+    fn reference_object<'env>(&self, env: &'env Env) -> napi::Result<Option<Unknown<'env>>> {
+        self.with(env, |core| core.reference_object.as_ref().map(|r| r.get(env)).transpose())
+    }
+
+    /// The references an asynchronous task holds: the JS values it was given, and this
+    /// memory's exporter (so `free()` during the task cannot let it be collected).
+    fn task_refs(&self, env: &Env, values: &[&Unknown]) -> napi::Result<Vec<TaskRef>> {
+        let mut keep = values.iter().map(|v| TaskRef::new(v)).collect::<napi::Result<Vec<_>>>()?;
+        if let Some(reference) = self.reference_object(env)? {
+            keep.push(TaskRef::new(&reference)?);
+        }
+        Ok(keep)
+    }
+
     fn describe(&self) -> String {
         match self.0.try_borrow() {
             Ok(core) => core.describe(),
@@ -84,6 +99,13 @@ struct Source<'env> {
     memory: UsmMemory,
     queue_object: Unknown<'env>,
     reference: Option<Unknown<'env>>,
+}
+
+fn too_large_for_js(nbytes: u64) -> MemoryError {
+    MemoryError::HostBufferTooLarge(format!(
+        "{nbytes} bytes is more than a JS ArrayBuffer may hold here ({} bytes): copy it in parts with an interface view, or use copyFromDevice",
+        ffi::MAX_BUFFER_LENGTH
+    ))
 }
 
 fn freed_error() -> MemoryError {
@@ -134,7 +156,7 @@ impl MemoryCore {
                 if !options.copy {
                     return Err(MemoryError::KindMismatch(format!(
                         "USM pointer in the argument {} is not a USM {} pointer. Zero-copy operation is not possible with copy=false. Either use copy: true, or use a constructor appropriate for type '{}'",
-                        display(&arg),
+                        source.memory.describe(),
                         kind.name(),
                         source_kind.name()
                     )))
@@ -211,6 +233,7 @@ impl MemoryCore {
                 ))
                 .or_throw(env)
             }
+            Err(ExternalBufferError::TooLarge) => return Err(too_large_for_js(memory.nbytes())).or_throw(env),
             Err(ExternalBufferError::Napi(err)) => return Err(err),
         };
         self.buffer = Some((JsRef::new(&buffer)?, lease));
@@ -269,8 +292,23 @@ impl<'env> Options<'env> {
                 .or_throw(env);
         }
         // Only the object's own properties are read, and an unknown name is refused.
+        let properties = ffi::own_properties(env, &value)?;
+        if properties.is_empty() && !value.is_array()? {
+            let misplaced = class_instance::<SyclQueue>(env, &value)?.is_some()
+                || class_instance::<SyclContext>(env, &value)?.is_some()
+                || class_instance::<crate::js::device::SyclDevice>(env, &value)?.is_some();
+            if misplaced {
+                return Err(MemoryError::InvalidArgType(
+                    "options must be a plain object such as { queue }, not a SyclQueue, SyclContext or SyclDevice".into(),
+                ))
+                .or_throw(env);
+            }
+        }
+        if value.is_array()? {
+            return Err(MemoryError::InvalidArgType("options must be a plain object, not an array".into())).or_throw(env);
+        }
         let (mut alignment, mut queue, mut copy) = (None, None, None);
-        for (name, property) in ffi::own_properties(env, &value)? {
+        for (name, property) in properties {
             let slot = match name.as_str() {
                 "alignment" => &mut alignment,
                 "queue" => &mut queue,
@@ -394,6 +432,27 @@ fn host_arg(env: &Env, value: &Unknown, what: &str) -> napi::Result<ffi::HostByt
     .or_throw(env)
 }
 
+/// A host buffer for an asynchronous copy. Resizable and growable buffers are refused:
+/// JS could shrink them while a worker thread copies. (A buffer transferred away during
+/// the copy is the same hazard as in Node's own asynchronous I/O; the README says so.)
+fn async_host_arg(env: &Env, value: &Unknown, what: &str) -> napi::Result<ffi::HostBytes> {
+    let bytes = host_arg(env, value, what)?;
+    // A view's buffer, or the (Shared)ArrayBuffer itself.
+    let inner = property(value, "buffer")?;
+    let buffer = if inner.get_type()? == ValueType::Object { inner } else { *value };
+    let resizable = |name: &str| -> napi::Result<bool> {
+        let flag = property(&buffer, name)?;
+        Ok(flag.get_type()? == ValueType::Boolean && flag.coerce_to_bool()?)
+    };
+    if buffer.get_type()? == ValueType::Object && (resizable("resizable")? || resizable("growable")?) {
+        return Err(MemoryError::InvalidArgType(format!(
+            "{what} is a resizable buffer, which JS could shrink during an asynchronous copy: use the synchronous method"
+        )))
+        .or_throw(env);
+    }
+    Ok(bytes)
+}
+
 /// `syclobj` for `getUsmType`: a SyclQueue or a SyclContext.
 fn context_arg(env: &Env, syclobj: Option<Unknown>) -> napi::Result<Option<Arc<dyn crate::provider::Context>>> {
     let Some(value) = optional(syclobj)? else { return Ok(None) };
@@ -423,6 +482,7 @@ fn fill_value(env: &Env, value: Option<Unknown>) -> napi::Result<u8> {
 fn host_destination<'env>(env: &'env Env, memory: &UsmMemory, dst: Option<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
     match optional(dst)? {
         Some(dst) => Ok(dst),
+        None if memory.nbytes() > ffi::MAX_BUFFER_LENGTH => Err(too_large_for_js(memory.nbytes())).or_throw(env),
         None => {
             let ctor: napi::bindgen_prelude::Function<f64, Unknown> = env.get_global()?.get_named_property("Uint8Array")?;
             ctor.new_instance(memory.nbytes() as f64)
@@ -490,10 +550,8 @@ macro_rules! usm_class {
             /// this memory was made from, or `null` for memory this library allocated.
             #[napi(getter, ts_return_type = "unknown")]
             pub fn reference_obj<'env>(&self, env: &'env Env) -> napi::Result<Option<Unknown<'env>>> {
-                self.core.with(env, |core| {
-                    core.live().or_throw(env)?;
-                    core.reference_object.as_ref().map(|r| r.get(env)).transpose()
-                })
+                self.core.memory(env)?;
+                self.core.reference_object(env)
             }
 
             /// The queue the memory is used through.
@@ -589,18 +647,20 @@ macro_rules! usm_class {
             pub fn copy_to_host_async<'env>(&self, env: &'env Env, dst: Option<Unknown<'env>>) -> napi::Result<AsyncTask<UsmTask>> {
                 let memory = self.core.memory(env)?;
                 let target = host_destination(env, &memory, dst)?;
-                let bytes = host_arg(env, &target, "dst")?;
+                let bytes = async_host_arg(env, &target, "dst")?;
+                let keep = self.core.task_refs(env, &[])?;
                 let operation = Operation::ToHost { memory, host: TaskBytes::new(bytes) };
-                Ok(AsyncTask::new(UsmTask::new(operation, vec![], Some(TaskRef::new(&target)?))))
+                Ok(AsyncTask::new(UsmTask::new(operation, keep, Some(TaskRef::new(&target)?))))
             }
 
             /// `copyFromHost` off the main thread; `src` stays alive until it settles.
             #[napi(ts_args_type = "src: ArrayBuffer | SharedArrayBuffer | ArrayBufferView", ts_return_type = "Promise<void>")]
             pub fn copy_from_host_async(&self, env: Env, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
                 let memory = self.core.memory(&env)?;
-                let bytes = host_arg(&env, &src, "src")?;
+                let bytes = async_host_arg(&env, &src, "src")?;
+                let keep = self.core.task_refs(&env, &[&src])?;
                 let operation = Operation::FromHost { memory, host: TaskBytes::new(bytes) };
-                Ok(AsyncTask::new(UsmTask::new(operation, vec![TaskRef::new(&src)?], None)))
+                Ok(AsyncTask::new(UsmTask::new(operation, keep, None)))
             }
 
             /// `copyFromDevice` off the main thread; both memories stay alive until it settles.
@@ -608,7 +668,7 @@ macro_rules! usm_class {
             pub fn copy_from_device_async(&self, env: Env, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
                 let memory = self.core.memory(&env)?;
                 let source = device_source(&env, &src)?;
-                let mut keep = vec![TaskRef::new(&src)?];
+                let mut keep = self.core.task_refs(&env, &[&src])?;
                 if let Some(reference) = &source.reference {
                     keep.push(TaskRef::new(reference)?);
                 }
@@ -621,7 +681,8 @@ macro_rules! usm_class {
             pub fn memset_async(&self, env: Env, value: Option<Unknown>) -> napi::Result<AsyncTask<UsmTask>> {
                 let value = fill_value(&env, value)?;
                 let memory = self.core.memory(&env)?;
-                Ok(AsyncTask::new(UsmTask::new(Operation::Memset { memory, value }, vec![], None)))
+                let keep = self.core.task_refs(&env, &[])?;
+                Ok(AsyncTask::new(UsmTask::new(Operation::Memset { memory, value }, keep, None)))
             }
 
             /// A copy of the memory as a `Buffer`.

@@ -7,6 +7,7 @@ pub mod ffi;
 pub mod interface;
 pub mod memory;
 pub mod pool;
+pub mod state;
 pub mod values;
 
 use napi::bindgen_prelude::Object;
@@ -15,5 +16,6 @@ use napi_derive::napi;
 
 #[napi(module_exports)]
 pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {
-    errors::install_error_classes(&env, &mut exports)
+    let error_classes = errors::define_error_classes(&env, &mut exports)?;
+    state::install(&env, state::EnvState { error_classes, cached_queues: Default::default() })
 }

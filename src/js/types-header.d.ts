@@ -37,7 +37,7 @@ export type DpctlMemoryErrorCode =
   | 'ERR_UNKNOWN_USM_TYPE' | 'ERR_DESTINATION_TOO_SMALL' | 'ERR_SOURCE_TOO_LARGE' | 'ERR_NOT_HOST_ACCESSIBLE'
   | 'ERR_READ_ONLY' | 'ERR_INVALID_SYCLOBJ' | 'ERR_INVALID_FILTER' | 'ERR_DEVICE_NOT_FOUND'
   | 'ERR_QUEUE_CREATION' | 'ERR_SYCL_RUNTIME' | 'ERR_CUDA_DRIVER' | 'ERR_EXTERNAL_BUFFERS_UNSUPPORTED'
-  | 'ERR_USM_BUSY' | 'ERR_CONSTRUCT_CALL_REQUIRED'
+  | 'ERR_USM_BUSY' | 'ERR_CONSTRUCT_CALL_REQUIRED' | 'ERR_HOST_BUFFER_TOO_LARGE'
 
 /** A USM allocation failed (too large, out of memory, or refused as unsafe). */
 export declare class USMAllocationError extends Error {

@@ -125,16 +125,23 @@ pub fn bigint_u64(value: u64) -> BigInt {
     BigInt::from(value)
 }
 
-/// `String(value)` for messages, never failing.
+/// A value for messages. Primitives as `String(value)` writes them (strings quoted);
+/// objects and functions by kind only, because converting them would run user code
+/// (a `toString` that throws, or one that re-enters the addon).
 pub fn display(value: &Unknown) -> String {
+    let primitive = |value: &Unknown| -> Option<String> {
+        value.coerce_to_string().and_then(|s| s.into_utf8()).and_then(|s| s.into_owned()).ok()
+    };
     match value.get_type() {
-        Ok(ValueType::Symbol) => "Symbol()".into(),
-        _ => value
-            .coerce_to_string()
-            .and_then(|s| s.into_utf8())
-            .and_then(|s| s.into_owned())
-            .unwrap_or_else(|_| format!("<{}>", type_name(value))),
+        Ok(ValueType::String) => primitive(value).map(|s| format!("'{s}'")),
+        Ok(ValueType::Number | ValueType::Boolean | ValueType::Undefined | ValueType::Null) => primitive(value),
+        Ok(ValueType::BigInt) => primitive(value).map(|s| format!("{s}n")),
+        Ok(ValueType::Symbol) => Some("a symbol".into()),
+        Ok(ValueType::Function) => Some("a function".into()),
+        Ok(ValueType::Object) if value.is_array().unwrap_or(false) => Some("an array".into()),
+        _ => Some("an object".into()),
     }
+    .unwrap_or_else(|| type_name(value))
 }
 
 /// `obj[name]`, letting a throwing getter's exception propagate.

@@ -31,8 +31,7 @@ struct LiveEntry {
 }
 
 fn live() -> MutexGuard<'static, BTreeMap<Address, LiveEntry>> {
-    // A poisoned map is still a valid map: nothing panics while holding the lock.
-    LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    crate::sync::lock(&LIVE)
 }
 
 /// `(base, size)` of the memory this process allocated that holds `ptr`, if any: the

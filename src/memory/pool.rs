@@ -405,8 +405,7 @@ impl Pool {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        // Nothing panics while holding the lock, so a poisoned state is still consistent.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::sync::lock(&self.state)
     }
 
     /// The size class serving `nbytes` at `alignment` on `queue`, or `None` when the

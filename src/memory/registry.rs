@@ -124,10 +124,16 @@ impl Registry {
         MemoryError::DeviceNotFound(message)
     }
 
-    /// The one queue every default allocation on `device` uses.
+    /// The one queue every default allocation on `device` uses. A device the registry
+    /// does not list (a context's device that is not enumerated) is not cached: each call
+    /// makes a new queue on its default context.
     pub fn cached_queue(&self, device: &Arc<dyn Device>) -> Result<Arc<dyn Queue>> {
-        let index = self.index_of(device.as_ref()).unwrap_or(usize::MAX);
-        let mut queues = self.cached_queues.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // A device outside the registry has no slot of its own: it gets a fresh queue
+        // each time rather than sharing one with every other unregistered device.
+        let Some(index) = self.index_of(device.as_ref()) else {
+            return device.default_context()?.create_queue(device);
+        };
+        let mut queues = crate::sync::lock(&self.cached_queues);
         if let Some(queue) = queues.get(&index) {
             return Ok(queue.clone());
         }
@@ -146,4 +152,63 @@ impl Registry {
 fn device_key(device: &Arc<dyn Device>) -> (&str, DeviceType) {
     let info = device.info();
     (info.backend.as_str(), info.device_type)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::any::Any;
+
+    use super::*;
+    use crate::memory::pool::fake::{FakeContext, FakeDevice};
+    use crate::provider::{Context, DeviceInfo};
+
+    /// A device whose default context hands out a new fake queue per `create_queue`.
+    struct QueueingDevice {
+        inner: Arc<FakeDevice>,
+        context: Arc<FakeContext>,
+    }
+
+    fn queueing_device(id: u64) -> Arc<dyn Device> {
+        let inner = FakeDevice::new(1 << 30, 1 << 30);
+        Arc::new(QueueingDevice { context: FakeContext::new(id, inner.clone()), inner })
+    }
+
+    impl Device for QueueingDevice {
+        fn info(&self) -> &DeviceInfo {
+            self.inner.info()
+        }
+        fn same_device(&self, other: &dyn Device) -> bool {
+            std::ptr::addr_eq(self, other)
+        }
+        fn default_context(&self) -> Result<Arc<dyn Context>> {
+            Ok(self.context.clone())
+        }
+        fn create_context(&self) -> Result<Arc<dyn Context>> {
+            Ok(self.context.clone())
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    #[test]
+    fn registered_devices_share_a_cached_queue_and_unregistered_ones_never_do() {
+        let registered = queueing_device(1);
+        let registry = Registry {
+            devices: vec![RegisteredDevice { device: registered.clone(), filter_string: "fake:cpu:0".into() }],
+            unavailable: vec![],
+            cached_queues: Mutex::new(HashMap::new()),
+        };
+        let first = registry.cached_queue(&registered).unwrap();
+        assert!(Arc::ptr_eq(&first, &registry.cached_queue(&registered).unwrap()));
+
+        let (a, b) = (queueing_device(2), queueing_device(3));
+        let qa = registry.cached_queue(&a).unwrap();
+        let qb = registry.cached_queue(&b).unwrap();
+        assert!(!Arc::ptr_eq(&qa, &qb), "two unregistered devices must not share a queue");
+        assert!(!Arc::ptr_eq(&qa, &first) && !Arc::ptr_eq(&qb, &first));
+        assert!(!Arc::ptr_eq(&qa, &registry.cached_queue(&a).unwrap()), "unregistered devices are not cached");
+        assert!(Arc::ptr_eq(&first, &registry.cached_queue(&registered).unwrap()));
+    }
 }

@@ -7,7 +7,7 @@ use crate::provider::Address;
 /// the caller guarantees both ranges are valid, host-accessible, and not in use by a
 /// device while the copy runs (every operation of this library has completed when it
 /// returns). The ranges may overlap.
-pub fn host_memcpy(dst: Address, src: Address, nbytes: u64) {
+pub(crate) fn host_memcpy(dst: Address, src: Address, nbytes: u64) {
     if nbytes == 0 || dst == src {
         return;
     }
@@ -17,7 +17,7 @@ pub fn host_memcpy(dst: Address, src: Address, nbytes: u64) {
 }
 
 /// Fills `nbytes` at `dst` with `value` with the CPU. Same contract as `host_memcpy`.
-pub fn host_memset(dst: Address, value: u8, nbytes: u64) {
+pub(crate) fn host_memset(dst: Address, value: u8, nbytes: u64) {
     if nbytes == 0 {
         return;
     }
@@ -38,7 +38,7 @@ fn copy_threads() -> u64 {
 /// `host_memcpy` spread over the machine's cores for large copies, as the SYCL CPU
 /// runtime does with its own memcpy (one core moves about 9-10 GB/s here). Overlapping
 /// ranges are copied by one thread, as `memmove`.
-pub fn host_memcpy_parallel(dst: Address, src: Address, nbytes: u64) {
+pub(crate) fn host_memcpy_parallel(dst: Address, src: Address, nbytes: u64) {
     let threads = copy_threads().min(nbytes / PER_THREAD_MIN).max(1);
     let overlap = dst < src.saturating_add(nbytes) && src < dst.saturating_add(nbytes);
     if nbytes < PARALLEL_MIN || threads == 1 || overlap {
@@ -47,10 +47,21 @@ pub fn host_memcpy_parallel(dst: Address, src: Address, nbytes: u64) {
     }
     // Slices on 4 KiB boundaries, so threads never share a page.
     let slice = nbytes.div_ceil(threads).next_multiple_of(4096);
+    copy_slices(dst, src, nbytes, slice, std::thread::Builder::new);
+}
+
+/// Copies `slice`-sized pieces of a non-overlapping range, the first on this thread and
+/// each other on a thread from `builder`. `Scope::spawn` panics when the OS refuses a
+/// thread, and a panic must not reach Node: a slice that gets no thread is copied on
+/// this one instead, so every slice is copied exactly once either way.
+fn copy_slices(dst: Address, src: Address, nbytes: u64, slice: u64, builder: fn() -> std::thread::Builder) {
     std::thread::scope(|scope| {
         for start in (slice..nbytes).step_by(slice as usize) {
             let len = slice.min(nbytes - start);
-            scope.spawn(move || host_memcpy(dst + start, src + start, len));
+            let copy = move || host_memcpy(dst + start, src + start, len);
+            if builder().spawn_scoped(scope, copy).is_err() {
+                copy();
+            }
         }
         host_memcpy(dst, src, slice.min(nbytes));
     });
@@ -72,5 +83,17 @@ mod tests {
         let base = buf.as_mut_ptr() as Address;
         host_memcpy_parallel(base + 1000, base, (n - 1000) as u64);
         assert!(buf[1000..] == src[..n - 1000]);
+    }
+
+    #[test]
+    fn slices_that_get_no_thread_are_copied_inline() {
+        // A stack no OS will give makes every spawn fail.
+        let refused = || std::thread::Builder::new().stack_size(usize::MAX - (1 << 20));
+        assert!(std::thread::scope(|s| refused().spawn_scoped(s, || ()).is_err()), "the spawn was not refused");
+        let n = (5 << 20) | 77;
+        let src: Vec<u8> = (0..n).map(|i| (i * 13 % 251) as u8).collect();
+        let mut dst = vec![0u8; n];
+        copy_slices(dst.as_mut_ptr() as Address, src.as_ptr() as Address, n as u64, 1 << 20, refused);
+        assert!(dst == src);
     }
 }

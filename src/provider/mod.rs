@@ -14,7 +14,7 @@ pub mod cuda;
 mod host;
 pub mod sycl;
 
-pub use host::{host_memcpy, host_memcpy_parallel, host_memset};
+pub(crate) use host::{host_memcpy_parallel, host_memset};
 
 pub type Address = u64;
 

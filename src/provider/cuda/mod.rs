@@ -30,7 +30,7 @@ mod staging;
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use cudarc::driver::sys::{
     CUcontext, CUctx_flags, CUdevice, CUdevice_attribute, CUdeviceptr, CUmemAttach_flags, CUpointer_attribute,
@@ -46,6 +46,7 @@ use self::logic::{
 use crate::error::{MemoryError, Result};
 use crate::memory::kind::UsmKind;
 use crate::provider::{Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue};
+use crate::sync::lock;
 
 static DRIVER: OnceLock<Driver> = OnceLock::new();
 static PROVIDER: OnceLock<Result<Arc<CudaProvider>>> = OnceLock::new();
@@ -61,12 +62,6 @@ pub fn load() -> Result<Arc<dyn Provider>> {
         Ok(p) => Ok(p.clone()),
         Err(e) => Err(e.clone()),
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding one of our locks cannot leave the data half-updated (each
-    // critical section is a single map operation), so a poisoned lock is still usable.
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn no_driver_message() -> String {

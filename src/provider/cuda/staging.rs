@@ -117,16 +117,23 @@ impl Stager {
         let lanes = self.buffers.len() / 2;
         let used = lanes.min(nbytes.div_ceil(self.chunk)).max(1);
         let results: Vec<Result<()>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..used)
-                .map(|lane| {
-                    let job = LaneJob { lane, lanes: used, direction, host, device, nbytes };
-                    scope.spawn(move || self.run_lane(job))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(MemoryError::CudaDriver("a staging thread panicked".into()))))
-                .collect()
+            let mut handles = Vec::with_capacity(used);
+            let mut inline = Vec::new();
+            for lane in 0..used {
+                let job = LaneJob { lane, lanes: used, direction, host, device, nbytes };
+                // `Scope::spawn` panics when the OS refuses a thread, and a panic must not
+                // reach Node: a lane that gets no thread runs on this one instead. Its
+                // chunks and buffers stay its own, so every chunk is still copied once.
+                match std::thread::Builder::new().spawn_scoped(scope, move || self.run_lane(job)) {
+                    Ok(handle) => handles.push(handle),
+                    Err(_) => inline.push(job),
+                }
+            }
+            let mut results: Vec<Result<()>> = inline.into_iter().map(|job| self.run_lane(job)).collect();
+            results.extend(handles.into_iter().map(|h| {
+                h.join().unwrap_or_else(|_| Err(MemoryError::CudaDriver("a staging thread panicked".into())))
+            }));
+            results
         });
         results.into_iter().collect()
     }

@@ -269,7 +269,7 @@ impl Queue for SyclQueue {
                 "alignment must be 0 or a power of two, got {alignment}"
             )));
         }
-        self.handle.malloc(code, nbytes, alignment).map_err(|e| {
+        let address = self.handle.malloc(code, nbytes, alignment).map_err(|e| {
             if e.status == ffi::STATUS_ALLOC {
                 MemoryError::UsmAllocation(e.message)
             } else {
@@ -278,7 +278,21 @@ impl Queue for SyclQueue {
                     kind.name()
                 ))
             }
-        })
+        })?;
+        // Some runtimes (the OpenCL CPU one) accept an alignment they cannot give and
+        // return a pointer aligned to less: refuse it rather than hand it out.
+        if alignment != 0 && address % alignment != 0 {
+            let freed = match self.context.handle.free(address) {
+                Ok(()) => String::new(),
+                Err(e) => format!(" (and freeing it failed: {e})"),
+            };
+            return Err(MemoryError::UsmAllocation(format!(
+                "allocating {nbytes} bytes of USM-{} memory: the SYCL runtime did not honour alignment \
+                 {alignment} (it returned 0x{address:x}){freed}",
+                kind.name()
+            )));
+        }
+        Ok(address)
     }
 
     fn memcpy(&self, dst: Address, src: Address, nbytes: u64) -> Result<()> {

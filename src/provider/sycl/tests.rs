@@ -126,6 +126,27 @@ fn an_impossible_allocation_is_an_error_not_a_crash() {
 }
 
 #[test]
+fn an_alignment_the_runtime_cannot_give_is_refused_not_ignored() {
+    let Some((_provider, device)) = cpu_device() else { return };
+    let queue = default_queue(&device);
+    let alignment = 1u64 << 40;
+    for kind in KINDS {
+        match queue.allocate(kind, 100, alignment) {
+            Err(MemoryError::UsmAllocation(message)) => {
+                eprintln!("{kind:?} aligned to {alignment}: {message}");
+                assert!(!message.is_empty());
+            }
+            Err(other) => panic!("{kind:?}: expected UsmAllocation, got {other:?}"),
+            Ok(p) => {
+                // A runtime that honours the alignment is fine too; a misaligned pointer is not.
+                queue.context().free(p).unwrap();
+                assert_eq!(p % alignment, 0, "{kind:?}: 0x{p:x} is not aligned to {alignment}");
+            }
+        }
+    }
+}
+
+#[test]
 fn memcpy_round_trips_through_every_kind() {
     let Some((_provider, device)) = cpu_device() else { return };
     let queue = default_queue(&device);

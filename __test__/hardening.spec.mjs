@@ -1,0 +1,102 @@
+// Inputs that once crashed, corrupted or slipped through without a code: each is now a
+// clean error with its code, and the process carries on.
+import test from 'ava';
+import { Worker } from 'node:worker_threads';
+import {
+  HAS_DEVICE, DEVICES, MemoryUSMDevice, MemoryUSMShared, SyclContext, SyclDevice, SyclQueue,
+  SyclQueueCreationError, USMAllocationError, asUsmMemory, queueFor,
+} from './helpers/addon.mjs';
+import { throwsExactly } from './helpers/expect.mjs';
+
+const device = DEVICES[0];
+const withDevice = HAS_DEVICE ? test : test.skip;
+const serialWithDevice = HAS_DEVICE ? test.serial : test.serial.skip;
+
+serialWithDevice('memory beyond 4 GiB has no buffer and no default Uint8Array: ERR_HOST_BUFFER_TOO_LARGE', (t) => {
+  let m;
+  try {
+    m = new MemoryUSMShared(2 ** 32 + 4096, { queue: queueFor(device) });
+  } catch (err) {
+    t.is(err.code, 'ERR_USM_ALLOCATION', 'the device may refuse 4 GiB; then there is nothing to check');
+    return;
+  }
+  throwsExactly(t, () => m.buffer, RangeError, 'ERR_HOST_BUFFER_TOO_LARGE');
+  throwsExactly(t, () => m.copyToHost(), RangeError, 'ERR_HOST_BUFFER_TOO_LARGE');
+  m.free();
+  t.is(new MemoryUSMShared(16, { queue: queueFor(device) }).buffer.byteLength, 16, 'the process carries on');
+});
+
+withDevice('asynchronous copies refuse resizable buffers (JS could shrink them mid-copy)', (t) => {
+  const m = new MemoryUSMDevice(64, { queue: queueFor(device) });
+  const resizable = new ArrayBuffer(64, { maxByteLength: 128 });
+  throwsExactly(t, () => m.copyToHostAsync(new Uint8Array(resizable)), TypeError, 'ERR_INVALID_ARG_TYPE');
+  throwsExactly(t, () => m.copyFromHostAsync(resizable), TypeError, 'ERR_INVALID_ARG_TYPE');
+  m.copyFromHost(new Uint8Array(resizable)); // the synchronous copy is fine
+  m.free();
+});
+
+withDevice('a queue, context, device or array in place of the options object is an error', (t) => {
+  const queue = queueFor(device);
+  for (const wrong of [queue, queue.syclContext, new SyclDevice(device.filterString), [queue]]) {
+    throwsExactly(t, () => new MemoryUSMShared(16, wrong), TypeError, 'ERR_INVALID_ARG_TYPE');
+  }
+});
+
+withDevice('messages never run user code: objects with no or a throwing toString still get coded errors', (t) => {
+  const hostile = { toString() { throw new Error('user toString ran'); } };
+  throwsExactly(t, () => asUsmMemory(Object.create(null)), TypeError, 'ERR_NOT_USM');
+  throwsExactly(t, () => asUsmMemory(hostile), TypeError, 'ERR_NOT_USM');
+  throwsExactly(t, () => new MemoryUSMShared(16, { queue: Object.create(null) }), TypeError, 'ERR_INVALID_ARG_TYPE');
+  const m = new MemoryUSMShared(16, { queue: queueFor(device) });
+  const iface = { ...m.__sycl_usm_array_interface__, syclobj: hostile };
+  throwsExactly(t, () => new MemoryUSMShared({ __sycl_usm_array_interface__: iface }), TypeError, 'ERR_SUAI_SYCLOBJ');
+  m.free();
+});
+
+withDevice('arguments napi-rs used to convert itself now carry codes', (t) => {
+  const d = new SyclDevice(device.filterString);
+  throwsExactly(t, () => d.hasAspect(1), TypeError, 'ERR_INVALID_ARG_TYPE');
+  throwsExactly(t, () => d.equals({}), TypeError, 'ERR_INVALID_ARG_TYPE');
+  throwsExactly(t, () => queueFor(device).equals(d), TypeError, 'ERR_INVALID_ARG_TYPE');
+  throwsExactly(t, () => queueFor(device).syclContext.equals(null), TypeError, 'ERR_INVALID_ARG_TYPE');
+});
+
+withDevice('SyclQueue(context, unknown device) is a SyclQueueCreationError; a device after a filter is refused', (t) => {
+  const context = new SyclContext();
+  throwsExactly(t, () => new SyclQueue(context, 'cuda:gpu:9'), SyclQueueCreationError, 'ERR_QUEUE_CREATION');
+  throwsExactly(t, () => new SyclQueue(device.filterString, device), TypeError, 'ERR_INVALID_ARG_TYPE');
+});
+
+withDevice('an alignment the runtime cannot honour is a USMAllocationError, never a misaligned pointer', (t) => {
+  for (const alignment of [1n << 40n, 1n << 62n]) {
+    let m;
+    try {
+      m = new MemoryUSMShared(100, { alignment, queue: queueFor(device) });
+    } catch (err) {
+      t.true(err instanceof USMAllocationError || err instanceof RangeError, `${err.constructor.name}: ${err.message}`);
+      continue;
+    }
+    t.is(m.pointer % alignment, 0n, 'an allocation that succeeds is aligned');
+    m.free();
+  }
+});
+
+withDevice('a worker thread that used the addon exits cleanly, and the main thread carries on', async (t) => {
+  const source = `
+    const m = require(${JSON.stringify(new URL('../index.js', import.meta.url).pathname)});
+    try { new m.MemoryUSMShared(0); } catch {}
+    const s = new m.MemoryUSMShared(64); s.memset(7); s.free();
+  `;
+  for (let i = 0; i < 3; i++) {
+    const code = await new Promise((resolve, reject) => {
+      const worker = new Worker(source, { eval: true });
+      worker.on('error', reject);
+      worker.on('exit', resolve);
+    });
+    t.is(code, 0);
+  }
+  const m = new MemoryUSMShared(8, { queue: queueFor(device) });
+  m.memset(3);
+  t.is(m.toBytes()[7], 3);
+  m.free();
+});
