@@ -158,9 +158,9 @@ export declare class MemoryUSMDevice {
    * later method call throws `ERR_USM_FREED`. Views made from this object
    * keep the memory alive until they are freed too.
    */
-  free(): void
+  free(this: unknown): void
   /** Same as `free()`, for `using` declarations. */
-  [globalThis.Symbol.dispose](): void
+  [globalThis.Symbol.dispose](this: unknown): void
   /** `<SYCL(TM) USM-device allocation of 16 bytes at 0x…>`, as dpctl's repr. */
   toString(): string
 }
@@ -249,9 +249,9 @@ export declare class MemoryUSMHost {
    * later method call throws `ERR_USM_FREED`. Views made from this object
    * keep the memory alive until they are freed too.
    */
-  free(): void
+  free(this: unknown): void
   /** Same as `free()`, for `using` declarations. */
-  [globalThis.Symbol.dispose](): void
+  [globalThis.Symbol.dispose](this: unknown): void
   /** `<SYCL(TM) USM-device allocation of 16 bytes at 0x…>`, as dpctl's repr. */
   toString(): string
 }
@@ -340,9 +340,9 @@ export declare class MemoryUSMShared {
    * later method call throws `ERR_USM_FREED`. Views made from this object
    * keep the memory alive until they are freed too.
    */
-  free(): void
+  free(this: unknown): void
   /** Same as `free()`, for `using` declarations. */
-  [globalThis.Symbol.dispose](): void
+  [globalThis.Symbol.dispose](this: unknown): void
   /** `<SYCL(TM) USM-device allocation of 16 bytes at 0x…>`, as dpctl's repr. */
   toString(): string
 }

@@ -100,3 +100,28 @@ withDevice('a worker thread that used the addon exits cleanly, and the main thre
   t.is(m.toBytes()[7], 3);
   m.free();
 });
+
+withDevice('an exporter that holds its own view (a cycle) is still collected, with its memory', async (t) => {
+  const { spawnSync } = await import('node:child_process');
+  const script = `
+    const m = require(${JSON.stringify(new URL('../index.js', import.meta.url).pathname)});
+    let collected = 0;
+    const registry = new FinalizationRegistry(() => collected++);
+    function make() {
+      const backing = new m.MemoryUSMShared(1 << 20);
+      const x = { get __sycl_usm_array_interface__() { return backing.__sycl_usm_array_interface__; } };
+      x.view = new m.MemoryUSMShared(x); // the exporter holds its view: a cycle
+      x.buffer = x.view.buffer;          // and the view's buffer, which holds the exporter too
+      registry.register(x, 'x');
+    }
+    (async () => {
+      for (let i = 0; i < 50; i++) make();
+      for (let i = 0; i < 10; i++) { global.gc(); await new Promise((r) => setTimeout(r, 10)); }
+      console.log(JSON.stringify({ collected, inUse: m.poolStats().shared.inUseBytes }));
+    })();`;
+  const run = spawnSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8' });
+  t.is(run.status, 0, run.stderr);
+  const { collected, inUse } = JSON.parse(run.stdout.trim().split('\n').pop());
+  t.true(collected >= 45, `only ${collected} of 50 exporters were collected`);
+  t.true(inUse < 8 << 20, `${inUse} bytes of shared memory still in use`);
+});

@@ -316,3 +316,32 @@ pub fn own_properties<'env>(env: &'env Env, object: &Unknown<'env>) -> napi::Res
     }
     Ok(properties)
 }
+
+/// Defines (or overwrites) a non-enumerable, non-configurable, writable property `key` of
+/// `object`: a JS-to-JS edge the garbage collector sees, unlike a persistent reference.
+pub fn set_hidden(env: &Env, object: &Unknown, key: &Unknown, value: &Unknown) -> napi::Result<()> {
+    let descriptor = sys::napi_property_descriptor {
+        utf8name: ptr::null(),
+        name: key.raw(),
+        method: None,
+        getter: None,
+        setter: None,
+        value: value.raw(),
+        attributes: sys::PropertyAttributes::writable,
+        data: ptr::null_mut(),
+    };
+    // SAFETY: `object`, `key` and `value` are live values of `env`; the descriptor array
+    // of one entry outlives the call.
+    let status = unsafe { sys::napi_define_properties(env.raw(), object.raw(), 1, &descriptor) };
+    check(status, "napi_define_properties")
+}
+
+/// `object[key]` for a non-string key (a symbol).
+pub fn get_keyed<'env>(env: &'env Env, object: &Unknown<'env>, key: &Unknown) -> napi::Result<Unknown<'env>> {
+    let mut value = ptr::null_mut();
+    // SAFETY: `object` and `key` are live values of `env`; `value` is an out-pointer.
+    let status = unsafe { sys::napi_get_property(env.raw(), object.raw(), key.raw(), &mut value) };
+    check(status, "napi_get_property")?;
+    // SAFETY: `value` was just produced by Node-API for `env`.
+    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
+}

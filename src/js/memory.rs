@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncTask, BigInt, Buffer, This, ClassInstance, Either3, JavaScriptClassExt, JsObjectValue, Object, Unknown};
+use napi::bindgen_prelude::{AsyncTask, BigInt, Buffer, This, ToNapiValue, ClassInstance, Either3, JavaScriptClassExt, JsObjectValue, Object, Unknown};
 use napi::{Env, JsValue, ValueType};
 use napi_derive::napi;
 
@@ -24,17 +24,32 @@ use crate::memory::usm::UsmMemory;
 use crate::provider::Queue;
 
 /// What keeps the memory under a zero-copy `ArrayBuffer` alive while the engine can
-/// still reach it: the allocation (ours) or the JS object that exposed it (foreign).
-/// Shared between the memory object and the buffer's finalizer; `free()` empties it
-/// once it has detached the buffer.
-type BufferLease = Rc<RefCell<Option<(Option<Arc<Allocation>>, Option<JsRef>)>>>;
+/// still reach it: the allocation, when it is ours (foreign memory is kept alive by the
+/// exporter, which the buffer holds as a hidden property). Shared between the memory
+/// object and the buffer's finalizer; `free()` empties it once it has detached the buffer.
+type BufferLease = Rc<RefCell<Option<Arc<Allocation>>>>;
+
+/// The object that keeps a memory object's memory alive (its `referenceObj`), held as a
+/// hidden property of `holder` (the memory object, or its `buffer`).
+fn reference_of<'env>(env: &'env Env, holder: &Unknown<'env>) -> napi::Result<Option<Unknown<'env>>> {
+    let key = crate::js::state::state(env)?.reference_key.get(env)?;
+    let value = ffi::get_keyed(env, holder, &key)?;
+    optional(Some(value))
+}
+
+fn set_reference(env: &Env, holder: &Unknown, reference: Option<&Unknown>) -> napi::Result<()> {
+    let key = crate::js::state::state(env)?.reference_key.get(env)?;
+    match reference {
+        Some(reference) => ffi::set_hidden(env, holder, &key, reference),
+        None => ffi::set_hidden(env, holder, &key, &().into_unknown(env)?),
+    }
+}
 
 pub struct MemoryCore {
     kind: UsmKind,
     /// `None` once freed.
     memory: Option<UsmMemory>,
     queue_object: Option<JsRef>,
-    reference_object: Option<JsRef>,
     buffer: Option<(JsRef, BufferLease)>,
     /// Device bytes reported to V8 as external memory (only device memory: V8 already
     /// counts external ArrayBuffers).
@@ -71,21 +86,20 @@ impl CoreCell {
         self.with(env, |core| Ok(core.live().or_throw(env)?.clone()))
     }
 
-    /// What keeps the memory alive besides its allocation: the exporter of an interface.
-    fn reference_object<'env>(&self, env: &'env Env) -> napi::Result<Option<Unknown<'env>>> {
-        self.with(env, |core| core.reference_object.as_ref().map(|r| r.get(env)).transpose())
-    }
+}
 
-    /// The references an asynchronous task holds: the JS values it was given, and this
-    /// memory's exporter (so `free()` during the task cannot let it be collected).
-    fn task_refs(&self, env: &Env, values: &[&Unknown]) -> napi::Result<Vec<TaskRef>> {
-        let mut keep = values.iter().map(|v| TaskRef::new(v)).collect::<napi::Result<Vec<_>>>()?;
-        if let Some(reference) = self.reference_object(env)? {
-            keep.push(TaskRef::new(&reference)?);
-        }
-        Ok(keep)
+/// The references an asynchronous task holds: the JS values it was given, and the
+/// exporter behind the memory object `this` (so `free()` during the task cannot let it
+/// be collected).
+fn task_refs(env: &Env, this: &Unknown, values: &[&Unknown]) -> napi::Result<Vec<TaskRef>> {
+    let mut keep = values.iter().map(|v| TaskRef::new(v)).collect::<napi::Result<Vec<_>>>()?;
+    if let Some(reference) = reference_of(env, this)? {
+        keep.push(TaskRef::new(&reference)?);
     }
+    Ok(keep)
+}
 
+impl CoreCell {
     fn describe(&self) -> String {
         match self.0.try_borrow() {
             Ok(core) => core.describe(),
@@ -121,7 +135,6 @@ impl MemoryCore {
         Ok(MemoryCore {
             kind,
             queue_object: Some(JsRef::new(&source.queue_object)?),
-            reference_object: source.reference.as_ref().map(JsRef::new).transpose()?,
             memory: Some(source.memory),
             buffer: None,
             reported_bytes: 0,
@@ -139,19 +152,26 @@ impl MemoryCore {
         Ok(core)
     }
 
-    /// Both constructor forms.
-    fn construct(env: &Env, kind: UsmKind, arg: Unknown, options: Option<Unknown>) -> napi::Result<Self> {
+    /// Both constructor forms. Also returns the object that must keep the memory alive
+    /// (an interface's exporter), for the caller to attach to the new JS object.
+    fn construct<'env>(
+        env: &'env Env,
+        kind: UsmKind,
+        arg: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> napi::Result<(Self, Option<Unknown<'env>>)> {
         let options = Options::parse(env, options)?;
         match arg.get_type()? {
             ValueType::Number | ValueType::BigInt => {
                 let nbytes = nbytes_arg(env, &arg)?;
-                MemoryCore::allocate(env, kind, nbytes, &options)
+                Ok((MemoryCore::allocate(env, kind, nbytes, &options)?, None))
             }
             ValueType::Object | ValueType::Function => {
                 let source = usm_source(env, &arg)?;
                 let source_kind = source.memory.usm_type(None);
                 if source_kind == kind {
-                    return MemoryCore::from_source(kind, source);
+                    let reference = source.reference;
+                    return Ok((MemoryCore::from_source(kind, source)?, reference));
                 }
                 if !options.copy {
                     return Err(MemoryError::KindMismatch(format!(
@@ -168,7 +188,7 @@ impl MemoryCore {
                     core.free(env)?;
                     return Err(err).or_throw(env);
                 }
-                Ok(core)
+                Ok((core, None))
             }
             _ => Err(MemoryError::InvalidArgType(format!(
                 "expected a byte count (number or bigint) or an object exposing __sycl_usm_array_interface__, got {}",
@@ -196,11 +216,12 @@ impl MemoryCore {
         }
         self.memory = None;
         self.queue_object = None;
-        self.reference_object = None;
         Ok(())
     }
 
-    fn buffer<'env>(&mut self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+    /// The zero-copy `ArrayBuffer`; `reference` (the exporter, if any) is attached to it
+    /// so that it keeps foreign memory alive as long as the buffer lives.
+    fn buffer<'env>(&mut self, env: &'env Env, reference: Option<&Unknown>) -> napi::Result<Unknown<'env>> {
         let memory = self.live().or_throw(env)?.clone();
         if let Some((buffer, _)) = &self.buffer {
             return buffer.get(env);
@@ -220,11 +241,7 @@ impl MemoryCore {
         let len = usize::try_from(memory.nbytes())
             .map_err(|_| MemoryError::NotHostAccessible("the memory is larger than this process can address".into()))
             .or_throw(env)?;
-        let keeper = match &self.reference_object {
-            Some(reference) => Some(JsRef::new(&reference.get(env)?)?),
-            None => None,
-        };
-        let lease: BufferLease = Rc::new(RefCell::new(Some((memory.owner().cloned(), keeper))));
+        let lease: BufferLease = Rc::new(RefCell::new(memory.owner().cloned()));
         let buffer = match ffi::external_arraybuffer(env, memory.address() as *mut u8, len, lease.clone()) {
             Ok(buffer) => buffer,
             Err(ExternalBufferError::NotAllowed) => {
@@ -236,6 +253,9 @@ impl MemoryCore {
             Err(ExternalBufferError::TooLarge) => return Err(too_large_for_js(memory.nbytes())).or_throw(env),
             Err(ExternalBufferError::Napi(err)) => return Err(err),
         };
+        if reference.is_some() {
+            set_reference(env, &buffer, reference)?;
+        }
         self.buffer = Some((JsRef::new(&buffer)?, lease));
         Ok(buffer)
     }
@@ -389,16 +409,16 @@ impl CoreRef<'_> {
 /// `__sycl_usm_array_interface__`.
 fn usm_source<'env>(env: &'env Env, value: &Unknown<'env>) -> napi::Result<Source<'env>> {
     if let Some(other) = memory_core(env, value)? {
-        return other.core().with(env, |core| {
+        let (memory, queue_object) = other.core().with(env, |core| {
             let memory = core.live().or_throw(env)?.clone();
-            let queue_object = match &core.queue_object {
-                Some(queue) => queue.get(env)?,
-                None => return Err(freed_error()).or_throw(env),
-            };
-            // The owner chain stays flat: a view of a view refers to the original exporter.
-            let reference = core.reference_object.as_ref().map(|r| r.get(env)).transpose()?;
-            Ok(Source { memory, queue_object, reference })
-        });
+            match &core.queue_object {
+                Some(queue) => Ok((memory, queue.get(env)?)),
+                None => Err(freed_error()).or_throw(env),
+            }
+        })?;
+        // The owner chain stays flat: a view of a view refers to the original exporter.
+        let reference = reference_of(env, value)?;
+        return Ok(Source { memory, queue_object, reference });
     }
     if !has_property(value, SUAI)? {
         return Err(MemoryError::NotUsm(format!("Argument {} does not expose `{SUAI}`.", display(value)))).or_throw(env);
@@ -525,7 +545,11 @@ macro_rules! usm_class {
             #[napi(constructor, ts_args_type = "source: number | bigint | SyclUsmArrayInterfaceExporter, options?: MemoryOptions")]
             pub fn new(env: Env, this: This<Unknown>, source: Unknown, options: Option<Unknown>) -> napi::Result<Self> {
                 ensure_constructed::<$name>(&env, &this, $js_name)?;
-                Ok($name { core: CoreCell::new(MemoryCore::construct(&env, $kind, source, options)?) })
+                let (core, reference) = MemoryCore::construct(&env, $kind, source, options)?;
+                if reference.is_some() {
+                    set_reference(&env, &this, reference.as_ref())?;
+                }
+                Ok($name { core: CoreCell::new(core) })
             }
 
             /// Extent of this USM buffer in bytes.
@@ -549,9 +573,9 @@ macro_rules! usm_class {
             /// The object that keeps this memory alive: the object exposing the interface
             /// this memory was made from, or `null` for memory this library allocated.
             #[napi(getter, ts_return_type = "unknown")]
-            pub fn reference_obj<'env>(&self, env: &'env Env) -> napi::Result<Option<Unknown<'env>>> {
+            pub fn reference_obj<'env>(&self, env: &'env Env, this: This<Unknown<'env>>) -> napi::Result<Option<Unknown<'env>>> {
                 self.core.memory(env)?;
-                self.core.reference_object(env)
+                reference_of(env, &this)
             }
 
             /// The queue the memory is used through.
@@ -581,8 +605,9 @@ macro_rules! usm_class {
             /// The zero-copy `ArrayBuffer` over host or shared memory: the same object on
             /// every read, detached by `free()`. Throws for device memory.
             #[napi(getter, ts_return_type = "ArrayBuffer")]
-            pub fn buffer<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
-                self.core.with_mut(env, |core| core.buffer(env))
+            pub fn buffer<'env>(&self, env: &'env Env, this: This<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
+                let reference = reference_of(env, &this)?;
+                self.core.with_mut(env, |core| core.buffer(env, reference.as_ref()))
             }
 
             /// The USM kind of the memory in the context of `syclobj` (a `SyclQueue` or
@@ -644,31 +669,31 @@ macro_rules! usm_class {
             /// once the copy is done. The memory and `dst` stay alive until then, even if
             /// this object is freed meanwhile.
             #[napi(ts_args_type = "dst?: ArrayBuffer | SharedArrayBuffer | ArrayBufferView", ts_return_type = "Promise<any>")]
-            pub fn copy_to_host_async<'env>(&self, env: &'env Env, dst: Option<Unknown<'env>>) -> napi::Result<AsyncTask<UsmTask>> {
+            pub fn copy_to_host_async<'env>(&self, env: &'env Env, this: This<Unknown<'env>>, dst: Option<Unknown<'env>>) -> napi::Result<AsyncTask<UsmTask>> {
                 let memory = self.core.memory(env)?;
                 let target = host_destination(env, &memory, dst)?;
                 let bytes = async_host_arg(env, &target, "dst")?;
-                let keep = self.core.task_refs(env, &[])?;
+                let keep = task_refs(env, &this, &[])?;
                 let operation = Operation::ToHost { memory, host: TaskBytes::new(bytes) };
                 Ok(AsyncTask::new(UsmTask::new(operation, keep, Some(TaskRef::new(&target)?))))
             }
 
             /// `copyFromHost` off the main thread; `src` stays alive until it settles.
             #[napi(ts_args_type = "src: ArrayBuffer | SharedArrayBuffer | ArrayBufferView", ts_return_type = "Promise<void>")]
-            pub fn copy_from_host_async(&self, env: Env, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
+            pub fn copy_from_host_async(&self, env: Env, this: This<Unknown>, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
                 let memory = self.core.memory(&env)?;
                 let bytes = async_host_arg(&env, &src, "src")?;
-                let keep = self.core.task_refs(&env, &[&src])?;
+                let keep = task_refs(&env, &this, &[&src])?;
                 let operation = Operation::FromHost { memory, host: TaskBytes::new(bytes) };
                 Ok(AsyncTask::new(UsmTask::new(operation, keep, None)))
             }
 
             /// `copyFromDevice` off the main thread; both memories stay alive until it settles.
             #[napi(ts_args_type = "src: SyclUsmArrayInterfaceExporter", ts_return_type = "Promise<void>")]
-            pub fn copy_from_device_async(&self, env: Env, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
+            pub fn copy_from_device_async(&self, env: Env, this: This<Unknown>, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
                 let memory = self.core.memory(&env)?;
                 let source = device_source(&env, &src)?;
-                let mut keep = self.core.task_refs(&env, &[&src])?;
+                let mut keep = task_refs(&env, &this, &[&src])?;
                 if let Some(reference) = &source.reference {
                     keep.push(TaskRef::new(reference)?);
                 }
@@ -678,10 +703,10 @@ macro_rules! usm_class {
 
             /// `memset` off the main thread.
             #[napi(ts_args_type = "value?: number", ts_return_type = "Promise<void>")]
-            pub fn memset_async(&self, env: Env, value: Option<Unknown>) -> napi::Result<AsyncTask<UsmTask>> {
+            pub fn memset_async(&self, env: Env, this: This<Unknown>, value: Option<Unknown>) -> napi::Result<AsyncTask<UsmTask>> {
                 let value = fill_value(&env, value)?;
                 let memory = self.core.memory(&env)?;
-                let keep = self.core.task_refs(&env, &[])?;
+                let keep = task_refs(&env, &this, &[])?;
                 Ok(AsyncTask::new(UsmTask::new(Operation::Memset { memory, value }, keep, None)))
             }
 
@@ -704,14 +729,16 @@ macro_rules! usm_class {
             /// later method call throws `ERR_USM_FREED`. Views made from this object
             /// keep the memory alive until they are freed too.
             #[napi]
-            pub fn free(&self, env: Env) -> napi::Result<()> {
-                self.core.with_mut(&env, |core| core.free(&env))
+            pub fn free(&self, env: Env, this: This<Unknown>) -> napi::Result<()> {
+                self.core.with_mut(&env, |core| core.free(&env))?;
+                // The freed object no longer keeps the exporter alive.
+                set_reference(&env, &this, None)
             }
 
             /// Same as `free()`, for `using` declarations.
             #[napi(well_known_symbol = "dispose")]
-            pub fn dispose(&self, env: Env) -> napi::Result<()> {
-                self.core.with_mut(&env, |core| core.free(&env))
+            pub fn dispose(&self, env: Env, this: This<Unknown>) -> napi::Result<()> {
+                self.free(env, this)
             }
 
             /// `<SYCL(TM) USM-device allocation of 16 bytes at 0x…>`, as dpctl's repr.
@@ -761,10 +788,29 @@ pub fn as_usm_memory<'env>(
     }
     let source = usm_source(env, &obj)?;
     let kind = source.memory.usm_type(None);
+    let reference = source.reference;
+    let attach = |object: Object| -> napi::Result<()> {
+        match &reference {
+            Some(reference) => set_reference(env, &object.to_unknown(), Some(reference)),
+            None => Ok(()),
+        }
+    };
     match kind {
-        UsmKind::Shared => Ok(Either3::A(MemoryUSMShared { core: CoreCell::new(MemoryCore::from_source(kind, source)?) }.into_instance(env)?)),
-        UsmKind::Device => Ok(Either3::B(MemoryUSMDevice { core: CoreCell::new(MemoryCore::from_source(kind, source)?) }.into_instance(env)?)),
-        UsmKind::Host => Ok(Either3::C(MemoryUSMHost { core: CoreCell::new(MemoryCore::from_source(kind, source)?) }.into_instance(env)?)),
+        UsmKind::Shared => {
+            let instance = MemoryUSMShared { core: CoreCell::new(MemoryCore::from_source(kind, source)?) }.into_instance(env)?;
+            attach(instance.as_object(env))?;
+            Ok(Either3::A(instance))
+        }
+        UsmKind::Device => {
+            let instance = MemoryUSMDevice { core: CoreCell::new(MemoryCore::from_source(kind, source)?) }.into_instance(env)?;
+            attach(instance.as_object(env))?;
+            Ok(Either3::B(instance))
+        }
+        UsmKind::Host => {
+            let instance = MemoryUSMHost { core: CoreCell::new(MemoryCore::from_source(kind, source)?) }.into_instance(env)?;
+            attach(instance.as_object(env))?;
+            Ok(Either3::C(instance))
+        }
         UsmKind::Unknown => Err(MemoryError::UnknownUsmType(format!(
             "Could not determine the type USM allocation represented by argument {}",
             display(&obj)

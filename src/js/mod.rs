@@ -10,12 +10,14 @@ pub mod pool;
 pub mod state;
 pub mod values;
 
-use napi::bindgen_prelude::Object;
+use napi::bindgen_prelude::{Object, Unknown};
 use napi::Env;
 use napi_derive::napi;
 
 #[napi(module_exports)]
 pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {
     let error_classes = errors::define_error_classes(&env, &mut exports)?;
-    state::install(&env, state::EnvState { error_classes, cached_queues: Default::default() })
+    let symbol: Unknown = env.run_script("Symbol('dpctl-memory referenceObj')")?;
+    let reference_key = ffi::JsRef::new(&symbol)?;
+    state::install(&env, state::EnvState { error_classes, reference_key, cached_queues: Default::default() })
 }

@@ -13,6 +13,10 @@ use crate::js::ffi::JsRef;
 pub struct EnvState {
     /// `{ USMAllocationError, SyclQueueCreationError, SyclDeviceCreationError }`.
     pub error_classes: JsRef,
+    /// The symbol under which a memory object (and its `buffer`) holds the object that
+    /// keeps its memory alive (`referenceObj`): an edge the garbage collector can see,
+    /// so an exporter that holds its own view can still be collected.
+    pub reference_key: JsRef,
     /// One `SyclQueue` object per device filter string, for default allocations.
     pub cached_queues: RefCell<HashMap<String, JsRef>>,
 }
