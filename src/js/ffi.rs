@@ -317,8 +317,8 @@ pub fn own_properties<'env>(env: &'env Env, object: &Unknown<'env>) -> napi::Res
     Ok(properties)
 }
 
-/// Defines (or overwrites) a non-enumerable, non-configurable, writable property `key` of
-/// `object`: a JS-to-JS edge the garbage collector sees, unlike a persistent reference.
+/// Defines a read-only, non-enumerable, non-configurable property `key` of `object`: a
+/// JS-to-JS edge the garbage collector sees, unlike a persistent reference.
 pub fn set_hidden(env: &Env, object: &Unknown, key: &Unknown, value: &Unknown) -> napi::Result<()> {
     let descriptor = sys::napi_property_descriptor {
         utf8name: ptr::null(),
@@ -327,7 +327,7 @@ pub fn set_hidden(env: &Env, object: &Unknown, key: &Unknown, value: &Unknown) -
         getter: None,
         setter: None,
         value: value.raw(),
-        attributes: sys::PropertyAttributes::writable,
+        attributes: sys::PropertyAttributes::default,
         data: ptr::null_mut(),
     };
     // SAFETY: `object`, `key` and `value` are live values of `env`; the descriptor array

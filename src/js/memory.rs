@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncTask, BigInt, Buffer, This, ToNapiValue, ClassInstance, Either3, JavaScriptClassExt, JsObjectValue, Object, Unknown};
+use napi::bindgen_prelude::{AsyncTask, BigInt, Buffer, This, ClassInstance, Either3, JavaScriptClassExt, JsObjectValue, Object, Unknown};
 use napi::{Env, JsValue, ValueType};
 use napi_derive::napi;
 
@@ -33,16 +33,18 @@ type BufferLease = Rc<RefCell<Option<Arc<Allocation>>>>;
 /// hidden property of `holder` (the memory object, or its `buffer`).
 fn reference_of<'env>(env: &'env Env, holder: &Unknown<'env>) -> napi::Result<Option<Unknown<'env>>> {
     let key = crate::js::state::state(env)?.reference_key.get(env)?;
-    let value = ffi::get_keyed(env, holder, &key)?;
-    optional(Some(value))
+    optional(Some(ffi::get_keyed(env, holder, &key)?))
 }
 
-fn set_reference(env: &Env, holder: &Unknown, reference: Option<&Unknown>) -> napi::Result<()> {
+fn set_reference(env: &Env, holder: &Unknown, reference: &Unknown) -> napi::Result<()> {
     let key = crate::js::state::state(env)?.reference_key.get(env)?;
-    match reference {
-        Some(reference) => ffi::set_hidden(env, holder, &key, reference),
-        None => ffi::set_hidden(env, holder, &key, &().into_unknown(env)?),
-    }
+    ffi::set_hidden(env, holder, &key, reference)
+}
+
+/// The zero-copy `ArrayBuffer` a memory object made, held as its hidden property.
+fn buffer_of<'env>(env: &'env Env, this: &Unknown<'env>) -> napi::Result<Option<Unknown<'env>>> {
+    let key = crate::js::state::state(env)?.buffer_key.get(env)?;
+    optional(Some(ffi::get_keyed(env, this, &key)?))
 }
 
 pub struct MemoryCore {
@@ -50,7 +52,9 @@ pub struct MemoryCore {
     /// `None` once freed.
     memory: Option<UsmMemory>,
     queue_object: Option<JsRef>,
-    buffer: Option<(JsRef, BufferLease)>,
+    /// The lease of the zero-copy `ArrayBuffer`, once made (the buffer itself is a hidden
+    /// property of the JS object, see `buffer_of`).
+    buffer: Option<BufferLease>,
     /// Device bytes reported to V8 as external memory (only device memory: V8 already
     /// counts external ArrayBuffers).
     reported_bytes: i64,
@@ -185,7 +189,7 @@ impl MemoryCore {
                 let mut core = MemoryCore::allocate(env, kind, source.memory.nbytes(), &options.without_alignment())?;
                 if let Err(err) = core.live().and_then(|memory| memory.copy_from_device(&source.memory)) {
                     // Give the new allocation back (and its external-memory report) at once.
-                    core.free(env)?;
+                    core.free(env, None)?;
                     return Err(err).or_throw(env);
                 }
                 Ok((core, None))
@@ -198,15 +202,15 @@ impl MemoryCore {
         }
     }
 
-    fn free(&mut self, env: &Env) -> napi::Result<()> {
+    /// `buffer` is the object's zero-copy `ArrayBuffer`, if it made one.
+    fn free(&mut self, env: &Env, buffer: Option<&Unknown>) -> napi::Result<()> {
         if self.memory.is_none() {
             return Ok(());
         }
-        if let Some((buffer, lease)) = self.buffer.take() {
-            let value = buffer.get(env)?;
+        if let (Some(lease), Some(buffer)) = (self.buffer.take(), buffer) {
             // Release under the buffer only when we detached it ourselves: a buffer
             // someone else detached (transferred) may still reach the memory.
-            if ffi::detach_arraybuffer(env, &value)? {
+            if ffi::detach_arraybuffer(env, buffer)? {
                 lease.borrow_mut().take();
             }
         }
@@ -221,11 +225,9 @@ impl MemoryCore {
 
     /// The zero-copy `ArrayBuffer`; `reference` (the exporter, if any) is attached to it
     /// so that it keeps foreign memory alive as long as the buffer lives.
-    fn buffer<'env>(&mut self, env: &'env Env, reference: Option<&Unknown>) -> napi::Result<Unknown<'env>> {
+    /// Makes the zero-copy `ArrayBuffer` (the caller stores it on the JS object).
+    fn make_buffer<'env>(&mut self, env: &'env Env, reference: Option<&Unknown>) -> napi::Result<Unknown<'env>> {
         let memory = self.live().or_throw(env)?.clone();
-        if let Some((buffer, _)) = &self.buffer {
-            return buffer.get(env);
-        }
         if !self.kind.host_accessible() {
             return Err(MemoryError::NotHostAccessible(
                 "USM device memory is not host accessible: copy it with copyToHost() instead".into(),
@@ -253,10 +255,10 @@ impl MemoryCore {
             Err(ExternalBufferError::TooLarge) => return Err(too_large_for_js(memory.nbytes())).or_throw(env),
             Err(ExternalBufferError::Napi(err)) => return Err(err),
         };
-        if reference.is_some() {
+        if let Some(reference) = reference {
             set_reference(env, &buffer, reference)?;
         }
-        self.buffer = Some((JsRef::new(&buffer)?, lease));
+        self.buffer = Some(lease);
         Ok(buffer)
     }
 
@@ -546,8 +548,8 @@ macro_rules! usm_class {
             pub fn new(env: Env, this: This<Unknown>, source: Unknown, options: Option<Unknown>) -> napi::Result<Self> {
                 ensure_constructed::<$name>(&env, &this, $js_name)?;
                 let (core, reference) = MemoryCore::construct(&env, $kind, source, options)?;
-                if reference.is_some() {
-                    set_reference(&env, &this, reference.as_ref())?;
+                if let Some(reference) = &reference {
+                    set_reference(&env, &this, reference)?;
                 }
                 Ok($name { core: CoreCell::new(core) })
             }
@@ -606,8 +608,15 @@ macro_rules! usm_class {
             /// every read, detached by `free()`. Throws for device memory.
             #[napi(getter, ts_return_type = "ArrayBuffer")]
             pub fn buffer<'env>(&self, env: &'env Env, this: This<Unknown<'env>>) -> napi::Result<Unknown<'env>> {
+                self.core.memory(env)?;
+                if let Some(buffer) = buffer_of(env, &this)? {
+                    return Ok(buffer);
+                }
                 let reference = reference_of(env, &this)?;
-                self.core.with_mut(env, |core| core.buffer(env, reference.as_ref()))
+                let buffer = self.core.with_mut(env, |core| core.make_buffer(env, reference.as_ref()))?;
+                let key = crate::js::state::state(env)?.buffer_key.get(env)?;
+                ffi::set_hidden(env, &this, &key, &buffer)?;
+                Ok(buffer)
             }
 
             /// The USM kind of the memory in the context of `syclobj` (a `SyclQueue` or
@@ -730,9 +739,8 @@ macro_rules! usm_class {
             /// keep the memory alive until they are freed too.
             #[napi]
             pub fn free(&self, env: Env, this: This<Unknown>) -> napi::Result<()> {
-                self.core.with_mut(&env, |core| core.free(&env))?;
-                // The freed object no longer keeps the exporter alive.
-                set_reference(&env, &this, None)
+                let buffer = buffer_of(&env, &this)?;
+                self.core.with_mut(&env, |core| core.free(&env, buffer.as_ref()))
             }
 
             /// Same as `free()`, for `using` declarations.
@@ -791,7 +799,7 @@ pub fn as_usm_memory<'env>(
     let reference = source.reference;
     let attach = |object: Object| -> napi::Result<()> {
         match &reference {
-            Some(reference) => set_reference(env, &object.to_unknown(), Some(reference)),
+            Some(reference) => set_reference(env, &object.to_unknown(), reference),
             None => Ok(()),
         }
     };

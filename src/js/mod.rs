@@ -17,7 +17,15 @@ use napi_derive::napi;
 #[napi(module_exports)]
 pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {
     let error_classes = errors::define_error_classes(&env, &mut exports)?;
-    let symbol: Unknown = env.run_script("Symbol('dpctl-memory referenceObj')")?;
-    let reference_key = ffi::JsRef::new(&symbol)?;
-    state::install(&env, state::EnvState { error_classes, reference_key, cached_queues: Default::default() })
+    let symbol = |description: &str| -> napi::Result<ffi::JsRef> {
+        let symbol: Unknown = env.run_script(format!("Symbol('dpctl-memory {description}')"))?;
+        ffi::JsRef::new(&symbol)
+    };
+    let state = state::EnvState {
+        error_classes,
+        reference_key: symbol("referenceObj")?,
+        buffer_key: symbol("buffer")?,
+        cached_queues: Default::default(),
+    };
+    state::install(&env, state)
 }

@@ -17,6 +17,9 @@ pub struct EnvState {
     /// keeps its memory alive (`referenceObj`): an edge the garbage collector can see,
     /// so an exporter that holds its own view can still be collected.
     pub reference_key: JsRef,
+    /// The symbol under which a host or shared memory object holds its zero-copy
+    /// `ArrayBuffer` (again an edge the collector can see).
+    pub buffer_key: JsRef,
     /// One `SyclQueue` object per device filter string, for default allocations.
     pub cached_queues: RefCell<HashMap<String, JsRef>>,
 }
