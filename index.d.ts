@@ -136,10 +136,14 @@ export declare class MemoryUSMDevice {
   /**
    * `copyToHost` off the main thread: resolves to `dst` (or a new `Uint8Array`)
    * once the copy is done. The memory and `dst` stay alive until then, even if
-   * this object is freed meanwhile.
+   * this object is freed meanwhile. A resizable `dst` is refused; do not
+   * transfer `dst` while the copy runs.
    */
   copyToHostAsync(dst?: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): Promise<any>
-  /** `copyFromHost` off the main thread; `src` stays alive until it settles. */
+  /**
+   * `copyFromHost` off the main thread; `src` stays alive until it settles. A
+   * resizable `src` is refused; do not transfer `src` while the copy runs.
+   */
   copyFromHostAsync(src: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): Promise<void>
   /** `copyFromDevice` off the main thread; both memories stay alive until it settles. */
   copyFromDeviceAsync(src: SyclUsmArrayInterfaceExporter): Promise<void>
@@ -227,10 +231,14 @@ export declare class MemoryUSMHost {
   /**
    * `copyToHost` off the main thread: resolves to `dst` (or a new `Uint8Array`)
    * once the copy is done. The memory and `dst` stay alive until then, even if
-   * this object is freed meanwhile.
+   * this object is freed meanwhile. A resizable `dst` is refused; do not
+   * transfer `dst` while the copy runs.
    */
   copyToHostAsync(dst?: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): Promise<any>
-  /** `copyFromHost` off the main thread; `src` stays alive until it settles. */
+  /**
+   * `copyFromHost` off the main thread; `src` stays alive until it settles. A
+   * resizable `src` is refused; do not transfer `src` while the copy runs.
+   */
   copyFromHostAsync(src: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): Promise<void>
   /** `copyFromDevice` off the main thread; both memories stay alive until it settles. */
   copyFromDeviceAsync(src: SyclUsmArrayInterfaceExporter): Promise<void>
@@ -318,10 +326,14 @@ export declare class MemoryUSMShared {
   /**
    * `copyToHost` off the main thread: resolves to `dst` (or a new `Uint8Array`)
    * once the copy is done. The memory and `dst` stay alive until then, even if
-   * this object is freed meanwhile.
+   * this object is freed meanwhile. A resizable `dst` is refused; do not
+   * transfer `dst` while the copy runs.
    */
   copyToHostAsync(dst?: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): Promise<any>
-  /** `copyFromHost` off the main thread; `src` stays alive until it settles. */
+  /**
+   * `copyFromHost` off the main thread; `src` stays alive until it settles. A
+   * resizable `src` is refused; do not transfer `src` while the copy runs.
+   */
   copyFromHostAsync(src: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): Promise<void>
   /** `copyFromDevice` off the main thread; both memories stay alive until it settles. */
   copyFromDeviceAsync(src: SyclUsmArrayInterfaceExporter): Promise<void>

@@ -676,7 +676,8 @@ macro_rules! usm_class {
 
             /// `copyToHost` off the main thread: resolves to `dst` (or a new `Uint8Array`)
             /// once the copy is done. The memory and `dst` stay alive until then, even if
-            /// this object is freed meanwhile.
+            /// this object is freed meanwhile. A resizable `dst` is refused; do not
+            /// transfer `dst` while the copy runs.
             #[napi(ts_args_type = "dst?: ArrayBuffer | SharedArrayBuffer | ArrayBufferView", ts_return_type = "Promise<any>")]
             pub fn copy_to_host_async<'env>(&self, env: &'env Env, this: This<Unknown<'env>>, dst: Option<Unknown<'env>>) -> napi::Result<AsyncTask<UsmTask>> {
                 let memory = self.core.memory(env)?;
@@ -687,7 +688,8 @@ macro_rules! usm_class {
                 Ok(AsyncTask::new(UsmTask::new(operation, keep, Some(TaskRef::new(&target)?))))
             }
 
-            /// `copyFromHost` off the main thread; `src` stays alive until it settles.
+            /// `copyFromHost` off the main thread; `src` stays alive until it settles. A
+            /// resizable `src` is refused; do not transfer `src` while the copy runs.
             #[napi(ts_args_type = "src: ArrayBuffer | SharedArrayBuffer | ArrayBufferView", ts_return_type = "Promise<void>")]
             pub fn copy_from_host_async(&self, env: Env, this: This<Unknown>, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
                 let memory = self.core.memory(&env)?;

@@ -312,7 +312,8 @@ fn point_ocl_icd_at(root: &Path) -> Result<(), String> {
     // SAFETY: both strings are NUL-terminated and outlive the call (setenv copies them).
     // setenv is not synchronised with getenv in other threads; it runs once per process,
     // inside the shim's OnceLock, before the SYCL runtime (the only reader that matters)
-    // is loaded. Node's own threads do not read OCL_ICD_FILENAMES.
+    // is loaded. Node's own threads do not read OCL_ICD_FILENAMES; the residual risk is
+    // JS on another worker reading `process.env` at that very moment.
     let rc = unsafe { libc::setenv(name.as_ptr(), value.as_ptr(), 1) };
     if rc != 0 {
         return Err(format!("could not set {VAR}: {:?}", std::io::Error::last_os_error()));
