@@ -1,6 +1,7 @@
 //! Plain CPU access to host-accessible memory: host memory and USM host or shared
 //! allocations, which the USM model lets the host read and write directly.
 
+use crate::provider::workers::{run_all, Workers};
 use crate::provider::Address;
 
 /// Copies `nbytes` from `src` to `dst` with the CPU. Same contract as `Queue::memcpy`:
@@ -47,24 +48,20 @@ pub(crate) fn host_memcpy_parallel(dst: Address, src: Address, nbytes: u64) {
     }
     // Slices on 4 KiB boundaries, so threads never share a page.
     let slice = nbytes.div_ceil(threads).next_multiple_of(4096);
-    copy_slices(dst, src, nbytes, slice, std::thread::Builder::new);
+    copy_slices(dst, src, nbytes, slice, crate::provider::workers::workers());
 }
 
 /// Copies `slice`-sized pieces of a non-overlapping range, the first on this thread and
-/// each other on a thread from `builder`. `Scope::spawn` panics when the OS refuses a
-/// thread, and a panic must not reach Node: a slice that gets no thread is copied on
-/// this one instead, so every slice is copied exactly once either way.
-fn copy_slices(dst: Address, src: Address, nbytes: u64, slice: u64, builder: fn() -> std::thread::Builder) {
-    std::thread::scope(|scope| {
-        for start in (slice..nbytes).step_by(slice as usize) {
+/// the others on `workers` (on this thread too where there are none).
+fn copy_slices(dst: Address, src: Address, nbytes: u64, slice: u64, workers: Option<&Workers>) {
+    let jobs = (0..nbytes)
+        .step_by(slice as usize)
+        .map(|start| {
             let len = slice.min(nbytes - start);
-            let copy = move || host_memcpy(dst + start, src + start, len);
-            if builder().spawn_scoped(scope, copy).is_err() {
-                copy();
-            }
-        }
-        host_memcpy(dst, src, slice.min(nbytes));
-    });
+            Box::new(move || host_memcpy(dst + start, src + start, len)) as crate::provider::workers::Job
+        })
+        .collect();
+    run_all(workers, jobs);
 }
 
 #[cfg(test)]
@@ -86,14 +83,13 @@ mod tests {
     }
 
     #[test]
-    fn slices_that_get_no_thread_are_copied_inline() {
-        // A stack no OS will give makes every spawn fail.
-        let refused = || std::thread::Builder::new().stack_size(usize::MAX - (1 << 20));
-        assert!(std::thread::scope(|s| refused().spawn_scoped(s, || ()).is_err()), "the spawn was not refused");
+    fn slices_are_copied_with_or_without_workers() {
         let n = (5 << 20) | 77;
         let src: Vec<u8> = (0..n).map(|i| (i * 13 % 251) as u8).collect();
-        let mut dst = vec![0u8; n];
-        copy_slices(dst.as_mut_ptr() as Address, src.as_ptr() as Address, n as u64, 1 << 20, refused);
-        assert!(dst == src);
+        for workers in [None, crate::provider::workers::workers()] {
+            let mut dst = vec![0u8; n];
+            copy_slices(dst.as_mut_ptr() as Address, src.as_ptr() as Address, n as u64, 1 << 20, workers);
+            assert!(dst == src);
+        }
     }
 }

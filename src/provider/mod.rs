@@ -12,6 +12,7 @@ use crate::memory::kind::UsmKind;
 
 pub mod cuda;
 mod host;
+pub(crate) mod workers;
 pub mod sycl;
 
 pub(crate) use host::{host_memcpy_parallel, host_memset};

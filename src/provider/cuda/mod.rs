@@ -301,7 +301,7 @@ pub(crate) struct CudaContext {
     /// Allocations by the address handed out.
     allocations: Mutex<BTreeMap<u64, Allocation>>,
     /// Pinned buffers for staged pageable copies, made on first need.
-    stager: Mutex<Option<Stager>>,
+    stager: Mutex<Option<Arc<Stager>>>,
 }
 
 impl CudaContext {
@@ -339,7 +339,7 @@ impl CudaContext {
         let mut stager = lock(&self.stager);
         if stager.is_none() {
             let _current = self.current()?;
-            *stager = Some(Stager::new(self.driver, self.handle, StagingConfig::get())?);
+            *stager = Some(Arc::new(Stager::new(self.driver, self.handle, StagingConfig::get())?));
         }
         match stager.as_ref() {
             Some(stager) => stager.copy(direction, host as usize, device, nbytes),

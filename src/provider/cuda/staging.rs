@@ -10,13 +10,15 @@
 //! has work queued. Buffers and streams are made once per context and kept.
 
 use std::ffi::c_void;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys::{CUstream, CUstream_flags, CU_MEMHOSTALLOC_PORTABLE};
 
 use super::driver::{CurrentContext, Driver, CUDA_SUCCESS};
 use super::CtxHandle;
 use crate::error::{MemoryError, Result};
+use crate::provider::workers::{run_all, workers, Job};
+use crate::sync::lock;
 use crate::provider::Address;
 
 /// Tunables, read once from the environment (for measurement). The defaults come from
@@ -112,30 +114,30 @@ impl Stager {
         Ok(stager)
     }
 
-    /// Copies `nbytes` between pageable `host` and `device` memory of this context.
-    /// The caller guarantees both ranges are valid for the whole call.
-    pub(super) fn copy(&self, direction: Direction, host: usize, device: Address, nbytes: usize) -> Result<()> {
+    /// Copies `nbytes` between pageable `host` and `device` memory of this context, one
+    /// lane on this thread and the others on the persistent copy workers. The caller
+    /// guarantees both ranges are valid for the whole call, and holds the context's
+    /// staging lock (the buffers serve one copy at a time).
+    pub(super) fn copy(self: &Arc<Self>, direction: Direction, host: usize, device: Address, nbytes: usize) -> Result<()> {
         let lanes = self.buffers.len() / 2;
         let used = lanes.min(nbytes.div_ceil(self.chunk)).max(1);
-        let results: Vec<Result<()>> = std::thread::scope(|scope| {
-            let mut handles = Vec::with_capacity(used);
-            let mut inline = Vec::new();
-            for lane in 0..used {
+        let results: Arc<Mutex<Vec<Result<()>>>> = Arc::new(Mutex::new(Vec::with_capacity(used)));
+        let jobs: Vec<Job> = (0..used)
+            .map(|lane| {
                 let job = LaneJob { lane, lanes: used, direction, host, device, nbytes };
-                // `Scope::spawn` panics when the OS refuses a thread, and a panic must not
-                // reach Node: a lane that gets no thread runs on this one instead. Its
-                // chunks and buffers stay its own, so every chunk is still copied once.
-                match std::thread::Builder::new().spawn_scoped(scope, move || self.run_lane(job)) {
-                    Ok(handle) => handles.push(handle),
-                    Err(_) => inline.push(job),
-                }
-            }
-            let mut results: Vec<Result<()>> = inline.into_iter().map(|job| self.run_lane(job)).collect();
-            results.extend(handles.into_iter().map(|h| {
-                h.join().unwrap_or_else(|_| Err(MemoryError::CudaDriver("a staging thread panicked".into())))
-            }));
-            results
-        });
+                let (stager, results) = (self.clone(), results.clone());
+                Box::new(move || {
+                    let result = stager.run_lane(job);
+                    lock(&results).push(result);
+                }) as Job
+            })
+            .collect();
+        run_all(workers(), jobs);
+        let results = std::mem::take(&mut *lock(&results));
+        if results.len() != used {
+            // Only a panicking lane records nothing; no lane is known to panic.
+            return Err(MemoryError::CudaDriver("a staging lane did not finish".into()));
+        }
         results.into_iter().collect()
     }
 
