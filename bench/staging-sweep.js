@@ -5,9 +5,9 @@
 // Usage on a machine with an NVIDIA GPU: node bench/staging-sweep.js
 'use strict';
 const { spawnSync } = require('node:child_process');
-const { MiB, KiB, sizeLabel, measure } = require('./lib');
+const { MiB, sizeLabel, measure } = require('./lib');
 
-const SIZES = [256 * KiB, 1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB, 64 * MiB];
+const SIZES = [1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 12 * MiB, 16 * MiB, 32 * MiB, 64 * MiB];
 const TIMING = { warmupCalls: 3, batchTargetMs: 20, maxBatch: 1000, warmupBatches: 1, repeats: 7 };
 
 function child() {
