@@ -4,7 +4,8 @@
 //! buffers, with the host-side memcpy spread over several threads and overlapped with the
 //! DMA, reached 47.6 / 39.5 GB/s in the measurement in `shared/anchors`.
 //!
-//! Shape: `lanes` worker threads; lane `t` copies chunks `t, t + lanes, ...`. Each lane
+//! Shape: `lanes` lanes (one on the calling thread, the others on the persistent copy
+//! workers of `provider::workers`); lane `t` copies chunks `t, t + lanes, ...`. Each lane
 //! owns two pinned buffers, each with its own stream, so one buffer's DMA overlaps the
 //! memcpy into (or out of) the other. Lanes run concurrently, so the copy engine always
 //! has work queued. Buffers and streams are made once per context and kept.
@@ -22,8 +23,9 @@ use crate::sync::lock;
 use crate::provider::Address;
 
 /// Tunables, read once from the environment (for measurement). The defaults come from
-/// `bench/staging-sweep.js` on the H200 machine: a direct copy wins up to 8 MiB (14.8 vs
-/// 12.6 GB/s host to device), staging from 16 MiB (20.2 vs 15.4; 34.6 vs 9.2 at 64 MiB).
+/// `bench/staging-sweep.js` on the H200 machine: a direct copy wins up to 8 MiB (15.9 vs
+/// 15.1 GB/s host to device), they tie at 12 MiB, staging wins from 16 MiB (17.2 vs 16.4;
+/// 32.5 vs 14.0 at 64 MiB).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct StagingConfig {
     /// Copies smaller than this go straight to the driver.
