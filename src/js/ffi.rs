@@ -125,13 +125,31 @@ pub fn adjust_external_memory(env: &Env, change: i64) {
     let _ = unsafe { sys::napi_adjust_external_memory(env.raw(), change, &mut total) };
 }
 
-/// The bytes behind a host buffer argument.
+/// The bytes behind a host buffer argument, and the `ArrayBuffer` (or
+/// `SharedArrayBuffer`) that holds them.
 pub struct HostBytes {
     data: *mut u8,
     len: usize,
+    buffer: sys::napi_value,
 }
 
 impl HostBytes {
+    /// The `ArrayBuffer` or `SharedArrayBuffer` that holds the bytes (read by Node-API,
+    /// never through a JS property a user could redefine).
+    pub fn buffer<'env>(&self, env: &'env Env) -> Unknown<'env> {
+        // SAFETY: `buffer` came from Node-API for this call's `env` and is still in scope.
+        unsafe { Unknown::from_raw_unchecked(env.raw(), self.buffer) }
+    }
+
+    /// Whether the bytes are those of `value` itself (its own buffer).
+    pub fn is_buffer_of(&self, env: &Env, value: &Unknown) -> napi::Result<bool> {
+        let mut same = false;
+        // SAFETY: both are live values of `env`; `same` is an out-pointer.
+        let status = unsafe { sys::napi_strict_equals(env.raw(), self.buffer, value.raw(), &mut same) };
+        check(status, "napi_strict_equals")?;
+        Ok(same)
+    }
+
     /// Runs `f` over the bytes. `f` must not call into JS (which could detach or free
     /// the buffer); the model's copies never do.
     pub fn with_slice<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
@@ -157,7 +175,7 @@ pub fn host_bytes(env: &Env, value: &Unknown) -> napi::Result<Option<HostBytes>>
         let (mut data, mut len) = (ptr::null_mut(), 0usize);
         // SAFETY: see above.
         check(unsafe { sys::napi_get_arraybuffer_info(env_raw, raw, &mut data, &mut len) }, "napi_get_arraybuffer_info")?;
-        return Ok(Some(HostBytes { data: data.cast(), len }));
+        return Ok(Some(HostBytes { data: data.cast(), len, buffer: raw }));
     }
     // SAFETY: see above.
     check(unsafe { sys::napi_is_typedarray(env_raw, raw, &mut is) }, "napi_is_typedarray")?;
@@ -169,7 +187,7 @@ pub fn host_bytes(env: &Env, value: &Unknown) -> napi::Result<Option<HostBytes>>
         // A TypedArray kind newer than this addon is refused like any other non-buffer.
         let Some(element) = typed_array_element_size(kind) else { return Ok(None) };
         // `data` already includes the byte offset.
-        return Ok(Some(HostBytes { data: data.cast(), len: length.saturating_mul(element) }));
+        return Ok(Some(HostBytes { data: data.cast(), len: length.saturating_mul(element), buffer }));
     }
     // SAFETY: see above.
     check(unsafe { sys::napi_is_dataview(env_raw, raw, &mut is) }, "napi_is_dataview")?;
@@ -178,7 +196,7 @@ pub fn host_bytes(env: &Env, value: &Unknown) -> napi::Result<Option<HostBytes>>
         // SAFETY: see above.
         let status = unsafe { sys::napi_get_dataview_info(env_raw, raw, &mut len, &mut data, &mut buffer, &mut offset) };
         check(status, "napi_get_dataview_info")?;
-        return Ok(Some(HostBytes { data: data.cast(), len }));
+        return Ok(Some(HostBytes { data: data.cast(), len, buffer }));
     }
     Ok(None)
 }

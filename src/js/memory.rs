@@ -435,15 +435,16 @@ fn host_arg(env: &Env, value: &Unknown, what: &str) -> napi::Result<ffi::HostByt
     if let Some(bytes) = ffi::host_bytes(env, value)? {
         return Ok(bytes);
     }
-    // Node-API has no SharedArrayBuffer accessor before Node 24: view it as bytes.
+    // Node-API has no SharedArrayBuffer accessor before Node 24: view it through a
+    // Uint8Array, and accept the result only if its buffer is the argument itself (an
+    // object that merely looks like one would give a fresh copy nobody keeps).
     if value.get_type()? == ValueType::Object {
-        let global = env.get_global()?;
-        let shared: Unknown = global.get_named_property("SharedArrayBuffer")?;
-        if shared.get_type()? == ValueType::Function && value.coerce_to_object()?.instanceof(shared)? {
-            let uint8: napi::bindgen_prelude::Function<Unknown, Unknown> = global.get_named_property("Uint8Array")?;
-            let view = uint8.new_instance(*value)?;
+        let uint8: napi::bindgen_prelude::Function<Unknown, Unknown> = builtin(env, "Uint8Array")?;
+        if let Ok(view) = uint8.new_instance(*value) {
             if let Some(bytes) = ffi::host_bytes(env, &view)? {
-                return Ok(bytes);
+                if bytes.is_buffer_of(env, value)? {
+                    return Ok(bytes);
+                }
             }
         }
     }
@@ -454,19 +455,30 @@ fn host_arg(env: &Env, value: &Unknown, what: &str) -> napi::Result<ffi::HostByt
     .or_throw(env)
 }
 
+/// One of `EnvState::builtins`.
+fn builtin<'env, T: napi::bindgen_prelude::FromNapiValue + napi::bindgen_prelude::ValidateNapiValue>(env: &'env Env, name: &str) -> napi::Result<T> {
+    let builtins = crate::js::state::state(env)?.builtins.get(env)?;
+    builtins.coerce_to_object()?.get_named_property(name)
+}
+
 /// A host buffer for an asynchronous copy. Resizable and growable buffers are refused:
 /// JS could shrink them while a worker thread copies. (A buffer transferred away during
 /// the copy is the same hazard as in Node's own asynchronous I/O; the README says so.)
+/// Once the bytes are taken no user code runs: the buffer comes from Node-API and its
+/// flags from the built-in getters, never from properties a user could redefine.
 fn async_host_arg(env: &Env, value: &Unknown, what: &str) -> napi::Result<ffi::HostBytes> {
     let bytes = host_arg(env, value, what)?;
-    // A view's buffer, or the (Shared)ArrayBuffer itself.
-    let inner = property(value, "buffer")?;
-    let buffer = if inner.get_type()? == ValueType::Object { inner } else { *value };
-    let resizable = |name: &str| -> napi::Result<bool> {
-        let flag = property(&buffer, name)?;
-        Ok(flag.get_type()? == ValueType::Boolean && flag.coerce_to_bool()?)
+    let buffer = bytes.buffer(env);
+    let getter = if buffer.is_arraybuffer()? { "resizable" } else { "growable" };
+    let flag: Unknown = builtin(env, getter)?;
+    let resizable = if flag.get_type()? == ValueType::Function {
+        let getter: napi::bindgen_prelude::Function<(), Unknown> = builtin(env, getter)?;
+        let result = getter.apply(buffer, ())?;
+        result.get_type()? == ValueType::Boolean && result.coerce_to_bool()?
+    } else {
+        false
     };
-    if buffer.get_type()? == ValueType::Object && (resizable("resizable")? || resizable("growable")?) {
+    if resizable {
         return Err(MemoryError::InvalidArgType(format!(
             "{what} is a resizable buffer, which JS could shrink during an asynchronous copy: use the synchronous method"
         )))
@@ -506,7 +518,7 @@ fn host_destination<'env>(env: &'env Env, memory: &UsmMemory, dst: Option<Unknow
         Some(dst) => Ok(dst),
         None if memory.nbytes() > ffi::MAX_BUFFER_LENGTH => Err(too_large_for_js(memory.nbytes())).or_throw(env),
         None => {
-            let ctor: napi::bindgen_prelude::Function<f64, Unknown> = env.get_global()?.get_named_property("Uint8Array")?;
+            let ctor: napi::bindgen_prelude::Function<f64, Unknown> = builtin(env, "Uint8Array")?;
             ctor.new_instance(memory.nbytes() as f64)
         }
     }

@@ -14,6 +14,16 @@ use napi::bindgen_prelude::{Object, Unknown};
 use napi::Env;
 use napi_derive::napi;
 
+/// See `EnvState::builtins`.
+const BUILTINS: &str = r#"(() => {
+  const getter = (C, name) => (C && Object.getOwnPropertyDescriptor(C.prototype, name) || {}).get;
+  return {
+    Uint8Array,
+    resizable: getter(ArrayBuffer, 'resizable'),
+    growable: getter(globalThis.SharedArrayBuffer, 'growable'),
+  };
+})()"#;
+
 #[napi(module_exports)]
 pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {
     let error_classes = errors::define_error_classes(&env, &mut exports)?;
@@ -25,6 +35,7 @@ pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {
         error_classes,
         reference_key: symbol("referenceObj")?,
         buffer_key: symbol("buffer")?,
+        builtins: ffi::JsRef::new(&env.run_script::<_, Unknown>(BUILTINS)?)?,
         cached_queues: Default::default(),
     };
     state::install(&env, state)
