@@ -26,13 +26,76 @@ serialWithDevice('memory beyond 4 GiB has no buffer and no default Uint8Array: E
   t.is(new MemoryUSMShared(16, { queue: queueFor(device) }).buffer.byteLength, 16, 'the process carries on');
 });
 
-withDevice('asynchronous copies refuse resizable buffers (JS could shrink them mid-copy)', (t) => {
-  const m = new MemoryUSMDevice(64, { queue: queueFor(device) });
-  const resizable = new ArrayBuffer(64, { maxByteLength: 128 });
-  throwsExactly(t, () => m.copyToHostAsync(new Uint8Array(resizable)), TypeError, 'ERR_INVALID_ARG_TYPE');
-  throwsExactly(t, () => m.copyFromHostAsync(resizable), TypeError, 'ERR_INVALID_ARG_TYPE');
-  m.copyFromHost(new Uint8Array(resizable)); // the synchronous copy is fine
+withDevice('async copies survive JS detaching, transferring or shrinking the buffer mid-copy', async (t) => {
+  const n = 8 << 20;
+  const m = new MemoryUSMDevice(n, { queue: queueFor(device) });
+  m.memset(0x21);
+  // Destination transferred away (and collectable) while the copy runs: a clean rejection.
+  const dst = new ArrayBuffer(n);
+  const pending = m.copyToHostAsync(dst);
+  structuredClone(dst, { transfer: [dst] });
+  await t.throwsAsync(pending, { instanceOf: RangeError, code: 'ERR_DESTINATION_TOO_SMALL' });
+  // Destination shrunk meanwhile: the same.
+  const resizable = new ArrayBuffer(n, { maxByteLength: n });
+  const shrinking = m.copyToHostAsync(resizable);
+  resizable.resize(16);
+  await t.throwsAsync(shrinking, { instanceOf: RangeError, code: 'ERR_DESTINATION_TOO_SMALL' });
+  // A resizable destination left alone is filled.
+  const kept = new ArrayBuffer(n, { maxByteLength: 2 * n });
+  t.is(await m.copyToHostAsync(kept), kept);
+  t.is(new Uint8Array(kept)[n - 1], 0x21);
+  // Source transferred away right after the call: the copy took its bytes at the call.
+  const src = new Uint8Array(n).fill(0x42);
+  const sending = m.copyFromHostAsync(src);
+  structuredClone(src.buffer, { transfer: [src.buffer] });
+  await sending;
+  t.is(m.toBytes()[n - 1], 0x42);
   m.free();
+});
+
+withDevice('toBytes of memory beyond 4 GiB is refused before copying', (t) => {
+  let m;
+  try {
+    m = new MemoryUSMDevice(2 ** 32 + 1, { queue: queueFor(device) });
+  } catch (err) {
+    t.is(err.code, 'ERR_USM_ALLOCATION');
+    return;
+  }
+  const started = Date.now();
+  throwsExactly(t, () => m.toBytes(), RangeError, 'ERR_HOST_BUFFER_TOO_LARGE');
+  t.true(Date.now() - started < 500, 'refused up front, not after copying 4 GiB');
+  m.free();
+});
+
+withDevice('a frozen memory object gets a coded error for buffer; a memory object is no options bag', (t) => {
+  const m = new MemoryUSMShared(16, { queue: queueFor(device) });
+  Object.freeze(m);
+  throwsExactly(t, () => m.buffer, TypeError, 'ERR_INVALID_ARG_TYPE');
+  m.free();
+  throwsExactly(t, () => new MemoryUSMShared(8, new MemoryUSMShared(8, { queue: queueFor(device) })), TypeError, 'ERR_INVALID_ARG_TYPE');
+});
+
+withDevice('hidden slots are read as own properties only: Object.prototype getters are never called', async (t) => {
+  const m = new MemoryUSMShared(64, { queue: queueFor(device) });
+  const view = new MemoryUSMShared({ __sycl_usm_array_interface__: m.__sycl_usm_array_interface__ });
+  let called = 0;
+  const patched = [];
+  for (const symbol of Object.getOwnPropertySymbols(view)) {
+    Object.defineProperty(Object.prototype, symbol, { configurable: true, get() { called++; return new ArrayBuffer(1); } });
+    patched.push(symbol);
+  }
+  try {
+    const fresh = new MemoryUSMShared(64, { queue: queueFor(device) });
+    t.is(fresh.referenceObj, null);
+    t.is(fresh.buffer.byteLength, 64);
+    await fresh.copyToHostAsync(new Uint8Array(64));
+    fresh.free();
+    t.is(called, 0);
+  } finally {
+    for (const symbol of patched) delete Object.prototype[symbol];
+    view.free();
+    m.free();
+  }
 });
 
 withDevice('a queue, context, device or array in place of the options object is an error', (t) => {

@@ -1,9 +1,15 @@
 //! The asynchronous copies: `copyToHostAsync`, `copyFromHostAsync`,
 //! `copyFromDeviceAsync` and `memsetAsync` run on libuv's thread pool and return
-//! Promises. Each task holds what it touches: the memory (its `Arc<Allocation>`), the
-//! JS buffer (a reference, so GC cannot take it), and, when the host side is itself
-//! USM memory of ours, that allocation too. `free()` during a task therefore releases
-//! only the object's own reference; the memory goes when the task settles.
+//! Promises. Each task holds what it touches: the memory (its `Arc<Allocation>`) and the
+//! JS values (references, so GC cannot take them). `free()` during a task therefore
+//! releases only the object's own reference; the memory goes when the task settles.
+//!
+//! The host side: a worker thread touches JS memory only where JS cannot take it away
+//! meanwhile: a `SharedArrayBuffer`, or USM memory of ours (pinned when the pointer is
+//! taken, before any JS runs). A plain `ArrayBuffer` could be detached, transferred or
+//! resized while the worker runs, so its bytes go through memory of the task's own: the
+//! source is copied in at the call, the destination filled when the task settles (after
+//! checking it is still long enough).
 
 use std::sync::Arc;
 
@@ -13,13 +19,57 @@ use napi::Env;
 
 use crate::error::MemoryError;
 use crate::js::errors::to_js_error;
-use crate::js::ffi::{TaskBytes, TaskRef};
+use crate::js::ffi::{HostBytes, TaskBytes, TaskRef};
 use crate::memory::allocation::{live_allocation, Allocation};
 use crate::memory::usm::UsmMemory;
 
+/// Where the host bytes of a copy are while the worker runs.
+pub enum HostSide {
+    /// JS memory the worker may use directly; `_pin` holds USM memory of ours under it.
+    Direct { bytes: TaskBytes, _pin: Option<Arc<Allocation>> },
+    /// The task's own copy of a plain `ArrayBuffer`'s bytes.
+    Bounce(Vec<u8>),
+}
+
+impl HostSide {
+    /// Decided when the pointer is taken, with no JS run in between.
+    fn direct(env: &Env, bytes: &HostBytes) -> napi::Result<Option<HostSide>> {
+        let end = bytes.address().saturating_add(bytes.len() as u64);
+        let pin = live_allocation(bytes.address()).filter(|a| end <= a.address().saturating_add(a.nbytes()));
+        if pin.is_some() || bytes.is_shared(env)? {
+            return Ok(Some(HostSide::Direct { bytes: TaskBytes::new(bytes), _pin: pin }));
+        }
+        Ok(None)
+    }
+
+    /// The destination of `copyToHostAsync`.
+    pub fn destination(env: &Env, bytes: &HostBytes) -> napi::Result<HostSide> {
+        Ok(HostSide::direct(env, bytes)?.unwrap_or(HostSide::Bounce(Vec::new())))
+    }
+
+    /// The source of `copyFromHostAsync`: a plain `ArrayBuffer` is copied now.
+    pub fn source(env: &Env, bytes: &HostBytes) -> napi::Result<HostSide> {
+        if let Some(direct) = HostSide::direct(env, bytes)? {
+            return Ok(direct);
+        }
+        let mut copy = Vec::new();
+        copy.try_reserve_exact(bytes.len())
+            .map_err(|_| to_js_error(env, MemoryError::UsmAllocation(format!("cannot allocate {} bytes of host memory", bytes.len()))))?;
+        copy.resize(bytes.len(), 0);
+        bytes.with_slice(|src| copy_host(&mut copy, src));
+        Ok(HostSide::Bounce(copy))
+    }
+}
+
+/// A host-to-host copy of equal lengths, over several threads when large.
+fn copy_host(dst: &mut [u8], src: &[u8]) {
+    let len = dst.len().min(src.len()) as u64;
+    crate::provider::host_memcpy_parallel(dst.as_mut_ptr() as u64, src.as_ptr() as u64, len);
+}
+
 pub enum Operation {
-    ToHost { memory: UsmMemory, host: TaskBytes },
-    FromHost { memory: UsmMemory, host: TaskBytes },
+    ToHost { memory: UsmMemory, host: HostSide },
+    FromHost { memory: UsmMemory, host: HostSide },
     FromDevice { memory: UsmMemory, source: UsmMemory },
     Memset { memory: UsmMemory, value: u8 },
 }
@@ -30,19 +80,23 @@ pub struct UsmTask {
     keep: Vec<TaskRef>,
     /// The value the Promise resolves to (`copyToHostAsync`'s destination).
     result: Option<TaskRef>,
-    /// USM memory of ours that the host side points into.
-    _host_allocation: Option<Arc<Allocation>>,
 }
 
 impl UsmTask {
     pub fn new(operation: Operation, keep: Vec<TaskRef>, result: Option<TaskRef>) -> Self {
-        let host_address = match &operation {
-            Operation::ToHost { host, .. } | Operation::FromHost { host, .. } => Some(host.address()),
-            _ => None,
-        };
-        let host_allocation = host_address.and_then(live_allocation);
-        UsmTask { operation, keep, result, _host_allocation: host_allocation }
+        UsmTask { operation, keep, result }
     }
+}
+
+/// The task's own buffer for a destination, sized on the worker.
+fn bounce_into(memory: &UsmMemory, staging: &mut Vec<u8>) -> Result<(), MemoryError> {
+    let len = usize::try_from(memory.nbytes())
+        .map_err(|_| MemoryError::UsmAllocation(format!("{} bytes do not fit host memory", memory.nbytes())))?;
+    staging
+        .try_reserve_exact(len)
+        .map_err(|_| MemoryError::UsmAllocation(format!("cannot allocate {len} bytes of host memory")))?;
+    staging.resize(len, 0);
+    memory.copy_to_host(staging)
 }
 
 impl<'task> ScopedTask<'task> for UsmTask {
@@ -50,9 +104,11 @@ impl<'task> ScopedTask<'task> for UsmTask {
     type JsValue = Unknown<'task>;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
-        Ok(match &self.operation {
-            Operation::ToHost { memory, host } => host.with_slice(|dst| memory.copy_to_host(dst)),
-            Operation::FromHost { memory, host } => host.with_slice(|src| memory.copy_from_host(src)),
+        Ok(match &mut self.operation {
+            Operation::ToHost { memory, host: HostSide::Direct { bytes, .. } } => bytes.with_slice(|dst| memory.copy_to_host(dst)),
+            Operation::ToHost { memory, host: HostSide::Bounce(staging) } => bounce_into(memory, staging),
+            Operation::FromHost { memory, host: HostSide::Direct { bytes, .. } } => bytes.with_slice(|src| memory.copy_from_host(src)),
+            Operation::FromHost { memory, host: HostSide::Bounce(copy) } => memory.copy_from_host(copy),
             Operation::FromDevice { memory, source } => memory.copy_from_device(source),
             Operation::Memset { memory, value } => memory.memset(*value),
         })
@@ -60,6 +116,22 @@ impl<'task> ScopedTask<'task> for UsmTask {
 
     fn resolve(&mut self, env: &'task Env, output: Self::Output) -> napi::Result<Self::JsValue> {
         output.map_err(|err| to_js_error(env, err))?;
+        if let (Operation::ToHost { host: HostSide::Bounce(staging), .. }, Some(result)) = (&self.operation, &self.result) {
+            // The destination may have been detached, transferred or shrunk meanwhile:
+            // look at it afresh before writing.
+            let target = result.get(env)?;
+            let fits = crate::js::ffi::host_bytes(env, &target)?.filter(|bytes| bytes.len() >= staging.len());
+            let Some(bytes) = fits else {
+                return Err(to_js_error(
+                    env,
+                    MemoryError::DestinationTooSmall(format!(
+                        "the destination was detached or shrunk while the copy of {} bytes ran",
+                        staging.len()
+                    )),
+                ));
+            };
+            bytes.with_slice(|dst| copy_host(dst, staging));
+        }
         match &self.result {
             Some(result) => result.get(env),
             None => ().into_unknown(env),

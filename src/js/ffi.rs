@@ -141,6 +141,23 @@ impl HostBytes {
         unsafe { Unknown::from_raw_unchecked(env.raw(), self.buffer) }
     }
 
+    pub fn address(&self) -> u64 {
+        self.data as u64
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the bytes live in a `SharedArrayBuffer` (which cannot be detached or shrunk).
+    pub fn is_shared(&self, env: &Env) -> napi::Result<bool> {
+        let mut is_arraybuffer = false;
+        // SAFETY: `buffer` is a live value of `env`; the out-pointer is a local.
+        let status = unsafe { sys::napi_is_arraybuffer(env.raw(), self.buffer, &mut is_arraybuffer) };
+        check(status, "napi_is_arraybuffer")?;
+        Ok(!is_arraybuffer)
+    }
+
     /// Whether the bytes are those of `value` itself (its own buffer).
     pub fn is_buffer_of(&self, env: &Env, value: &Unknown) -> napi::Result<bool> {
         let mut same = false;
@@ -255,24 +272,31 @@ impl TaskRef {
     }
 }
 
-/// Host bytes used by an asynchronous task on a worker thread.
-pub struct TaskBytes(HostBytes);
+/// Host bytes used by an asynchronous task on a worker thread: memory that cannot go
+/// away while the task runs (a `SharedArrayBuffer`, which JS can neither detach nor
+/// shrink, or USM memory of ours that the task pins).
+pub struct TaskBytes {
+    data: *mut u8,
+    len: usize,
+}
 
-// SAFETY: the bytes belong to a JS buffer that a `TaskRef` of the same task keeps from
-// being collected until the task settles; the JS thread does not free them meanwhile.
+// SAFETY: the bytes belong to a SharedArrayBuffer that a `TaskRef` of the same task keeps
+// from being collected, or to an allocation the task holds; nothing frees them meanwhile.
 unsafe impl Send for TaskBytes {}
 
 impl TaskBytes {
-    pub fn new(bytes: HostBytes) -> Self {
-        TaskBytes(bytes)
-    }
-
-    pub fn address(&self) -> u64 {
-        self.0.data as u64
+    pub fn new(bytes: &HostBytes) -> Self {
+        TaskBytes { data: bytes.data, len: bytes.len }
     }
 
     pub fn with_slice<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        self.0.with_slice(f)
+        if self.data.is_null() || self.len == 0 {
+            return f(&mut []);
+        }
+        // SAFETY: see `unsafe impl Send`: the memory outlives the task, and no JS code
+        // touches it through the worker's slice (JS may read or write it meanwhile, as
+        // with any shared memory; the bytes are plain data).
+        f(unsafe { std::slice::from_raw_parts_mut(self.data, self.len) })
     }
 }
 
@@ -354,12 +378,20 @@ pub fn set_hidden(env: &Env, object: &Unknown, key: &Unknown, value: &Unknown) -
     check(status, "napi_define_properties")
 }
 
-/// `object[key]` for a non-string key (a symbol).
-pub fn get_keyed<'env>(env: &'env Env, object: &Unknown<'env>, key: &Unknown) -> napi::Result<Unknown<'env>> {
+/// `object[key]` when `object` has `key` (a symbol) as an own property, else `None`:
+/// nothing on the prototype chain (where a user could put a getter) is consulted.
+pub fn get_own_keyed<'env>(env: &'env Env, object: &Unknown<'env>, key: &Unknown) -> napi::Result<Option<Unknown<'env>>> {
+    let mut own = false;
+    // SAFETY: `object` and `key` are live values of `env`; `own` is an out-pointer.
+    let status = unsafe { sys::napi_has_own_property(env.raw(), object.raw(), key.raw(), &mut own) };
+    check(status, "napi_has_own_property")?;
+    if !own {
+        return Ok(None);
+    }
     let mut value = ptr::null_mut();
     // SAFETY: `object` and `key` are live values of `env`; `value` is an out-pointer.
     let status = unsafe { sys::napi_get_property(env.raw(), object.raw(), key.raw(), &mut value) };
     check(status, "napi_get_property")?;
     // SAFETY: `value` was just produced by Node-API for `env`.
-    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
+    Ok(Some(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }))
 }

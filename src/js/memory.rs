@@ -12,10 +12,10 @@ use napi::{Env, JsValue, ValueType};
 use napi_derive::napi;
 
 use crate::error::MemoryError;
-use crate::js::async_ops::{Operation, UsmTask};
+use crate::js::async_ops::{HostSide, Operation, UsmTask};
 use crate::js::device::{cached_queue_object, SyclContext, SyclQueue};
 use crate::js::errors::OrThrow;
-use crate::js::ffi::{self, class_instance, ensure_constructed, ExternalBufferError, JsRef, TaskBytes, TaskRef};
+use crate::js::ffi::{self, class_instance, ensure_constructed, ExternalBufferError, JsRef, TaskRef};
 use crate::js::interface::{consume_interface, SUAI};
 use crate::js::values::{alignment_arg, bool_arg, display, has_property, integer, nbytes_arg, optional, property, type_name, Integer};
 use crate::memory::allocation::Allocation;
@@ -33,7 +33,7 @@ type BufferLease = Rc<RefCell<Option<Arc<Allocation>>>>;
 /// hidden property of `holder` (the memory object, or its `buffer`).
 fn reference_of<'env>(env: &'env Env, holder: &Unknown<'env>) -> napi::Result<Option<Unknown<'env>>> {
     let key = crate::js::state::state(env)?.reference_key.get(env)?;
-    optional(Some(ffi::get_keyed(env, holder, &key)?))
+    optional(ffi::get_own_keyed(env, holder, &key)?)
 }
 
 fn set_reference(env: &Env, holder: &Unknown, reference: &Unknown) -> napi::Result<()> {
@@ -44,7 +44,7 @@ fn set_reference(env: &Env, holder: &Unknown, reference: &Unknown) -> napi::Resu
 /// The zero-copy `ArrayBuffer` a memory object made, held as its hidden property.
 fn buffer_of<'env>(env: &'env Env, this: &Unknown<'env>) -> napi::Result<Option<Unknown<'env>>> {
     let key = crate::js::state::state(env)?.buffer_key.get(env)?;
-    optional(Some(ffi::get_keyed(env, this, &key)?))
+    optional(ffi::get_own_keyed(env, this, &key)?)
 }
 
 pub struct MemoryCore {
@@ -318,10 +318,11 @@ impl<'env> Options<'env> {
         if properties.is_empty() && !value.is_array()? {
             let misplaced = class_instance::<SyclQueue>(env, &value)?.is_some()
                 || class_instance::<SyclContext>(env, &value)?.is_some()
-                || class_instance::<crate::js::device::SyclDevice>(env, &value)?.is_some();
+                || class_instance::<crate::js::device::SyclDevice>(env, &value)?.is_some()
+                || memory_core(env, &value)?.is_some();
             if misplaced {
                 return Err(MemoryError::InvalidArgType(
-                    "options must be a plain object such as { queue }, not a SyclQueue, SyclContext or SyclDevice".into(),
+                    "options must be a plain object such as { queue }, not a SyclQueue, SyclContext, SyclDevice or memory object".into(),
                 ))
                 .or_throw(env);
             }
@@ -459,32 +460,6 @@ fn host_arg(env: &Env, value: &Unknown, what: &str) -> napi::Result<ffi::HostByt
 fn builtin<'env, T: napi::bindgen_prelude::FromNapiValue + napi::bindgen_prelude::ValidateNapiValue>(env: &'env Env, name: &str) -> napi::Result<T> {
     let builtins = crate::js::state::state(env)?.builtins.get(env)?;
     builtins.coerce_to_object()?.get_named_property(name)
-}
-
-/// A host buffer for an asynchronous copy. Resizable and growable buffers are refused:
-/// JS could shrink them while a worker thread copies. (A buffer transferred away during
-/// the copy is the same hazard as in Node's own asynchronous I/O; the README says so.)
-/// Once the bytes are taken no user code runs: the buffer comes from Node-API and its
-/// flags from the built-in getters, never from properties a user could redefine.
-fn async_host_arg(env: &Env, value: &Unknown, what: &str) -> napi::Result<ffi::HostBytes> {
-    let bytes = host_arg(env, value, what)?;
-    let buffer = bytes.buffer(env);
-    let getter = if buffer.is_arraybuffer()? { "resizable" } else { "growable" };
-    let flag: Unknown = builtin(env, getter)?;
-    let resizable = if flag.get_type()? == ValueType::Function {
-        let getter: napi::bindgen_prelude::Function<(), Unknown> = builtin(env, getter)?;
-        let result = getter.apply(buffer, ())?;
-        result.get_type()? == ValueType::Boolean && result.coerce_to_bool()?
-    } else {
-        false
-    };
-    if resizable {
-        return Err(MemoryError::InvalidArgType(format!(
-            "{what} is a resizable buffer, which JS could shrink during an asynchronous copy: use the synchronous method"
-        )))
-        .or_throw(env);
-    }
-    Ok(bytes)
 }
 
 /// `syclobj` for `getUsmType`: a SyclQueue or a SyclContext.
@@ -627,7 +602,18 @@ macro_rules! usm_class {
                 let reference = reference_of(env, &this)?;
                 let buffer = self.core.with_mut(env, |core| core.make_buffer(env, reference.as_ref()))?;
                 let key = crate::js::state::state(env)?.buffer_key.get(env)?;
-                ffi::set_hidden(env, &this, &key, &buffer)?;
+                if ffi::set_hidden(env, &this, &key, &buffer).is_err() {
+                    // A frozen (or otherwise non-extensible) object cannot hold its buffer.
+                    // Give the lease back: nothing can reach the new buffer but this call.
+                    self.core.with_mut(env, |core| {
+                        core.buffer = None;
+                        Ok(())
+                    })?;
+                    return Err(MemoryError::InvalidArgType(
+                        "this memory object is frozen or not extensible, so it cannot keep its buffer: read buffer before freezing it".into(),
+                    ))
+                    .or_throw(env);
+                }
                 Ok(buffer)
             }
 
@@ -694,9 +680,10 @@ macro_rules! usm_class {
             pub fn copy_to_host_async<'env>(&self, env: &'env Env, this: This<Unknown<'env>>, dst: Option<Unknown<'env>>) -> napi::Result<AsyncTask<UsmTask>> {
                 let memory = self.core.memory(env)?;
                 let target = host_destination(env, &memory, dst)?;
-                let bytes = async_host_arg(env, &target, "dst")?;
+                let bytes = host_arg(env, &target, "dst")?;
+                let host = HostSide::destination(env, &bytes)?;
                 let keep = task_refs(env, &this, &[])?;
-                let operation = Operation::ToHost { memory, host: TaskBytes::new(bytes) };
+                let operation = Operation::ToHost { memory, host };
                 Ok(AsyncTask::new(UsmTask::new(operation, keep, Some(TaskRef::new(&target)?))))
             }
 
@@ -705,9 +692,10 @@ macro_rules! usm_class {
             #[napi(ts_args_type = "src: ArrayBuffer | SharedArrayBuffer | ArrayBufferView", ts_return_type = "Promise<void>")]
             pub fn copy_from_host_async(&self, env: Env, this: This<Unknown>, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
                 let memory = self.core.memory(&env)?;
-                let bytes = async_host_arg(&env, &src, "src")?;
+                let bytes = host_arg(&env, &src, "src")?;
+                let host = HostSide::source(&env, &bytes)?;
                 let keep = task_refs(&env, &this, &[&src])?;
-                let operation = Operation::FromHost { memory, host: TaskBytes::new(bytes) };
+                let operation = Operation::FromHost { memory, host };
                 Ok(AsyncTask::new(UsmTask::new(operation, keep, None)))
             }
 
@@ -736,6 +724,10 @@ macro_rules! usm_class {
             /// A copy of the memory as a `Buffer`.
             #[napi]
             pub fn to_bytes(&self, env: Env) -> napi::Result<Buffer> {
+                let nbytes = self.core.memory(&env)?.nbytes();
+                if nbytes > ffi::MAX_BUFFER_LENGTH {
+                    return Err(too_large_for_js(nbytes)).or_throw(&env);
+                }
                 let bytes = self.core.memory(&env)?.to_vec().or_throw(&env)?;
                 Ok(Buffer::from(bytes))
             }

@@ -15,14 +15,7 @@ use napi::Env;
 use napi_derive::napi;
 
 /// See `EnvState::builtins`.
-const BUILTINS: &str = r#"(() => {
-  const getter = (C, name) => (C && Object.getOwnPropertyDescriptor(C.prototype, name) || {}).get;
-  return {
-    Uint8Array,
-    resizable: getter(ArrayBuffer, 'resizable'),
-    growable: getter(globalThis.SharedArrayBuffer, 'growable'),
-  };
-})()"#;
+const BUILTINS: &str = "({ Uint8Array })";
 
 #[napi(module_exports)]
 pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {

@@ -20,10 +20,8 @@ pub struct EnvState {
     /// The symbol under which a host or shared memory object holds its zero-copy
     /// `ArrayBuffer` (again an edge the collector can see).
     pub buffer_key: JsRef,
-    /// The built-ins host buffers are examined with, taken at load time so that code which
-    /// replaces globals later cannot run in the middle of a copy: `Uint8Array`, and the
-    /// getters `ArrayBuffer.prototype.resizable` and `SharedArrayBuffer.prototype.growable`
-    /// (`undefined` where the engine has none).
+    /// The built-ins host buffers are made and viewed with (`Uint8Array`), taken at load
+    /// time so that code which replaces globals later cannot run in the middle of a copy.
     pub builtins: JsRef,
     /// One `SyclQueue` object per device filter string, for default allocations.
     pub cached_queues: RefCell<HashMap<String, JsRef>>,
