@@ -34,7 +34,7 @@ pub enum HostSide {
 impl HostSide {
     /// Decided when the pointer is taken, with no JS run in between.
     fn direct(env: &Env, bytes: &HostBytes) -> napi::Result<Option<HostSide>> {
-        let end = bytes.address().saturating_add(bytes.len() as u64);
+        let end = bytes.address().saturating_add(bytes.byte_length() as u64);
         let pin = live_allocation(bytes.address()).filter(|a| end <= a.address().saturating_add(a.nbytes()));
         if pin.is_some() || bytes.is_shared(env)? {
             return Ok(Some(HostSide::Direct { bytes: TaskBytes::new(bytes), _pin: pin }));
@@ -53,9 +53,9 @@ impl HostSide {
             return Ok(direct);
         }
         let mut copy = Vec::new();
-        copy.try_reserve_exact(bytes.len())
-            .map_err(|_| to_js_error(env, MemoryError::UsmAllocation(format!("cannot allocate {} bytes of host memory", bytes.len()))))?;
-        copy.resize(bytes.len(), 0);
+        copy.try_reserve_exact(bytes.byte_length())
+            .map_err(|_| to_js_error(env, MemoryError::UsmAllocation(format!("cannot allocate {} bytes of host memory", bytes.byte_length()))))?;
+        copy.resize(bytes.byte_length(), 0);
         bytes.with_slice(|src| copy_host(&mut copy, src));
         Ok(HostSide::Bounce(copy))
     }
@@ -120,7 +120,7 @@ impl<'task> ScopedTask<'task> for UsmTask {
             // The destination may have been detached, transferred or shrunk meanwhile:
             // look at it afresh before writing.
             let target = result.get(env)?;
-            let fits = crate::js::ffi::host_bytes(env, &target)?.filter(|bytes| bytes.len() >= staging.len());
+            let fits = crate::js::ffi::host_bytes(env, &target)?.filter(|bytes| bytes.byte_length() >= staging.len());
             let Some(bytes) = fits else {
                 return Err(to_js_error(
                     env,

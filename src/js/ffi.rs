@@ -145,7 +145,8 @@ impl HostBytes {
         self.data as u64
     }
 
-    pub fn len(&self) -> usize {
+    /// The byte count (named so because a host buffer may well be empty).
+    pub fn byte_length(&self) -> usize {
         self.len
     }
 

@@ -457,7 +457,7 @@ fn host_arg(env: &Env, value: &Unknown, what: &str) -> napi::Result<ffi::HostByt
 }
 
 /// One of `EnvState::builtins`.
-fn builtin<'env, T: napi::bindgen_prelude::FromNapiValue + napi::bindgen_prelude::ValidateNapiValue>(env: &'env Env, name: &str) -> napi::Result<T> {
+fn builtin<T: napi::bindgen_prelude::FromNapiValue + napi::bindgen_prelude::ValidateNapiValue>(env: &Env, name: &str) -> napi::Result<T> {
     let builtins = crate::js::state::state(env)?.builtins.get(env)?;
     builtins.coerce_to_object()?.get_named_property(name)
 }
