@@ -22,13 +22,15 @@ use crate::js::errors::to_js_error;
 use crate::js::ffi::{HostBytes, TaskBytes, TaskRef};
 use crate::memory::allocation::{live_allocation, Allocation};
 use crate::memory::usm::UsmMemory;
+use crate::provider::Scratch;
 
 /// Where the host bytes of a copy are while the worker runs.
-pub enum HostSide {
+pub(crate) enum HostSide {
     /// JS memory the worker may use directly; `_pin` holds USM memory of ours under it.
     Direct { bytes: TaskBytes, _pin: Option<Arc<Allocation>> },
-    /// The task's own copy of a plain `ArrayBuffer`'s bytes.
-    Bounce(Vec<u8>),
+    /// The task's own copy of a plain `ArrayBuffer`'s bytes (`None` until the worker
+    /// makes it, for a destination).
+    Bounce(Option<Scratch>),
 }
 
 impl HostSide {
@@ -43,21 +45,19 @@ impl HostSide {
     }
 
     /// The destination of `copyToHostAsync`.
-    pub fn destination(env: &Env, bytes: &HostBytes) -> napi::Result<HostSide> {
-        Ok(HostSide::direct(env, bytes)?.unwrap_or(HostSide::Bounce(Vec::new())))
+    pub(crate) fn destination(env: &Env, bytes: &HostBytes) -> napi::Result<HostSide> {
+        Ok(HostSide::direct(env, bytes)?.unwrap_or(HostSide::Bounce(None)))
     }
 
     /// The source of `copyFromHostAsync`: a plain `ArrayBuffer` is copied now.
-    pub fn source(env: &Env, bytes: &HostBytes) -> napi::Result<HostSide> {
+    pub(crate) fn source(env: &Env, bytes: &HostBytes) -> napi::Result<HostSide> {
         if let Some(direct) = HostSide::direct(env, bytes)? {
             return Ok(direct);
         }
-        let mut copy = Vec::new();
-        copy.try_reserve_exact(bytes.byte_length())
-            .map_err(|_| to_js_error(env, MemoryError::UsmAllocation(format!("cannot allocate {} bytes of host memory", bytes.byte_length()))))?;
-        copy.resize(bytes.byte_length(), 0);
-        bytes.with_slice(|src| copy_host(&mut copy, src));
-        Ok(HostSide::Bounce(copy))
+        let copy = bytes.with_slice(|src| Scratch::copy_of(src)).ok_or_else(|| {
+            to_js_error(env, MemoryError::UsmAllocation(format!("cannot allocate {} bytes of host memory", bytes.byte_length())))
+        })?;
+        Ok(HostSide::Bounce(Some(copy)))
     }
 }
 
@@ -67,7 +67,7 @@ fn copy_host(dst: &mut [u8], src: &[u8]) {
     crate::provider::host_memcpy_parallel(dst.as_mut_ptr() as u64, src.as_ptr() as u64, len);
 }
 
-pub enum Operation {
+pub(crate) enum Operation {
     ToHost { memory: UsmMemory, host: HostSide },
     FromHost { memory: UsmMemory, host: HostSide },
     FromDevice { memory: UsmMemory, source: UsmMemory },
@@ -83,20 +83,19 @@ pub struct UsmTask {
 }
 
 impl UsmTask {
-    pub fn new(operation: Operation, keep: Vec<TaskRef>, result: Option<TaskRef>) -> Self {
+    pub(crate) fn new(operation: Operation, keep: Vec<TaskRef>, result: Option<TaskRef>) -> Self {
         UsmTask { operation, keep, result }
     }
 }
 
-/// The task's own buffer for a destination, sized on the worker.
-fn bounce_into(memory: &UsmMemory, staging: &mut Vec<u8>) -> Result<(), MemoryError> {
+/// The task's own buffer for a destination, made and filled on the worker.
+fn bounce_into(memory: &UsmMemory, staging: &mut Option<Scratch>) -> Result<(), MemoryError> {
     let len = usize::try_from(memory.nbytes())
         .map_err(|_| MemoryError::UsmAllocation(format!("{} bytes do not fit host memory", memory.nbytes())))?;
-    staging
-        .try_reserve_exact(len)
-        .map_err(|_| MemoryError::UsmAllocation(format!("cannot allocate {len} bytes of host memory")))?;
-    staging.resize(len, 0);
-    memory.copy_to_host(staging)
+    let scratch = staging.insert(
+        Scratch::new(len).ok_or_else(|| MemoryError::UsmAllocation(format!("cannot allocate {len} bytes of host memory")))?,
+    );
+    memory.copy_to_host(scratch)
 }
 
 impl<'task> ScopedTask<'task> for UsmTask {
@@ -108,7 +107,8 @@ impl<'task> ScopedTask<'task> for UsmTask {
             Operation::ToHost { memory, host: HostSide::Direct { bytes, .. } } => bytes.with_slice(|dst| memory.copy_to_host(dst)),
             Operation::ToHost { memory, host: HostSide::Bounce(staging) } => bounce_into(memory, staging),
             Operation::FromHost { memory, host: HostSide::Direct { bytes, .. } } => bytes.with_slice(|src| memory.copy_from_host(src)),
-            Operation::FromHost { memory, host: HostSide::Bounce(copy) } => memory.copy_from_host(copy),
+            Operation::FromHost { memory, host: HostSide::Bounce(Some(copy)) } => memory.copy_from_host(copy),
+            Operation::FromHost { host: HostSide::Bounce(None), .. } => Ok(()),
             Operation::FromDevice { memory, source } => memory.copy_from_device(source),
             Operation::Memset { memory, value } => memory.memset(*value),
         })
@@ -116,7 +116,7 @@ impl<'task> ScopedTask<'task> for UsmTask {
 
     fn resolve(&mut self, env: &'task Env, output: Self::Output) -> napi::Result<Self::JsValue> {
         output.map_err(|err| to_js_error(env, err))?;
-        if let (Operation::ToHost { host: HostSide::Bounce(staging), .. }, Some(result)) = (&self.operation, &self.result) {
+        if let (Operation::ToHost { host: HostSide::Bounce(Some(staging)), .. }, Some(result)) = (&self.operation, &self.result) {
             // The destination may have been detached, transferred or shrunk meanwhile:
             // look at it afresh before writing.
             let target = result.get(env)?;

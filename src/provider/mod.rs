@@ -15,7 +15,7 @@ mod host;
 pub(crate) mod workers;
 pub mod sycl;
 
-pub(crate) use host::{host_memcpy_parallel, host_memset};
+pub(crate) use host::{host_memcpy_parallel, host_memset, Scratch};
 
 pub type Address = u64;
 
