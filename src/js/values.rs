@@ -1,7 +1,7 @@
 //! Argument conversion: JS values to checked Rust values, each failure a `MemoryError`
 //! with its code.
 
-use napi::bindgen_prelude::{BigInt, JsObjectValue, Unknown};
+use napi::bindgen_prelude::{JsObjectValue, Unknown};
 use napi::{Env, JsValue, ValueType};
 
 use crate::error::MemoryError;
@@ -120,10 +120,6 @@ pub fn alignment_arg(env: &Env, value: &Unknown) -> napi::Result<u64> {
     }
 }
 
-/// The `[pointer, readOnly]` and other bigint outputs.
-pub fn bigint_u64(value: u64) -> BigInt {
-    BigInt::from(value)
-}
 
 /// A value for messages. Primitives as `String(value)` writes them (strings quoted);
 /// objects and functions by kind only, because converting them would run user code
