@@ -20,7 +20,7 @@ use napi::Env;
 use crate::error::MemoryError;
 use crate::js::errors::to_js_error;
 use crate::js::ffi::{HostBytes, TaskBytes, TaskRef};
-use crate::memory::allocation::{live_allocation, Allocation};
+use crate::memory::allocation::{owning_allocation, Allocation};
 use crate::memory::usm::UsmMemory;
 use crate::provider::Scratch;
 
@@ -36,8 +36,7 @@ pub(crate) enum HostSide {
 impl HostSide {
     /// Decided when the pointer is taken, with no JS run in between.
     fn direct(env: &Env, bytes: &HostBytes) -> napi::Result<Option<HostSide>> {
-        let end = bytes.address().saturating_add(bytes.byte_length() as u64);
-        let pin = live_allocation(bytes.address()).filter(|a| end <= a.address().saturating_add(a.nbytes()));
+        let pin = owning_allocation(bytes.address(), bytes.byte_length() as u64);
         if pin.is_some() || bytes.is_shared(env)? {
             return Ok(Some(HostSide::Direct { bytes: TaskBytes::new(bytes), _pin: pin }));
         }

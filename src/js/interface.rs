@@ -14,8 +14,8 @@ use crate::js::device::{cached_queue_object, SyclContext, SyclQueue};
 use crate::js::errors::OrThrow;
 use crate::js::ffi::class_instance;
 use crate::js::values::display;
-use crate::memory::allocation::{live_allocation, live_range};
-use crate::memory::interface::{check_bounds, parse_interface, pointer_not_bound, syclobj_invalid, IfaceValue, RawInterface};
+use crate::memory::allocation::bind_view;
+use crate::memory::interface::{parse_interface, pointer_not_bound, syclobj_invalid, IfaceValue, RawInterface};
 use crate::memory::kind::UsmKind;
 use crate::memory::registry::registry;
 use crate::memory::usm::UsmMemory;
@@ -63,25 +63,7 @@ pub fn consume_interface<'env>(env: &'env Env, exporter: &Unknown<'env>, iface: 
     };
     let parsed = parse_interface(&raw, |ptr| resolve_syclobj(env, &syclobj, ptr)).or_throw(env)?;
     let (queue, queue_source) = parsed.queue;
-    let context = queue.context();
-    let range = live_range(parsed.base_ptr).or_else(|| context.address_range(parsed.base_ptr));
-    check_bounds(parsed.ptr, parsed.nbytes, range).or_throw(env)?;
-    if range.is_none() {
-        // The runtime cannot tell this allocation's extent: at least both ends of the
-        // derived range must be USM memory of the same kind as the base pointer.
-        let kind = context.pointer_kind(parsed.base_ptr);
-        let last = parsed.ptr.saturating_add(parsed.nbytes.saturating_sub(1));
-        if context.pointer_kind(parsed.ptr) != kind || context.pointer_kind(last) != kind {
-            return Err(MemoryError::OutOfBounds(format!(
-                "__sycl_usm_array_interface__ describes bytes {:#x}..{:#x}, which leave the USM allocation at {:#x}",
-                parsed.ptr,
-                last.saturating_add(1),
-                parsed.base_ptr
-            )))
-            .or_throw(env);
-        }
-    }
-    let owner = live_allocation(parsed.base_ptr);
+    let owner = bind_view(&*queue.context(), parsed.base_ptr, parsed.ptr, parsed.nbytes).or_throw(env)?;
     let memory = UsmMemory::from_interface(parsed.ptr, parsed.nbytes, queue.clone(), owner, parsed.read_only);
     let queue_object = match queue_source {
         QueueObject::Given(object) => object,

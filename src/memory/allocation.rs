@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::error::{MemoryError, Result};
+use crate::memory::interface::check_bounds;
 use crate::memory::kind::UsmKind;
 use crate::memory::pool::{pool, Block};
 use crate::provider::{Address, Context, Queue};
@@ -34,36 +35,96 @@ fn live() -> MutexGuard<'static, BTreeMap<Address, LiveEntry>> {
     crate::sync::lock(&LIVE)
 }
 
-/// `(base, size)` of the memory this process allocated that holds `ptr`, if any: the
-/// live allocation with its REQUESTED size, also for a pointer into the slack between
-/// that size and the end of the (rounded-up) block, so that a view of the slack fails
-/// the bounds check instead of passing the runtime's larger range. A block freed into
-/// the caching pool (or on its way there) reports size 0: no view may cover any byte of
-/// memory that no allocation owns, however the runtime sees the pointer.
-pub fn live_range(ptr: Address) -> Option<(Address, u64)> {
-    let found = {
-        let map = live();
-        map.range(..=ptr)
-            .next_back()
-            .filter(|(&base, entry)| ptr < base.saturating_add(entry.block.max(entry.size)))
-            .map(|(&base, entry)| (base, entry.size))
-    };
-    found.or_else(|| pool().cached_range(ptr).map(|(base, _)| (base, 0)))
+/// What this process knows of the memory at an address. One lookup decides both the
+/// bytes a view of that address may touch and the allocation the view must hold, so the
+/// two can never disagree.
+#[derive(Debug)]
+pub enum Provenance {
+    /// Inside the bytes a live allocation asked for: a view must stay within
+    /// `allocation.address()..+allocation.nbytes()` and hold `allocation`.
+    Owned(Arc<Allocation>),
+    /// Memory this process allocated that no live allocation owns at this address: the
+    /// slack between a request and the end of its (rounded-up) block, a block cached in
+    /// the pool, or one on its way there. The runtime still calls it valid USM memory,
+    /// but no view may touch any byte of it.
+    Unowned { block_base: Address },
+    /// Not memory of this process.
+    Foreign,
 }
 
-/// The live allocation of this process that holds `ptr` (within its requested size), if any.
-pub fn live_allocation(ptr: Address) -> Option<Arc<Allocation>> {
-    let map = live();
-    let (&base, entry) = map.range(..=ptr).next_back()?;
-    if ptr >= base.saturating_add(entry.size) {
-        return None;
+/// The [`Provenance`] of `ptr`.
+pub fn provenance(ptr: Address) -> Provenance {
+    {
+        let map = live();
+        if let Some((&base, entry)) = map.range(..=ptr).next_back() {
+            if ptr < base.saturating_add(entry.size) {
+                // A failed upgrade is an allocation whose `Drop` has not yet run.
+                return match entry.allocation.upgrade() {
+                    Some(allocation) => Provenance::Owned(allocation),
+                    None => Provenance::Unowned { block_base: base },
+                };
+            }
+            if ptr < base.saturating_add(entry.block.max(entry.size)) {
+                return Provenance::Unowned { block_base: base };
+            }
+        }
     }
-    entry.allocation.upgrade()
+    match pool().cached_range(ptr) {
+        Some((base, _)) => Provenance::Unowned { block_base: base },
+        None => Provenance::Foreign,
+    }
+}
+
+/// The allocation that a view of `nbytes` at `ptr` must hold, checked: `base_ptr` (the
+/// interface's data pointer) decides which allocation the view belongs to, and the view
+/// must lie inside the bytes that allocation asked for. For memory this process did not
+/// allocate, the runtime's extent bounds it where the runtime knows one, and otherwise
+/// both ends must be USM memory of the base pointer's kind. `None`: foreign memory,
+/// which nothing here can keep alive.
+pub fn bind_view(context: &dyn Context, base_ptr: Address, ptr: Address, nbytes: u64) -> Result<Option<Arc<Allocation>>> {
+    match provenance(base_ptr) {
+        Provenance::Owned(allocation) => {
+            check_bounds(ptr, nbytes, Some((allocation.address(), allocation.nbytes())))?;
+            Ok(Some(allocation))
+        }
+        Provenance::Unowned { block_base } => Err(MemoryError::OutOfBounds(format!(
+            "__sycl_usm_array_interface__ points to {base_ptr:#x}, which no live allocation owns \
+             (freed memory, or past the end of the allocation at {block_base:#x})."
+        ))),
+        Provenance::Foreign => {
+            let range = context.address_range(base_ptr);
+            check_bounds(ptr, nbytes, range)?;
+            if range.is_none() {
+                let kind = context.pointer_kind(base_ptr);
+                let last = ptr.saturating_add(nbytes.saturating_sub(1));
+                if context.pointer_kind(ptr) != kind || context.pointer_kind(last) != kind {
+                    return Err(MemoryError::OutOfBounds(format!(
+                        "__sycl_usm_array_interface__ describes bytes {ptr:#x}..{:#x}, which leave \
+                         the USM allocation at {base_ptr:#x}",
+                        last.saturating_add(1)
+                    )));
+                }
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// The live allocation that holds all of `ptr..ptr + nbytes` within its requested size.
+pub fn owning_allocation(ptr: Address, nbytes: u64) -> Option<Arc<Allocation>> {
+    match provenance(ptr) {
+        Provenance::Owned(allocation)
+            if ptr.saturating_add(nbytes) <= allocation.address().saturating_add(allocation.nbytes()) =>
+        {
+            Some(allocation)
+        }
+        _ => None,
+    }
 }
 
 pub struct Allocation {
     address: Address,
-    /// The size asked for: what users, bounds checks and `live_range` see.
+    /// The size asked for: what users, bounds checks and `provenance` see.
     nbytes: u64,
     kind: UsmKind,
     queue: Arc<dyn Queue>,
@@ -152,8 +213,19 @@ mod tests {
     use super::*;
     use crate::memory::pool::fake::{FakeContext, FakeDevice};
 
+    fn range_of(ptr: Address) -> Option<(Address, u64)> {
+        match provenance(ptr) {
+            Provenance::Owned(a) => Some((a.address(), a.nbytes())),
+            _ => None,
+        }
+    }
+
+    fn unowned(ptr: Address) -> bool {
+        matches!(provenance(ptr), Provenance::Unowned { .. })
+    }
+
     #[test]
-    fn a_pooled_allocation_reports_and_registers_the_requested_size() {
+    fn a_pooled_allocation_owns_only_the_requested_bytes() {
         let context = FakeContext::new(1000, FakeDevice::new(1 << 34, 1 << 34));
         let queue = context.queue();
         let a = Allocation::new(&queue, UsmKind::Host, 5000, 0).unwrap();
@@ -161,47 +233,64 @@ mod tests {
         assert_eq!(a.nbytes(), 5000, "the requested size, not the class");
         let pooled = pool().enabled();
         assert_eq!(a.block_size(), if pooled { 5120 } else { 5000 });
-        assert_eq!(live_range(address + 4999), Some((address, 5000)));
-        let slack = if pooled { Some((address, 5000)) } else { None };
-        assert_eq!(live_range(address + 5000), slack, "the slack of the block reports the requested size");
-        assert_eq!(live_range(address + 5120), None);
-        assert!(live_allocation(address + 5000).is_none(), "the slack is no part of the allocation");
+        assert_eq!(range_of(address + 4999), Some((address, 5000)));
+        assert_eq!(range_of(address + 5000), None, "the slack is no part of the allocation");
+        assert_eq!(unowned(address + 5000), pooled, "and no view may touch it");
+        assert!(matches!(provenance(address + 5120), Provenance::Foreign));
+        assert!(owning_allocation(address + 4000, 1000).is_some());
+        assert!(owning_allocation(address + 4000, 1001).is_none());
         drop(a);
-        assert!(live_allocation(address).is_none());
+        assert_eq!(range_of(address), None);
         if pooled {
-            assert_eq!(live_range(address + 10), Some((address, 0)), "a cached block has no room for any view");
+            assert!(unowned(address + 10), "a cached block has no room for any view");
             assert_eq!(pool().cached_range(address + 5100), Some((address, 5120)));
             assert!(context.counts().frees.is_empty());
             let b = Allocation::new(&queue, UsmKind::Host, 4500, 0).unwrap();
             assert_eq!(b.address(), address, "the same class reuses the block");
             assert_eq!(b.nbytes(), 4500);
-            assert_eq!(live_range(address + 4500), Some((address, 4500)));
-            assert_eq!(live_range(address + 4499), Some((address, 4500)));
+            assert!(unowned(address + 4500));
+            assert_eq!(range_of(address + 4499), Some((address, 4500)));
             assert_eq!(pool().cached_range(address), None);
             assert_eq!(context.counts().allocations, 1);
             // A second reference keeps the block out of the pool.
             let view = b.clone();
             drop(b);
             assert_eq!(pool().cached_range(address), None);
-            assert!(live_allocation(address).is_some());
+            assert!(range_of(address).is_some());
             drop(view);
             assert_eq!(pool().cached_range(address), Some((address, 5120)));
         } else {
-            assert_eq!(live_range(address), None);
+            assert!(matches!(provenance(address), Provenance::Foreign));
             assert_eq!(context.counts().frees, vec![address]);
         }
         assert_eq!(context.counts().bad_frees, 0);
     }
 
     #[test]
-    fn live_range_finds_the_allocation_holding_an_interior_pointer() {
+    fn a_view_from_the_slack_back_into_the_allocation_is_refused_and_a_view_inside_holds_it() {
+        let context = FakeContext::new(1001, FakeDevice::new(1 << 34, 1 << 34));
+        let queue = context.queue();
+        let a = Allocation::new(&queue, UsmKind::Host, 64, 0).unwrap();
+        let base = a.address();
+        let ctx = queue.context();
+        if pool().enabled() {
+            // The reported use-after-free: data pointer past the end, offset back into it.
+            assert!(matches!(bind_view(&*ctx, base + 64, base, 64), Err(MemoryError::OutOfBounds(_))));
+        }
+        assert!(matches!(bind_view(&*ctx, base + 8, base, 64), Ok(Some(_))), "a negative offset inside is fine");
+        assert!(matches!(bind_view(&*ctx, base, base + 1, 64), Err(MemoryError::OutOfBounds(_))));
+        let owner = bind_view(&*ctx, base + 63, base + 63, 1).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&owner, &a), "the view holds the very allocation it was bounded by");
+    }
+
+    #[test]
+    fn provenance_finds_the_allocation_holding_an_interior_pointer() {
         live().insert(0x1000_0000, LiveEntry { size: 0x100, block: 0x100, allocation: Weak::new() });
-        assert_eq!(live_range(0x1000_0000), Some((0x1000_0000, 0x100)));
-        assert_eq!(live_range(0x1000_00ff), Some((0x1000_0000, 0x100)));
-        assert_eq!(live_range(0x1000_0100), None);
-        assert_eq!(live_range(0x0fff_ffff), None);
-        assert!(live_allocation(0x1000_0010).is_none(), "a dead allocation is not handed out");
+        assert!(unowned(0x1000_0000), "a dead allocation is not handed out");
+        assert!(unowned(0x1000_00ff));
+        assert!(matches!(provenance(0x1000_0100), Provenance::Foreign));
+        assert!(matches!(provenance(0x0fff_ffff), Provenance::Foreign));
         live().remove(&0x1000_0000);
-        assert_eq!(live_range(0x1000_0010), None);
+        assert!(matches!(provenance(0x1000_0010), Provenance::Foreign));
     }
 }

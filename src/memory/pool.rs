@@ -18,7 +18,7 @@
 //! spacing): fine enough that rounding wastes little, coarse enough that a workload of
 //! slightly varying sizes still hits. Sizes that are classes themselves (powers of two,
 //! 1.25/1.5/1.75 of them) cost nothing extra. The `Allocation` still reports the
-//! REQUESTED `nbytes`: bounds checks, `live_range`, `ArrayBuffer` lengths and everything
+//! REQUESTED `nbytes`: bounds checks, `allocation::provenance`, `ArrayBuffer` lengths and everything
 //! users see use it; only the block, and the pool's byte counts, use the class size.
 //!
 //! **What is not pooled** (allocated at the exact size and freed on release, as before):
@@ -44,7 +44,7 @@
 //!
 //! **No stale views.** A block returns here only when the LAST `Arc<Allocation>` drops.
 //! Every memory object, every view of it (zero-copy constructor, `asUsmMemory`, interface
-//! views of our own memory through `live_allocation`), every in-flight copy and every
+//! views of our own memory through `allocation::bind_view`), every in-flight copy and every
 //! zero-copy `ArrayBuffer` holds one: the buffer's finalizer owns a lease
 //! (`src/js/memory.rs`, `BufferLease`) that `free()` drops only after it has detached the
 //! buffer itself. So while any TypedArray can still reach a block, the block is not in the
@@ -52,8 +52,8 @@
 //! hold is detached (length 0). A raw pointer (a `BigInt` kept from `pointer` or an old
 //! interface dictionary) is the one thing that can still name a cached block, and the
 //! runtime still calls it valid USM memory: [`Pool::cached_range`] knows better, and
-//! `allocation::live_range` (what interface consumers bound views with) reports such a
-//! block with size 0, so no view can cover any byte of it.
+//! `allocation::provenance` (what interface consumers bound views with) calls such a
+//! block unowned, so no view can cover any byte of it.
 //!
 //! **Contents of a reused block are not cleared** (as with `malloc`, and as with the
 //! runtime itself, which gives no guarantee about fresh memory either).
