@@ -34,7 +34,8 @@ function newest(paths) {
 }
 
 function main() {
-  if (!fs.existsSync(path.join(root, 'node_modules', '@napi-rs', 'cli')) || !fs.existsSync(path.join(root, 'node_modules', 'ava'))) {
+  const devDependencies = Object.keys(require(path.join(root, 'package.json')).devDependencies);
+  if (devDependencies.some((name) => !fs.existsSync(path.join(root, 'node_modules', name, 'package.json')))) {
     console.log('dpctl-memory setup: installing npm dependencies');
     run('npm', ['ci', '--no-audit', '--no-fund']);
   }
