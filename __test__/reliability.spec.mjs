@@ -1,7 +1,13 @@
 // Regressions of the reliability review: each defect it found has a test here that
 // fails on the code it was found in.
 import test from 'ava';
-import { eachDeviceKind, queueFor, exporter, freeAll } from './helpers/addon.mjs';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { addon, eachDeviceKind, withDefaultDevice, queueFor, exporter, freeAll, MemoryUSMHost, MemoryUSMShared } from './helpers/addon.mjs';
+
+const INDEX = fileURLToPath(new URL('../index.js', import.meta.url));
+const { poolStats } = addon;
+const kindKey = (Class) => (Class === MemoryUSMHost ? 'host' : Class === MemoryUSMShared ? 'shared' : 'device');
 
 // Defect 1: an interface whose data pointer lies in the slack of a pooled block, with a
 // negative offset back into the allocation, was accepted without holding the
@@ -30,4 +36,87 @@ eachDeviceKind(test, 'an interface view with a negative offset holds the allocat
   next.memset(0x22);
   t.deepEqual([...view.copyToHost()], new Array(64).fill(0x11));
   freeAll(view, next);
+});
+
+// Defect 4: a `buffer` read that fails (the object is frozen, so it cannot keep its
+// buffer) left an orphaned ArrayBuffer holding the allocation until GC.
+eachDeviceKind(test, 'a failed buffer read pins nothing after free()', (t, { Class, device, hostAccessible }) => {
+  if (!hostAccessible) return t.pass();
+  const before = poolStats()[kindKey(Class)].inUseBytes;
+  const m = new Class(1 << 20, { queue: queueFor(device) });
+  Object.freeze(m);
+  t.is(t.throws(() => m.buffer).code, 'ERR_INVALID_ARG_TYPE');
+  m.free();
+  t.is(poolStats()[kindKey(Class)].inUseBytes, before);
+});
+
+// Defect 6: array-likes were turned into a Uint8Array element by element: V8's own
+// errors escaped without a code, and `{ length: 1e8 }` took seconds before failing.
+const ARRAY_LIKES = [
+  ['a Proxy of a Uint8Array', () => new Proxy(new Uint8Array(16), {})],
+  ['a Proxy of an ArrayBuffer', () => new Proxy(new ArrayBuffer(16), {})],
+  ['a Proxy of a SharedArrayBuffer', () => new Proxy(new SharedArrayBuffer(16), {})],
+  ['{ length: 2**33 }', () => ({ length: 2 ** 33 })],
+  ['{ length: 1e8 }', () => ({ length: 1e8 })],
+  ['an array', () => [1, 2, 3]],
+  ['an object inheriting from Uint8Array.prototype', () => Object.create(Uint8Array.prototype)],
+];
+eachDeviceKind(test, 'copies refuse array-likes at once with ERR_INVALID_ARG_TYPE', async (t, { Class, device }) => {
+  const m = new Class(64, { queue: queueFor(device) });
+  for (const [what, make] of ARRAY_LIKES) {
+    const started = process.hrtime.bigint();
+    for (const call of [(v) => m.copyToHost(v), (v) => m.copyFromHost(v)]) {
+      const err = t.throws(() => call(make()), undefined, what);
+      t.is(err.code, 'ERR_INVALID_ARG_TYPE', what);
+      t.true(err instanceof TypeError, what);
+    }
+    for (const call of [(v) => m.copyToHostAsync(v), (v) => m.copyFromHostAsync(v)]) {
+      const err = await t.throwsAsync(async () => call(make()), undefined, what);
+      t.is(err.code, 'ERR_INVALID_ARG_TYPE', what);
+    }
+    t.true(process.hrtime.bigint() - started < 1_000_000_000n, `${what} is refused without reading it`);
+  }
+  // A real SharedArrayBuffer (no Node-API accessor before Node 24) still works.
+  const shared = new SharedArrayBuffer(64);
+  new Uint8Array(shared).fill(7);
+  m.copyFromHost(shared);
+  t.deepEqual([...m.copyToHost()], new Array(64).fill(7));
+  m.free();
+});
+
+// Defect 7: errors were built from the current `globalThis.RangeError` etc., and the
+// produced interface was filled by assignment (prototype setters intercepted it).
+const HOSTILE = `
+  const m = require(${JSON.stringify(INDEX)});
+  const real = { Error, TypeError, RangeError };
+  globalThis.RangeError = function () { return 7; };
+  globalThis.TypeError = function () { return 8; };
+  globalThis.Error = function () { return 9; };
+  let hijacked = 0;
+  for (const name of ['data', 'shape', 'strides', 'typestr', 'version', 'syclobj', 'code', '0', '1']) {
+    Object.defineProperty(Object.prototype, name, { set() { hijacked++; }, get() { return undefined; }, configurable: true });
+  }
+  const out = {};
+  const mem = new m.MemoryUSMHost(64);
+  try { mem.memset(300); } catch (e) { out.range = [e instanceof real.RangeError, e.code]; }
+  try { mem.copyFromHost({}); } catch (e) { out.type = [e instanceof real.TypeError, e.code]; }
+  try { new m.MemoryUSMHost(0); } catch (e) { out.size = [e instanceof real.Error, e.code]; }
+  const iface = mem.__sycl_usm_array_interface__;
+  out.iface = [Object.keys(iface).sort().join(','), typeof Object.getOwnPropertyDescriptor(iface, 'data').value[0],
+    Object.getOwnPropertyDescriptor(iface.data, '1').value, Object.getOwnPropertyDescriptor(iface.shape, '0').value];
+  out.hijacked = hijacked;
+  for (const name of ['data', 'shape', 'strides', 'typestr', 'version', 'syclobj', 'code', '0', '1']) delete Object.prototype[name];
+  Object.assign(globalThis, real);
+  console.log(JSON.stringify(out));
+`;
+withDefaultDevice(test, 'errors and interfaces ignore replaced globals and prototype setters', (t) => {
+  const child = spawnSync(process.execPath, ['-e', HOSTILE], { encoding: 'utf8' });
+  t.is(child.status, 0, child.stderr);
+  const out = JSON.parse(child.stdout.trim().split('\n').pop());
+  t.deepEqual(out.range, [true, 'ERR_INVALID_FILL_VALUE']);
+  t.deepEqual(out.type, [true, 'ERR_INVALID_ARG_TYPE']);
+  t.deepEqual(out.size[1], 'ERR_INVALID_SIZE');
+  t.true(out.size[0]);
+  t.deepEqual(out.iface, ['data,shape,strides,syclobj,typestr,version', 'bigint', false, 64]);
+  t.is(out.hijacked, 0);
 });

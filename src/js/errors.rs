@@ -2,7 +2,7 @@
 //! `RangeError`, `Error`, or one of the exported `USMAllocationError`,
 //! `SyclQueueCreationError`, `SyclDeviceCreationError`), the message, and a `code`.
 
-use napi::bindgen_prelude::{Function, JsObjectValue, Object, Unknown};
+use napi::bindgen_prelude::{FnArgs, Function, JsObjectValue, Object, Unknown};
 use napi::{Env, JsValue};
 use napi_derive::napi;
 
@@ -105,30 +105,23 @@ pub fn define_error_classes(env: &Env, exports: &mut Object) -> napi::Result<JsR
     JsRef::new(&classes.to_unknown())
 }
 
-fn constructor<'env>(env: &'env Env, class: ErrorClass) -> napi::Result<Function<'env, String, Unknown<'env>>> {
-    let builtin = match class {
-        ErrorClass::Error => Some("Error"),
-        ErrorClass::TypeError => Some("TypeError"),
-        ErrorClass::RangeError => Some("RangeError"),
-        _ => None,
+fn constructor<'env>(env: &'env Env, class: ErrorClass) -> napi::Result<Unknown<'env>> {
+    let (source, name) = match class {
+        ErrorClass::Error => (&crate::js::state::state(env)?.builtins, "Error"),
+        ErrorClass::TypeError => (&crate::js::state::state(env)?.builtins, "TypeError"),
+        ErrorClass::RangeError => (&crate::js::state::state(env)?.builtins, "RangeError"),
+        ErrorClass::UsmAllocation => (&crate::js::state::state(env)?.error_classes, "USMAllocationError"),
+        ErrorClass::QueueCreation => (&crate::js::state::state(env)?.error_classes, "SyclQueueCreationError"),
+        _ => (&crate::js::state::state(env)?.error_classes, "SyclDeviceCreationError"),
     };
-    if let Some(name) = builtin {
-        return env.get_global()?.get_named_property(name);
-    }
-    let name = match class {
-        ErrorClass::UsmAllocation => "USMAllocationError",
-        ErrorClass::QueueCreation => "SyclQueueCreationError",
-        _ => "SyclDeviceCreationError",
-    };
-    let classes = crate::js::state::state(env)?.error_classes.get(env)?;
-    classes.coerce_to_object()?.get_named_property(name)
+    source.get(env)?.coerce_to_object()?.get_named_property(name)
 }
 
 fn build(env: &Env, err: &MemoryError) -> napi::Result<napi::Error> {
     let ctor = constructor(env, err.class())?;
-    let value = ctor.new_instance(err.to_string())?;
-    let mut object = value.coerce_to_object()?;
-    object.set_named_property("code", err.code())?;
+    let builtins = crate::js::state::state(env)?.builtins.get(env)?.coerce_to_object()?;
+    let make: Function<FnArgs<(Unknown, String, &str)>, Unknown> = builtins.get_named_property("makeError")?;
+    let value = make.call((ctor, err.to_string(), err.code()).into())?;
     Ok(napi::Error::from(value))
 }
 

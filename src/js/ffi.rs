@@ -118,7 +118,7 @@ pub fn detach_arraybuffer(env: &Env, buffer: &Unknown) -> napi::Result<bool> {
     Ok(true)
 }
 
-/// Tells V8 about memory it does not see (device allocations), so GC pressure reflects it.
+/// Tells V8 about memory it does not see (our allocations), so GC pressure reflects it.
 pub fn adjust_external_memory(env: &Env, change: i64) {
     let mut total = 0i64;
     // SAFETY: plain accounting call on the current environment; the result is advisory.

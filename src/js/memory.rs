@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncTask, BigInt, Buffer, This, ClassInstance, Either3, JavaScriptClassExt, JsObjectValue, Object, Unknown};
+use napi::bindgen_prelude::{AsyncTask, BigInt, Buffer, FnArgs, This, ClassInstance, Either3, JavaScriptClassExt, JsObjectValue, Object, Unknown};
 use napi::{Env, JsValue, ValueType};
 use napi_derive::napi;
 
@@ -55,8 +55,10 @@ pub struct MemoryCore {
     /// The lease of the zero-copy `ArrayBuffer`, once made (the buffer itself is a hidden
     /// property of the JS object, see `buffer_of`).
     buffer: Option<BufferLease>,
-    /// Device bytes reported to V8 as external memory (only device memory: V8 already
-    /// counts external ArrayBuffers).
+    /// Bytes of the allocation this object made, reported to V8 as external memory so
+    /// that memory dropped without `free()` drives garbage collection. Every kind is
+    /// reported, with or without a `buffer`: V8 tracks an external `ArrayBuffer`'s bytes
+    /// only as backing-store statistics, which do not schedule collections.
     reported_bytes: i64,
 }
 
@@ -149,10 +151,8 @@ impl MemoryCore {
         let (queue, queue_object) = options.queue_or_default(env)?;
         let memory = UsmMemory::allocate(&queue, kind, nbytes, options.alignment).or_throw(env)?;
         let mut core = MemoryCore::from_source(kind, Source { memory, queue_object, reference: None })?;
-        if kind == UsmKind::Device {
-            core.reported_bytes = i64::try_from(nbytes).unwrap_or(i64::MAX);
-            ffi::adjust_external_memory(env, core.reported_bytes);
-        }
+        core.reported_bytes = i64::try_from(nbytes).unwrap_or(i64::MAX);
+        ffi::adjust_external_memory(env, core.reported_bytes);
         Ok(core)
     }
 
@@ -268,19 +268,8 @@ impl MemoryCore {
             Some(queue) => queue.get(env)?,
             None => return Err(freed_error()).or_throw(env),
         };
-        let mut object = Object::new(env)?;
-        let mut data = env.create_array(2)?;
-        data.set(0, BigInt::from(memory.address()))?;
-        data.set(1, memory.read_only())?;
-        object.set_named_property("data", data)?;
-        let mut shape = env.create_array(1)?;
-        shape.set(0, memory.nbytes() as f64)?;
-        object.set_named_property("shape", shape)?;
-        object.set_named_property("strides", napi::bindgen_prelude::Null)?;
-        object.set_named_property("typestr", "|u1")?;
-        object.set_named_property("version", 1)?;
-        object.set_named_property("syclobj", queue)?;
-        Ok(object)
+        let make: napi::bindgen_prelude::Function<FnArgs<(BigInt, bool, f64, Unknown)>, Object> = builtin(env, "makeInterface")?;
+        make.call((BigInt::from(memory.address()), memory.read_only(), memory.nbytes() as f64, queue).into())
     }
 
     fn describe(&self) -> String {
@@ -439,13 +428,14 @@ fn host_arg(env: &Env, value: &Unknown, what: &str) -> napi::Result<ffi::HostByt
     // Node-API has no SharedArrayBuffer accessor before Node 24: view it through a
     // Uint8Array, and accept the result only if its buffer is the argument itself (an
     // object that merely looks like one would give a fresh copy nobody keeps).
-    if value.get_type()? == ValueType::Object {
+    // Anything else is refused at once: no array-like is ever read element by element.
+    let is_shared: napi::bindgen_prelude::Function<Unknown, bool> = builtin(env, "isSharedArrayBuffer")?;
+    if value.get_type()? == ValueType::Object && is_shared.call(*value)? {
         let uint8: napi::bindgen_prelude::Function<Unknown, Unknown> = builtin(env, "Uint8Array")?;
-        if let Ok(view) = uint8.new_instance(*value) {
-            if let Some(bytes) = ffi::host_bytes(env, &view)? {
-                if bytes.is_buffer_of(env, value)? {
-                    return Ok(bytes);
-                }
+        let view = uint8.new_instance(*value)?;
+        if let Some(bytes) = ffi::host_bytes(env, &view)? {
+            if bytes.is_buffer_of(env, value)? {
+                return Ok(bytes);
             }
         }
     }
@@ -604,9 +594,13 @@ macro_rules! usm_class {
                 let key = crate::js::state::state(env)?.buffer_key.get(env)?;
                 if ffi::set_hidden(env, &this, &key, &buffer).is_err() {
                     // A frozen (or otherwise non-extensible) object cannot hold its buffer.
-                    // Give the lease back: nothing can reach the new buffer but this call.
+                    // Nothing can reach the new buffer but this call: detach it and give
+                    // its lease back now, so that it pins nothing until it is collected.
+                    ffi::detach_arraybuffer(env, &buffer)?;
                     self.core.with_mut(env, |core| {
-                        core.buffer = None;
+                        if let Some(lease) = core.buffer.take() {
+                            lease.borrow_mut().take();
+                        }
                         Ok(())
                     })?;
                     return Err(MemoryError::InvalidArgType(

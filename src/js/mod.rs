@@ -14,8 +14,31 @@ use napi::bindgen_prelude::{Object, Unknown};
 use napi::Env;
 use napi_derive::napi;
 
-/// See `EnvState::builtins`.
-const BUILTINS: &str = "({ Uint8Array })";
+/// See `EnvState::builtins`. Everything is taken from the intrinsics at load time, and
+/// the objects handed to users are made by literals (own data properties), so globals or
+/// prototype setters that a program replaces later change nothing here.
+const BUILTINS: &str = r#"(() => {
+  const { Uint8Array, Error, TypeError, RangeError, Reflect, Object, SharedArrayBuffer } = globalThis;
+  const apply = Reflect.apply;
+  const defineProperty = Object.defineProperty;
+  const sharedByteLength = Object.getOwnPropertyDescriptor(SharedArrayBuffer.prototype, 'byteLength').get;
+  return {
+    Uint8Array, Error, TypeError, RangeError,
+    // The getter's brand check: true only for a real SharedArrayBuffer, and no trap or
+    // user getter runs (a Proxy fails it).
+    isSharedArrayBuffer(value) {
+      try { apply(sharedByteLength, value, []); return true; } catch { return false; }
+    },
+    makeError(Class, message, code) {
+      const error = new Class(message);
+      defineProperty(error, 'code', { value: code, writable: true, enumerable: true, configurable: true });
+      return error;
+    },
+    makeInterface(pointer, readOnly, nbytes, syclobj) {
+      return { data: [pointer, readOnly], shape: [nbytes], strides: null, typestr: '|u1', version: 1, syclobj };
+    },
+  };
+})()"#;
 
 #[napi(module_exports)]
 pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {
