@@ -124,8 +124,10 @@ withDefaultDevice(test, 'new SyclDevice() is the default device, one of getDevic
   if (DEVICES.some((x) => x.deviceType === 'gpu')) t.is(d.deviceType, 'gpu');
 });
 
-test("new SyclDevice('foo:bar') is a TypeError ERR_INVALID_FILTER", (t) => {
-  throwsExactly(t, () => new SyclDevice('foo:bar'), TypeError, 'ERR_INVALID_FILTER');
+// dpctl raises SyclDeviceCreationError for a filter string it cannot understand.
+test("new SyclDevice('foo:bar') is a SyclDeviceCreationError, as in dpctl", (t) => {
+  const err = throwsExactly(t, () => new SyclDevice('foo:bar'), SyclDeviceCreationError, 'ERR_DEVICE_NOT_FOUND');
+  t.is(err?.message, "Device filter selector string 'foo:bar' is not understood.");
   throwsExactly(t, () => new SyclDevice(42), TypeError, 'ERR_INVALID_ARG_TYPE');
 });
 
@@ -168,7 +170,7 @@ eachDevice(test, 'new SyclContext(device) makes a new context of its own', (t, d
 });
 
 test('new SyclContext with a bad argument', (t) => {
-  throwsExactly(t, () => new SyclContext('foo:bar'), TypeError, 'ERR_INVALID_FILTER');
+  throwsExactly(t, () => new SyclContext('foo:bar'), SyclDeviceCreationError, 'ERR_DEVICE_NOT_FOUND');
   throwsExactly(t, () => new SyclContext(42), TypeError, 'ERR_INVALID_ARG_TYPE');
   throwsExactly(t, () => new SyclContext('cuda:gpu:99'), SyclDeviceCreationError, 'ERR_DEVICE_NOT_FOUND');
 });
@@ -211,10 +213,14 @@ test('new SyclQueue of a device that does not exist is a SyclQueueCreationError,
   throwsExactly(t, () => new SyclQueue('opencl:accelerator:42'), SyclQueueCreationError, 'ERR_QUEUE_CREATION');
 });
 
-test('new SyclQueue with a bad argument is a TypeError', (t) => {
-  throwsExactly(t, () => new SyclQueue('foo:bar'), TypeError, 'ERR_INVALID_FILTER');
+// dpctl: SyclQueue('foo:bar') raises SyclQueueCreationError ("Device filter selector
+// string 'foo:bar' is not understood."); an argument of the wrong type is a TypeError.
+test('new SyclQueue with a bad filter is a SyclQueueCreationError, with a bad type a TypeError', (t) => {
+  const err = throwsExactly(t, () => new SyclQueue('foo:bar'), SyclQueueCreationError, 'ERR_QUEUE_CREATION');
+  t.is(err?.message, "Device filter selector string 'foo:bar' is not understood.");
   throwsExactly(t, () => new SyclQueue(5), TypeError, 'ERR_INVALID_ARG_TYPE');
-  if (HAS_DEVICE) throwsExactly(t, () => new SyclQueue(new SyclContext(), 'not a device object or filter'), TypeError, 'ERR_INVALID_FILTER');
+  if (HAS_DEVICE) throwsExactly(t, () => new SyclQueue(new SyclContext(), 'not a device object or filter'), SyclQueueCreationError, 'ERR_QUEUE_CREATION');
+  if (HAS_DEVICE) throwsExactly(t, () => new SyclQueue(new SyclContext(), 5), TypeError, 'ERR_INVALID_ARG_TYPE');
 });
 
 if (DEVICES.length >= 2) {

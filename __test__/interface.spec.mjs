@@ -143,7 +143,7 @@ const MALFORMED = [
   ['syclobj {}', { syclobj: {} }, TypeError, 'ERR_SUAI_SYCLOBJ'],
   ['syclobj a SyclDevice', (m) => ({ syclobj: m.syclDevice }), TypeError, 'ERR_SUAI_SYCLOBJ'],
   ['syclobj a memory object', (m) => ({ syclobj: m }), TypeError, 'ERR_SUAI_SYCLOBJ'],
-  ["syclobj 'foo:bar' (bad filter)", { syclobj: 'foo:bar' }, TypeError, 'ERR_INVALID_FILTER'],
+  ["syclobj 'foo:bar' (bad filter)", { syclobj: 'foo:bar' }, SyclQueueCreationError, 'ERR_QUEUE_CREATION'],
   ['shape missing', omit('shape'), TypeError, 'ERR_SUAI_SHAPE'],
   ['shape null', { shape: null }, TypeError, 'ERR_SUAI_SHAPE'],
   ['shape 16 (not an array)', { shape: 16 }, TypeError, 'ERR_SUAI_SHAPE'],

@@ -44,7 +44,7 @@ function main() {
   const built = fs.existsSync(addon) ? fs.statSync(addon).mtimeMs : 0;
   if (built < sources || !fs.existsSync(path.join(root, 'dpctl_memory_shim.so'))) {
     console.log('dpctl-memory setup: building the addon (release)');
-    run('npx', ['napi', 'build', '--platform', '--release']);
+    run('npx', ['napi', 'build', '--platform', '--release', '--no-js', '--dts', 'target/binding.d.ts']);
   }
 }
 

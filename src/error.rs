@@ -1,5 +1,5 @@
 //! The one error type of the crate. Every failure, from argument checks to the SYCL and
-//! CUDA runtimes, is a `MemoryError`; `src/js/errors.rs` turns it into a JS error with a
+//! CUDA runtimes, is a `MemoryError`; `src/js/errors.rs` hands it to the JS layer with a
 //! stable `code` in one place.
 
 /// Which JS error class a failure surfaces as.
@@ -90,9 +90,12 @@ pub enum MemoryError {
     /// Host memory larger than a JS `ArrayBuffer` or TypedArray may be.
     #[error("{0}")]
     HostBufferTooLarge(String),
-    /// A class constructor called without `new`.
+    /// A class constructor called without `new`, or one that cannot be called at all.
     #[error("{0}")]
     ConstructCallRequired(String),
+    /// A method called on an object that is not an instance of its class.
+    #[error("{0}")]
+    InvalidThis(String),
 }
 
 /// The fields of `__sycl_usm_array_interface__`, in dpctl's validation order.
@@ -154,6 +157,7 @@ impl MemoryError {
             Busy(_) => "ERR_USM_BUSY",
             ConstructCallRequired(_) => "ERR_CONSTRUCT_CALL_REQUIRED",
             HostBufferTooLarge(_) => "ERR_HOST_BUFFER_TOO_LARGE",
+            InvalidThis(_) => "ERR_INVALID_THIS",
         }
     }
 
@@ -161,7 +165,7 @@ impl MemoryError {
     pub fn class(&self) -> ErrorClass {
         use MemoryError::*;
         match self {
-            InvalidArgType(_) | NotUsm(_) | InvalidSyclObj(_) | InvalidFilter(_) | ConstructCallRequired(_) => {
+            InvalidArgType(_) | NotUsm(_) | InvalidSyclObj(_) | InvalidFilter(_) | ConstructCallRequired(_) | InvalidThis(_) => {
                 ErrorClass::TypeError
             }
             InterfaceMalformed { range: false, .. } => ErrorClass::TypeError,
@@ -178,10 +182,22 @@ impl MemoryError {
         }
     }
 
-    /// No device for a queue is a `SyclQueueCreationError`, as dpctl raises it.
+    /// No device for a queue, or a filter string that names none, is a
+    /// `SyclQueueCreationError`, as dpctl raises it.
     pub fn into_queue_creation(self) -> Self {
         match self {
-            MemoryError::DeviceNotFound(message) => MemoryError::QueueCreation(message),
+            MemoryError::DeviceNotFound(message) | MemoryError::InvalidFilter(message) => {
+                MemoryError::QueueCreation(message)
+            }
+            other => other,
+        }
+    }
+
+    /// A filter string that cannot be understood, given for a device, is a
+    /// `SyclDeviceCreationError`, as dpctl raises it.
+    pub fn into_device_creation(self) -> Self {
+        match self {
+            MemoryError::InvalidFilter(message) => MemoryError::DeviceNotFound(message),
             other => other,
         }
     }

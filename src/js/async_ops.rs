@@ -1,8 +1,9 @@
 //! The asynchronous copies: `copyToHostAsync`, `copyFromHostAsync`,
 //! `copyFromDeviceAsync` and `memsetAsync` run on libuv's thread pool and return
-//! Promises. Each task holds what it touches: the memory (its `Arc<Allocation>`) and the
-//! JS values (references, so GC cannot take them). `free()` during a task therefore
-//! releases only the object's own reference; the memory goes when the task settles.
+//! Promises. Each task holds the memory it touches (its `Arc<Allocation>`), and the JS
+//! layer's async methods hold the JS values until the Promise settles. `free()` during a
+//! task therefore releases only the object's own reference; the memory goes when the
+//! task settles.
 //!
 //! The host side: a worker thread touches JS memory only where JS cannot take it away
 //! meanwhile: a `SharedArrayBuffer`, or USM memory of ours (pinned when the pointer is
@@ -75,15 +76,13 @@ pub(crate) enum Operation {
 
 pub struct UsmTask {
     operation: Operation,
-    /// JS values kept alive until the task settles (host buffers, the source object).
-    keep: Vec<TaskRef>,
-    /// The value the Promise resolves to (`copyToHostAsync`'s destination).
+    /// `copyToHostAsync`'s destination, written when the task settles (bounce copies).
     result: Option<TaskRef>,
 }
 
 impl UsmTask {
-    pub(crate) fn new(operation: Operation, keep: Vec<TaskRef>, result: Option<TaskRef>) -> Self {
-        UsmTask { operation, keep, result }
+    pub(crate) fn new(operation: Operation, result: Option<TaskRef>) -> Self {
+        UsmTask { operation, result }
     }
 }
 
@@ -131,14 +130,10 @@ impl<'task> ScopedTask<'task> for UsmTask {
             };
             bytes.with_slice(|dst| copy_host(dst, staging));
         }
-        match &self.result {
-            Some(result) => result.get(env),
-            None => ().into_unknown(env),
-        }
+        ().into_unknown(env)
     }
 
     fn finally(self, _env: Env) -> napi::Result<()> {
-        drop(self.keep);
         drop(self.result);
         Ok(())
     }

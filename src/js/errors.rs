@@ -1,127 +1,74 @@
-//! The one place where a `MemoryError` becomes a JS error: the right class (`TypeError`,
-//! `RangeError`, `Error`, or one of the exported `USMAllocationError`,
-//! `SyclQueueCreationError`, `SyclDeviceCreationError`), the message, and a `code`.
+//! The one place where a `MemoryError` leaves Rust: a plain error object with the
+//! message, the stable `code`, and `errorClass`, the name of the class the JS layer
+//! throws it as (made there, in the caller's realm).
 
-use napi::bindgen_prelude::{FnArgs, Function, JsObjectValue, Object, Unknown};
+use napi::bindgen_prelude::{FnArgs, Function, JsObjectValue, Unknown};
 use napi::{Env, JsValue};
 use napi_derive::napi;
 
 use crate::error::{ErrorClass, MemoryError};
-use crate::js::ffi::JsRef;
 
-/// Every `code` a dpctl-memory error can carry (the same strings `MemoryError::code`
-/// returns; `__test__/docs.spec.mjs` checks that the two lists agree).
-#[napi(string_enum)]
-pub enum ErrorCode {
-    #[napi(value = "ERR_SUAI_MALFORMED")]
-    SuaiMalformed,
-    #[napi(value = "ERR_SUAI_OFFSET")]
-    SuaiOffset,
-    #[napi(value = "ERR_SUAI_VERSION")]
-    SuaiVersion,
-    #[napi(value = "ERR_SUAI_DATA")]
-    SuaiData,
-    #[napi(value = "ERR_SUAI_SYCLOBJ")]
-    SuaiSyclobj,
-    #[napi(value = "ERR_SUAI_SHAPE")]
-    SuaiShape,
-    #[napi(value = "ERR_SUAI_TYPESTR")]
-    SuaiTypestr,
-    #[napi(value = "ERR_SUAI_STRIDES")]
-    SuaiStrides,
-    #[napi(value = "ERR_INVALID_ARG_TYPE")]
-    InvalidArgType,
-    #[napi(value = "ERR_INVALID_SIZE")]
-    InvalidSize,
-    #[napi(value = "ERR_INVALID_ALIGNMENT")]
-    InvalidAlignment,
-    #[napi(value = "ERR_INVALID_FILL_VALUE")]
-    InvalidFillValue,
-    #[napi(value = "ERR_USM_ALLOCATION")]
-    UsmAllocation,
-    #[napi(value = "ERR_USM_FREED")]
-    UsmFreed,
-    #[napi(value = "ERR_NOT_USM")]
-    NotUsm,
-    #[napi(value = "ERR_SUAI_FOREIGN_POINTER")]
-    SuaiForeignPointer,
-    #[napi(value = "ERR_SUAI_OUT_OF_BOUNDS")]
-    SuaiOutOfBounds,
-    #[napi(value = "ERR_USM_KIND_MISMATCH")]
-    UsmKindMismatch,
-    #[napi(value = "ERR_UNKNOWN_USM_TYPE")]
-    UnknownUsmType,
-    #[napi(value = "ERR_DESTINATION_TOO_SMALL")]
-    DestinationTooSmall,
-    #[napi(value = "ERR_SOURCE_TOO_LARGE")]
-    SourceTooLarge,
-    #[napi(value = "ERR_NOT_HOST_ACCESSIBLE")]
-    NotHostAccessible,
-    #[napi(value = "ERR_READ_ONLY")]
-    ReadOnly,
-    #[napi(value = "ERR_INVALID_SYCLOBJ")]
-    InvalidSyclobj,
-    #[napi(value = "ERR_INVALID_FILTER")]
-    InvalidFilter,
-    #[napi(value = "ERR_DEVICE_NOT_FOUND")]
-    DeviceNotFound,
-    #[napi(value = "ERR_QUEUE_CREATION")]
-    QueueCreation,
-    #[napi(value = "ERR_SYCL_RUNTIME")]
-    SyclRuntime,
-    #[napi(value = "ERR_CUDA_DRIVER")]
-    CudaDriver,
-    #[napi(value = "ERR_EXTERNAL_BUFFERS_UNSUPPORTED")]
-    ExternalBuffersUnsupported,
-    #[napi(value = "ERR_USM_BUSY")]
-    UsmBusy,
-    #[napi(value = "ERR_CONSTRUCT_CALL_REQUIRED")]
-    ConstructCallRequired,
-    #[napi(value = "ERR_HOST_BUFFER_TOO_LARGE")]
-    HostBufferTooLarge,
+/// Every `code` a dpctl-memory error can carry, with the name the exported `ErrorCode`
+/// object gives it (`__test__/docs.spec.mjs` checks it against `MemoryError::code`, the
+/// typings and the README).
+pub const ERROR_CODES: &[(&str, &str)] = &[
+    ("SuaiMalformed", "ERR_SUAI_MALFORMED"),
+    ("SuaiOffset", "ERR_SUAI_OFFSET"),
+    ("SuaiVersion", "ERR_SUAI_VERSION"),
+    ("SuaiData", "ERR_SUAI_DATA"),
+    ("SuaiSyclobj", "ERR_SUAI_SYCLOBJ"),
+    ("SuaiShape", "ERR_SUAI_SHAPE"),
+    ("SuaiTypestr", "ERR_SUAI_TYPESTR"),
+    ("SuaiStrides", "ERR_SUAI_STRIDES"),
+    ("InvalidArgType", "ERR_INVALID_ARG_TYPE"),
+    ("InvalidSize", "ERR_INVALID_SIZE"),
+    ("InvalidAlignment", "ERR_INVALID_ALIGNMENT"),
+    ("InvalidFillValue", "ERR_INVALID_FILL_VALUE"),
+    ("UsmAllocation", "ERR_USM_ALLOCATION"),
+    ("UsmFreed", "ERR_USM_FREED"),
+    ("NotUsm", "ERR_NOT_USM"),
+    ("SuaiForeignPointer", "ERR_SUAI_FOREIGN_POINTER"),
+    ("SuaiOutOfBounds", "ERR_SUAI_OUT_OF_BOUNDS"),
+    ("UsmKindMismatch", "ERR_USM_KIND_MISMATCH"),
+    ("UnknownUsmType", "ERR_UNKNOWN_USM_TYPE"),
+    ("DestinationTooSmall", "ERR_DESTINATION_TOO_SMALL"),
+    ("SourceTooLarge", "ERR_SOURCE_TOO_LARGE"),
+    ("NotHostAccessible", "ERR_NOT_HOST_ACCESSIBLE"),
+    ("ReadOnly", "ERR_READ_ONLY"),
+    ("InvalidSyclobj", "ERR_INVALID_SYCLOBJ"),
+    ("InvalidFilter", "ERR_INVALID_FILTER"),
+    ("DeviceNotFound", "ERR_DEVICE_NOT_FOUND"),
+    ("QueueCreation", "ERR_QUEUE_CREATION"),
+    ("SyclRuntime", "ERR_SYCL_RUNTIME"),
+    ("CudaDriver", "ERR_CUDA_DRIVER"),
+    ("ExternalBuffersUnsupported", "ERR_EXTERNAL_BUFFERS_UNSUPPORTED"),
+    ("UsmBusy", "ERR_USM_BUSY"),
+    ("ConstructCallRequired", "ERR_CONSTRUCT_CALL_REQUIRED"),
+    ("HostBufferTooLarge", "ERR_HOST_BUFFER_TOO_LARGE"),
+    ("InvalidThis", "ERR_INVALID_THIS"),
+];
+
+/// `ERROR_CODES` for the JS layer, as `[name, code]` pairs.
+#[napi]
+pub fn error_codes() -> Vec<Vec<&'static str>> {
+    ERROR_CODES.iter().map(|(name, code)| vec![*name, *code]).collect()
 }
 
-/// The custom error classes, defined once per JS environment (main thread or worker).
-const ERROR_CLASSES_SOURCE: &str = r#"(() => {
-  const make = (name) => ({ [name]: class extends Error {
-    constructor(message, options) { super(message, options); }
-    get name() { return name; }
-  } })[name];
-  return {
-    USMAllocationError: make('USMAllocationError'),
-    SyclQueueCreationError: make('SyclQueueCreationError'),
-    SyclDeviceCreationError: make('SyclDeviceCreationError'),
-  };
-})()"#;
-
-/// Defines the error classes for this environment, puts them on `exports`, and returns
-/// a reference to them for `EnvState`.
-pub fn define_error_classes(env: &Env, exports: &mut Object) -> napi::Result<JsRef> {
-    let classes: Object = env.run_script(ERROR_CLASSES_SOURCE)?;
-    for name in ["USMAllocationError", "SyclQueueCreationError", "SyclDeviceCreationError"] {
-        let class: Unknown = classes.get_named_property(name)?;
-        exports.set_named_property(name, class)?;
+fn class_name(class: ErrorClass) -> &'static str {
+    match class {
+        ErrorClass::Error => "Error",
+        ErrorClass::TypeError => "TypeError",
+        ErrorClass::RangeError => "RangeError",
+        ErrorClass::UsmAllocation => "USMAllocationError",
+        ErrorClass::QueueCreation => "SyclQueueCreationError",
+        ErrorClass::DeviceCreation => "SyclDeviceCreationError",
     }
-    JsRef::new(&classes.to_unknown())
-}
-
-fn constructor<'env>(env: &'env Env, class: ErrorClass) -> napi::Result<Unknown<'env>> {
-    let (source, name) = match class {
-        ErrorClass::Error => (&crate::js::state::state(env)?.builtins, "Error"),
-        ErrorClass::TypeError => (&crate::js::state::state(env)?.builtins, "TypeError"),
-        ErrorClass::RangeError => (&crate::js::state::state(env)?.builtins, "RangeError"),
-        ErrorClass::UsmAllocation => (&crate::js::state::state(env)?.error_classes, "USMAllocationError"),
-        ErrorClass::QueueCreation => (&crate::js::state::state(env)?.error_classes, "SyclQueueCreationError"),
-        _ => (&crate::js::state::state(env)?.error_classes, "SyclDeviceCreationError"),
-    };
-    source.get(env)?.coerce_to_object()?.get_named_property(name)
 }
 
 fn build(env: &Env, err: &MemoryError) -> napi::Result<napi::Error> {
-    let ctor = constructor(env, err.class())?;
     let builtins = crate::js::state::state(env)?.builtins.get(env)?.coerce_to_object()?;
-    let make: Function<FnArgs<(Unknown, String, &str)>, Unknown> = builtins.get_named_property("makeError")?;
-    let value = make.call((ctor, err.to_string(), err.code()).into())?;
+    let make: Function<FnArgs<(String, &str, &str)>, Unknown> = builtins.get_named_property("makeError")?;
+    let value = make.call((err.to_string(), err.code(), class_name(err.class())).into())?;
     Ok(napi::Error::from(value))
 }
 

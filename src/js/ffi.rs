@@ -1,12 +1,12 @@
-//! The raw Node-API calls the JS layer needs beyond what napi-rs wraps: persistent
-//! references that are released on drop, external ArrayBuffers tied to an owner,
-//! detaching, and reading the bytes behind any host buffer argument. All `unsafe` of the
-//! JS layer lives here.
+//! The raw Node-API calls the binding needs beyond what napi-rs wraps: opaque handles
+//! (type-tagged externals that own a Rust value), persistent references that are
+//! released on drop, external ArrayBuffers tied to an owner, detaching, and reading the
+//! bytes behind any host buffer argument. All `unsafe` of the binding lives here.
 
 use std::ffi::c_void;
 use std::ptr;
 
-use napi::bindgen_prelude::{BigInt, ClassInstance, FromNapiValue, JavaScriptClassExt, MaybeTypeTag, Unknown};
+use napi::bindgen_prelude::{BigInt, Unknown};
 use napi::JsValue;
 use napi::ValueType;
 use napi::{sys, Env};
@@ -233,21 +233,6 @@ fn typed_array_element_size(kind: sys::napi_typedarray_type) -> Option<usize> {
     }
 }
 
-/// The Rust object behind a JS instance of the `#[napi]` class `T`, or `None` when
-/// `value` is not one. napi-rs checks the wrapped value's type tag, which is cheaper
-/// than `instanceof` and cannot be fooled by a borrowed prototype.
-pub fn class_instance<'env, T>(env: &Env, value: &Unknown<'env>) -> napi::Result<Option<ClassInstance<'env, T>>>
-where
-    T: JavaScriptClassExt + MaybeTypeTag + 'static,
-{
-    if value.get_type()? != ValueType::Object {
-        return Ok(None);
-    }
-    // SAFETY: `from_napi_value` unwraps only objects napi-rs wrapped and rejects any whose
-    // type tag is not `T`'s; failures are plain errors, mapped to `None` here.
-    Ok(unsafe { ClassInstance::<T>::from_napi_value(env.raw(), value.raw()) }.ok())
-}
-
 /// The bigint `value` holds (the caller checked its type).
 pub fn bigint(value: &Unknown) -> napi::Result<BigInt> {
     // SAFETY: `BigInt::from_napi_value` checks the value's type itself and fails cleanly.
@@ -301,98 +286,54 @@ impl TaskBytes {
     }
 }
 
-/// Refuses a constructor call made without `new` (napi-rs would wrap the receiver,
-/// `globalThis` or the exports object, instead of a new instance).
-pub fn ensure_constructed<T>(env: &Env, this: &Unknown, class: &str) -> napi::Result<()>
-where
-    T: JavaScriptClassExt + 'static,
-{
-    let constructed = this.get_type()? == ValueType::Object && T::instance_of(env, this)?;
-    if constructed {
-        return Ok(());
-    }
-    Err(crate::js::errors::to_js_error(
-        env,
-        crate::error::MemoryError::ConstructCallRequired(format!("Class constructor {class} cannot be invoked without 'new'")),
-    ))
+/// A Rust value owned by a JS external: the opaque handle the JS classes keep in a
+/// private field and pass back to the binding's functions.
+pub trait Handle: Sized + 'static {
+    /// Tells handles of different types (and externals of other addons) apart.
+    const TAG: sys::napi_type_tag;
+    /// Runs when the engine collects the handle, on the environment's thread.
+    fn collected(self, _env: &Env) {}
 }
 
-/// The own enumerable string-keyed properties of `object` (those `Object::keys` lists),
-/// as `(name, value)`. One names array and one read per property: cheaper than looking
-/// up every name an options bag might have. Names longer than 64 bytes are cut (they
-/// only ever appear in an "unknown option" message).
-pub fn own_properties<'env>(env: &'env Env, object: &Unknown<'env>) -> napi::Result<Vec<(String, Unknown<'env>)>> {
-    let (env_raw, raw) = (env.raw(), object.raw());
-    let mut names = ptr::null_mut();
-    // SAFETY: `raw` is a live object value of `env`, `names` the array Node-API returns
-    // for it, and every out-pointer a local (so for every call below).
-    let status = unsafe {
-        sys::napi_get_all_property_names(
-            env_raw,
-            raw,
-            sys::KeyCollectionMode::own_only,
-            sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
-            sys::KeyConversion::numbers_to_strings,
-            &mut names,
-        )
-    };
-    check(status, "napi_get_all_property_names")?;
-    let mut length = 0u32;
-    // SAFETY: see above.
-    check(unsafe { sys::napi_get_array_length(env_raw, names, &mut length) }, "napi_get_array_length")?;
-    let mut properties = Vec::with_capacity(length as usize);
-    for index in 0..length {
-        let mut key = ptr::null_mut();
-        // SAFETY: see above.
-        check(unsafe { sys::napi_get_element(env_raw, names, index, &mut key) }, "napi_get_element")?;
-        let mut buffer = [0u8; 65];
-        let mut written = 0usize;
-        // SAFETY: see above; Node-API writes at most `buffer.len() - 1` bytes and a NUL.
-        let status = unsafe { sys::napi_get_value_string_utf8(env_raw, key, buffer.as_mut_ptr().cast(), buffer.len(), &mut written) };
-        check(status, "napi_get_value_string_utf8")?;
-        let mut value = ptr::null_mut();
-        // SAFETY: see above.
-        check(unsafe { sys::napi_get_property(env_raw, raw, key, &mut value) }, "napi_get_property")?;
-        let name = String::from_utf8_lossy(&buffer[..written.min(64)]).into_owned();
-        // SAFETY: `value` was just produced by Node-API for `env`.
-        properties.push((name, unsafe { Unknown::from_raw_unchecked(env_raw, value) }));
+/// Hands `value` to a new handle; the engine drops it (through `Handle::collected`)
+/// when the handle is collected.
+pub fn wrap_handle<'env, T: Handle>(env: &'env Env, value: T) -> napi::Result<Unknown<'env>> {
+    unsafe extern "C" fn finalize<T: Handle>(env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+        // SAFETY: `data` is the `Box<T>` leaked in `wrap_handle`, handed to exactly one
+        // finalizer call, on the environment's thread.
+        let value = unsafe { Box::from_raw(data.cast::<T>()) };
+        value.collected(&Env::from_raw(env));
     }
-    Ok(properties)
+    let data = Box::into_raw(Box::new(value));
+    let mut external = ptr::null_mut();
+    // SAFETY: `data` stays valid until the finalizer, which Node-API calls once.
+    let status = unsafe { sys::napi_create_external(env.raw(), data.cast(), Some(finalize::<T>), ptr::null_mut(), &mut external) };
+    if status != sys::Status::napi_ok {
+        // SAFETY: the external was not made, so nothing else owns `data`.
+        drop(unsafe { Box::from_raw(data) });
+        return Err(napi::Error::new(napi::Status::from(status), "napi_create_external failed"));
+    }
+    // SAFETY: `external` is the live value just made; the tag is a static.
+    check(unsafe { sys::napi_type_tag_object(env.raw(), external, &T::TAG) }, "napi_type_tag_object")?;
+    // SAFETY: `external` was just produced by Node-API for `env`.
+    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), external) })
 }
 
-/// Defines a read-only, non-enumerable, non-configurable property `key` of `object`: a
-/// JS-to-JS edge the garbage collector sees, unlike a persistent reference.
-pub fn set_hidden(env: &Env, object: &Unknown, key: &Unknown, value: &Unknown) -> napi::Result<()> {
-    let descriptor = sys::napi_property_descriptor {
-        utf8name: ptr::null(),
-        name: key.raw(),
-        method: None,
-        getter: None,
-        setter: None,
-        value: value.raw(),
-        attributes: sys::PropertyAttributes::default,
-        data: ptr::null_mut(),
-    };
-    // SAFETY: `object`, `key` and `value` are live values of `env`; the descriptor array
-    // of one entry outlives the call.
-    let status = unsafe { sys::napi_define_properties(env.raw(), object.raw(), 1, &descriptor) };
-    check(status, "napi_define_properties")
-}
-
-/// `object[key]` when `object` has `key` (a symbol) as an own property, else `None`:
-/// nothing on the prototype chain (where a user could put a getter) is consulted.
-pub fn get_own_keyed<'env>(env: &'env Env, object: &Unknown<'env>, key: &Unknown) -> napi::Result<Option<Unknown<'env>>> {
-    let mut own = false;
-    // SAFETY: `object` and `key` are live values of `env`; `own` is an out-pointer.
-    let status = unsafe { sys::napi_has_own_property(env.raw(), object.raw(), key.raw(), &mut own) };
-    check(status, "napi_has_own_property")?;
-    if !own {
-        return Ok(None);
+/// The value behind a handle of type `T`; an error for anything else. The reference
+/// lives as long as `value`, which keeps the handle (and so the value) from collection.
+pub fn handle_of<'v, T: Handle>(env: &Env, value: &Unknown<'v>) -> napi::Result<&'v T> {
+    if value.get_type()? != ValueType::External {
+        return Err(napi::Error::new(napi::Status::InvalidArg, "not a dpctl-memory handle"));
     }
-    let mut value = ptr::null_mut();
-    // SAFETY: `object` and `key` are live values of `env`; `value` is an out-pointer.
-    let status = unsafe { sys::napi_get_property(env.raw(), object.raw(), key.raw(), &mut value) };
-    check(status, "napi_get_property")?;
-    // SAFETY: `value` was just produced by Node-API for `env`.
-    Ok(Some(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }))
+    let mut tagged = false;
+    // SAFETY: `value` is a live external of `env`; `tagged` is an out-pointer.
+    check(unsafe { sys::napi_check_object_type_tag(env.raw(), value.raw(), &T::TAG, &mut tagged) }, "napi_check_object_type_tag")?;
+    if !tagged {
+        return Err(napi::Error::new(napi::Status::InvalidArg, "a dpctl-memory handle of another type"));
+    }
+    let mut data = ptr::null_mut();
+    // SAFETY: as above; `data` is an out-pointer.
+    check(unsafe { sys::napi_get_value_external(env.raw(), value.raw(), &mut data) }, "napi_get_value_external")?;
+    // SAFETY: the tag proves `data` is the `Box<T>` of `wrap_handle`, alive while `value` is.
+    Ok(unsafe { &*data.cast::<T>() })
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{MemoryError, Result};
 use crate::memory::filter;
-use crate::provider::{self, Device, DeviceType, Queue};
+use crate::provider::{self, Context, Device, DeviceType, Queue};
 
 pub struct RegisteredDevice {
     pub device: Arc<dyn Device>,
@@ -142,11 +142,63 @@ impl Registry {
         Ok(queue)
     }
 
+    /// The devices `getDevices(filter)` lists: every device without a filter; the one
+    /// device a filter with an index names; else every device of the backend and type
+    /// the filter names. A filter that parses but matches nothing gives an empty list.
+    pub fn matching(&self, filter_text: Option<&str>) -> Result<Vec<Arc<dyn Device>>> {
+        let Some(text) = filter_text else {
+            return Ok(self.devices.iter().map(|e| e.device.clone()).collect());
+        };
+        let parsed = filter::parse_filter(text)?;
+        if parsed.index.is_some() {
+            return Ok(self.select(Some(text)).into_iter().collect());
+        }
+        Ok(self
+            .devices
+            .iter()
+            .filter(|e| parsed.matches(&e.device.info().backend, e.device.info().device_type))
+            .map(|e| e.device.clone())
+            .collect())
+    }
+
+    /// A queue as `new SyclQueue(target?, device?)` makes it: in `context` when given (on
+    /// `device`, else on the context's first device), else on `device` (the default
+    /// device when none is named) in its default context. Every failure to find a
+    /// device is a queue-creation error, as dpctl raises it.
+    pub fn make_queue(&self, context: Option<Arc<dyn Context>>, device: DeviceChoice) -> Result<Arc<dyn Queue>> {
+        let named = match device {
+            DeviceChoice::Default => None,
+            DeviceChoice::Device(device) => Some(Ok(device)),
+            DeviceChoice::Filter(text) => Some(self.select(Some(&text))),
+        };
+        let made = match context {
+            Some(context) => {
+                let device = named.unwrap_or_else(|| {
+                    context.devices().into_iter().next().ok_or_else(|| MemoryError::QueueCreation("the context has no devices".into()))
+                });
+                device.and_then(|device| context.create_queue(&device))
+            }
+            None => named
+                .unwrap_or_else(|| self.select(None))
+                .and_then(|device| device.default_context()?.create_queue(&device)),
+        };
+        made.map_err(MemoryError::into_queue_creation)
+    }
+
     /// The cached queue of the default device.
     pub fn default_queue(&self) -> Result<Arc<dyn Queue>> {
         let device = self.select(None)?;
         self.cached_queue(&device)
     }
+}
+
+/// The device a queue is made for.
+pub enum DeviceChoice {
+    /// The default device, or the context's first device.
+    Default,
+    Device(Arc<dyn Device>),
+    /// A filter string, resolved by [`Registry::select`].
+    Filter(String),
 }
 
 fn device_key(device: &Arc<dyn Device>) -> (&str, DeviceType) {

@@ -229,6 +229,48 @@ impl UsmMemory {
         Ok(out)
     }
 
+    /// The memory of `source` as memory of `kind`, as the constructors
+    /// `new MemoryUSM<Kind>(usmObj, { copy, queue })` make it: `source` itself when it
+    /// is of that kind (zero-copy); with `copy`, a new allocation of `kind` on `queue`
+    /// holding a copy of it (given back at once if the copy fails); else an error.
+    pub fn adopt(source: UsmMemory, kind: UsmKind, copy: bool, queue: &Arc<dyn Queue>) -> Result<Adopted> {
+        let source_kind = source.usm_type(None);
+        if source_kind == kind {
+            return Ok(Adopted::View(source));
+        }
+        if !copy {
+            return Err(MemoryError::KindMismatch(format!(
+                "USM pointer in the argument {} is not a USM {} pointer. Zero-copy operation is not possible with copy=false. Either use copy: true, or use a constructor appropriate for type '{}'",
+                source.describe(),
+                kind.name(),
+                source_kind.name()
+            )));
+        }
+        let memory = UsmMemory::allocate(queue, kind, source.nbytes(), 0)?;
+        memory.copy_from_device(&source)?;
+        Ok(Adopted::Copy(memory))
+    }
+
+    /// `(address, length)` of the bytes a zero-copy `ArrayBuffer` may view: only host
+    /// and shared memory, never memory of a read-only interface (JS buffers cannot be
+    /// read-only), and at most `max_len` bytes (the engine's `ArrayBuffer` limit).
+    pub fn host_view(&self, max_len: u64) -> Result<(Address, usize)> {
+        if !self.kind.host_accessible() {
+            return Err(MemoryError::NotHostAccessible(
+                "USM device memory is not host accessible: copy it with copyToHost() instead".into(),
+            ));
+        }
+        if self.read_only {
+            return Err(MemoryError::ReadOnly(
+                "this memory comes from a read-only __sycl_usm_array_interface__: JS ArrayBuffers cannot be read-only, so it has no buffer; use copyToHost()".into(),
+            ));
+        }
+        match usize::try_from(self.nbytes) {
+            Ok(len) if self.nbytes <= max_len => Ok((self.address, len)),
+            _ => Err(too_large_for_host(self.nbytes, max_len)),
+        }
+    }
+
     /// `<SYCL(TM) USM-shared allocation of 16 bytes at 0x…>`, as dpctl's `repr`.
     pub fn describe(&self) -> String {
         format!(
@@ -238,4 +280,19 @@ impl UsmMemory {
             self.address
         )
     }
+}
+
+/// What [`UsmMemory::adopt`] made.
+pub enum Adopted {
+    /// The source memory itself.
+    View(UsmMemory),
+    /// A new allocation holding a copy.
+    Copy(UsmMemory),
+}
+
+/// Host memory of `nbytes` is more than one JS `ArrayBuffer` may hold (`max_len`).
+pub fn too_large_for_host(nbytes: u64, max_len: u64) -> MemoryError {
+    MemoryError::HostBufferTooLarge(format!(
+        "{nbytes} bytes is more than a JS ArrayBuffer may hold here ({max_len} bytes): copy it in parts with an interface view, or use copyFromDevice"
+    ))
 }

@@ -1,0 +1,22 @@
+// ESM entry: the very objects of the CommonJS entry (no dual-package hazard).
+import lib from './index.js';
+
+export const {
+  _Memory,
+  MemoryUSMDevice,
+  MemoryUSMHost,
+  MemoryUSMShared,
+  asUsmMemory,
+  SyclDevice,
+  SyclContext,
+  SyclQueue,
+  getDevices,
+  getRuntimeDiagnostics,
+  poolStats,
+  poolTrim,
+  ErrorCode,
+  USMAllocationError,
+  SyclQueueCreationError,
+  SyclDeviceCreationError,
+} = lib;
+export default lib;

@@ -1,0 +1,329 @@
+'use strict';
+// `SyclDevice`, `SyclContext`, `SyclQueue`, `getDevices`: the subset of dpctl's device
+// model that memory needs, as plain JS classes over the binding's handles.
+const native = require('./native.js');
+const { typeError, fromNative } = require('./errors.js');
+const { display, typeName, stringArg } = require('./values.js');
+
+/** Module-private: constructs a class around a handle the binding returned. */
+const INTERNAL = Symbol('dpctl-memory internal');
+const inspect = Symbol.for('nodejs.util.inspect.custom');
+
+let deviceHandle;
+let contextHandle;
+let queueHandle;
+let isDevice;
+let isContext;
+let isQueue;
+
+/** A SYCL device: a CPU or GPU that USM memory can live on. */
+class SyclDevice {
+  #handle;
+  #facts;
+
+  /**
+   * Selects a device by SYCL filter string (`backend:type:index`, every part optional),
+   * or the default device (a GPU if there is one).
+   */
+  constructor(filter, handle) {
+    if (filter === INTERNAL) {
+      this.#handle = handle;
+    } else {
+      const text = filter === undefined || filter === null ? undefined : stringArg(filter, 'filter');
+      try {
+        this.#handle = native.deviceSelect(text);
+      } catch (error) {
+        throw fromNative(error);
+      }
+    }
+    this.#facts = factsOf(this.#handle);
+  }
+
+  static #factsOf(self, member) {
+    if (typeof self !== 'object' || self === null || !(#facts in self)) {
+      throw typeError(`SyclDevice.prototype.${member} called on an object that is not a SyclDevice`, 'ERR_INVALID_THIS');
+    }
+    return self.#facts;
+  }
+
+  get name() {
+    return SyclDevice.#factsOf(this, 'name').name;
+  }
+  get vendor() {
+    return SyclDevice.#factsOf(this, 'vendor').vendor;
+  }
+  /** `'opencl'`, `'level_zero'`, `'cuda'`, ... */
+  get backend() {
+    return SyclDevice.#factsOf(this, 'backend').backend;
+  }
+  /** `'cpu'`, `'gpu'`, `'accelerator'`, `'custom'` or `'unknown'`. */
+  get deviceType() {
+    return SyclDevice.#factsOf(this, 'deviceType').deviceType;
+  }
+  /** The filter string that selects exactly this device, e.g. `'opencl:cpu:0'`. */
+  get filterString() {
+    return SyclDevice.#factsOf(this, 'filterString').filterString;
+  }
+  get driverVersion() {
+    return SyclDevice.#factsOf(this, 'driverVersion').driverVersion;
+  }
+  get globalMemSize() {
+    return SyclDevice.#factsOf(this, 'globalMemSize').globalMemSize;
+  }
+  get maxMemAllocSize() {
+    return SyclDevice.#factsOf(this, 'maxMemAllocSize').maxMemAllocSize;
+  }
+  /** The names of every aspect the device has (a new array on every read). */
+  get aspects() {
+    return [...SyclDevice.#factsOf(this, 'aspects').aspects];
+  }
+  hasAspect(name) {
+    const facts = SyclDevice.#factsOf(this, 'hasAspect');
+    return facts.aspects.includes(stringArg(name, 'aspect name'));
+  }
+  equals(other) {
+    const handle = SyclDevice.#factsOf(this, 'equals') && this.#handle;
+    if (!isDevice(other)) throw typeError(`expected a SyclDevice, got ${typeName(other)}`);
+    return native.deviceEquals(handle, other.#handle);
+  }
+  toString() {
+    const facts = SyclDevice.#factsOf(this, 'toString');
+    return `<SyclDevice ${facts.filterString} '${facts.name}'>`;
+  }
+  [inspect]() {
+    const facts = SyclDevice.#factsOf(this, 'inspect');
+    return `SyclDevice { filterString: '${facts.filterString}', name: '${facts.name}' }`;
+  }
+
+  static {
+    isDevice = (value) => typeof value === 'object' && value !== null && #handle in value;
+    deviceHandle = (device) => device.#handle;
+  }
+}
+
+function copyFacts(facts) {
+  return Object.freeze({
+    name: facts.name,
+    vendor: facts.vendor,
+    backend: facts.backend,
+    deviceType: facts.deviceType,
+    driverVersion: facts.driverVersion,
+    filterString: facts.filterString,
+    globalMemSize: facts.globalMemSize,
+    maxMemAllocSize: facts.maxMemAllocSize,
+    aspects: Object.freeze([...facts.aspects]),
+  });
+}
+const factsOf = (handle) => copyFacts(native.deviceFacts(handle));
+
+const devicesOf = (handles) => {
+  const devices = [];
+  for (let i = 0; i < handles.length; i++) devices.push(new SyclDevice(INTERNAL, handles[i]));
+  return devices;
+};
+
+/** A SyclDevice or a filter string, as the device handle the binding takes. */
+function deviceHandleArg(value) {
+  if (isDevice(value)) return deviceHandle(value);
+  if (typeof value === 'string') {
+    try {
+      return native.deviceSelect(value);
+    } catch (error) {
+      throw fromNative(error);
+    }
+  }
+  throw typeError(`expected a SyclDevice or a filter string, got ${display(value)}`);
+}
+
+/** A SYCL context: the scope in which USM pointers are valid. */
+class SyclContext {
+  #handle;
+  #devices;
+
+  /**
+   * With no argument, the default context of the default device. With a `SyclDevice`
+   * or filter string, a new context of its own for that device, as dpctl's.
+   */
+  constructor(device, handle) {
+    if (device === INTERNAL) {
+      this.#handle = handle;
+      return;
+    }
+    const named = device === undefined || device === null ? undefined : deviceHandleArg(device);
+    try {
+      this.#handle = named === undefined ? native.contextDefault() : native.deviceCreateContext(named);
+    } catch (error) {
+      throw fromNative(error);
+    }
+  }
+
+  static #handleOf(self, member) {
+    if (typeof self !== 'object' || self === null || !(#handle in self)) {
+      throw typeError(`SyclContext.prototype.${member} called on an object that is not a SyclContext`, 'ERR_INVALID_THIS');
+    }
+    return self.#handle;
+  }
+
+  /** The devices of this context (a new array on every read). */
+  get devices() {
+    const handle = SyclContext.#handleOf(this, 'devices');
+    this.#devices ??= devicesOf(native.contextDevices(handle));
+    return [...this.#devices];
+  }
+  equals(other) {
+    const handle = SyclContext.#handleOf(this, 'equals');
+    if (!isContext(other)) throw typeError(`expected a SyclContext, got ${typeName(other)}`);
+    return native.contextEquals(handle, other.#handle);
+  }
+  toString() {
+    SyclContext.#handleOf(this, 'toString');
+    return `<SyclContext for ${this.devices.map((d) => d.filterString).join(', ')}>`;
+  }
+  [inspect]() {
+    SyclContext.#handleOf(this, 'inspect');
+    return `SyclContext { devices: [${this.devices.map((d) => `'${d.filterString}'`).join(', ')}] }`;
+  }
+
+  static {
+    isContext = (value) => typeof value === 'object' && value !== null && #handle in value;
+    contextHandle = (context) => context.#handle;
+  }
+}
+
+/** A SYCL queue: where copies and fills run, and what allocations are made through. */
+class SyclQueue {
+  #handle;
+  #device;
+  #context;
+
+  /**
+   * `new SyclQueue()`: the default device. `new SyclQueue('gpu')` or
+   * `new SyclQueue(device)`: that device, in its default context.
+   * `new SyclQueue(context, device?)`: in that context (on its first device if none is
+   * given). Throws `SyclQueueCreationError` when no device matches or no runtime is
+   * installed.
+   */
+  constructor(target, device) {
+    if (target === INTERNAL) {
+      this.#handle = device;
+      return;
+    }
+    const given = (value) => value !== undefined && value !== null;
+    let context;
+    let deviceArg;
+    let filter;
+    if (given(target) && isContext(target)) {
+      context = contextHandle(target);
+      if (given(device)) {
+        if (isDevice(device)) deviceArg = deviceHandle(device);
+        else if (typeof device === 'string') filter = device;
+        else throw typeError(`expected a SyclDevice or a filter string, got ${display(device)}`);
+      }
+    } else {
+      if (given(device)) throw typeError('a device may follow only a SyclContext: new SyclQueue(context, device)');
+      if (isDevice(target)) deviceArg = deviceHandle(target);
+      else if (typeof target === 'string') filter = target;
+      else if (given(target)) throw typeError(`expected a SyclDevice, a SyclContext or a filter string, got ${display(target)}`);
+    }
+    try {
+      this.#handle = native.queueCreate(context, deviceArg, filter);
+    } catch (error) {
+      throw fromNative(error);
+    }
+  }
+
+  static #handleOf(self, member) {
+    if (typeof self !== 'object' || self === null || !(#handle in self)) {
+      throw typeError(`SyclQueue.prototype.${member} called on an object that is not a SyclQueue`, 'ERR_INVALID_THIS');
+    }
+    return self.#handle;
+  }
+
+  get syclDevice() {
+    const handle = SyclQueue.#handleOf(this, 'syclDevice');
+    return (this.#device ??= new SyclDevice(INTERNAL, native.queueDevice(handle)));
+  }
+  get syclContext() {
+    const handle = SyclQueue.#handleOf(this, 'syclContext');
+    return (this.#context ??= new SyclContext(INTERNAL, native.queueContext(handle)));
+  }
+  /** Waits for everything submitted to the queue. */
+  wait() {
+    const handle = SyclQueue.#handleOf(this, 'wait');
+    try {
+      native.queueWait(handle);
+    } catch (error) {
+      throw fromNative(error);
+    }
+  }
+  equals(other) {
+    const handle = SyclQueue.#handleOf(this, 'equals');
+    if (!isQueue(other)) throw typeError(`expected a SyclQueue, got ${typeName(other)}`);
+    return native.queueEquals(handle, other.#handle);
+  }
+  toString() {
+    SyclQueue.#handleOf(this, 'toString');
+    return `<SyclQueue on ${this.syclDevice.filterString}>`;
+  }
+  [inspect]() {
+    SyclQueue.#handleOf(this, 'inspect');
+    const device = this.syclDevice;
+    return `SyclQueue { device: '${device.filterString}', name: '${device.name}' }`;
+  }
+
+  static {
+    isQueue = (value) => typeof value === 'object' && value !== null && #handle in value;
+    queueHandle = (queue) => queue.#handle;
+  }
+}
+
+/** This realm's `SyclQueue` of each device's cached queue (dpctl's cached queue). */
+const cachedQueues = new Map();
+
+/** The cached queue of `device` (a device handle; the default device when undefined). */
+function cachedQueue(device) {
+  const key = device === undefined ? '' : native.deviceFacts(device).filterString;
+  let queue = cachedQueues.get(key);
+  if (queue === undefined) {
+    let handle;
+    try {
+      handle = native.queueCached(device);
+    } catch (error) {
+      throw fromNative(error);
+    }
+    queue = new SyclQueue(INTERNAL, handle);
+    cachedQueues.set(key, queue);
+  }
+  return queue;
+}
+
+/** Every device dpctl-memory can use, or those a filter string matches. */
+function getDevices(filter) {
+  const text = filter === undefined || filter === null ? undefined : stringArg(filter, 'filter');
+  try {
+    return devicesOf(native.deviceList(text));
+  } catch (error) {
+    throw fromNative(error);
+  }
+}
+
+/** Why no device is available from each runtime that did not load (empty when all did). */
+function getRuntimeDiagnostics() {
+  return [...native.runtimeDiagnostics()];
+}
+
+module.exports = {
+  INTERNAL,
+  SyclDevice,
+  SyclContext,
+  SyclQueue,
+  getDevices,
+  getRuntimeDiagnostics,
+  cachedQueue,
+  deviceHandle: (device) => deviceHandle(device),
+  contextHandle: (context) => contextHandle(context),
+  queueHandle: (queue) => queueHandle(queue),
+  isDevice: (value) => isDevice(value),
+  isContext: (value) => isContext(value),
+  isQueue: (value) => isQueue(value),
+};

@@ -1,0 +1,77 @@
+'use strict';
+// The error classes and the one translation of the binding's errors: every error this
+// package throws is made here, in the realm that loaded the package, with a `code`.
+const native = require('./native.js');
+
+const { Error, TypeError, RangeError, Object } = globalThis;
+const defineProperty = Object.defineProperty;
+
+/** `{ SuaiMalformed: 'ERR_SUAI_MALFORMED', ... }`: the binding's table, frozen. */
+const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes()));
+const CODES = new Set(Object.values(ErrorCode));
+
+function withCode(error, code) {
+  defineProperty(error, 'code', { value: code, writable: true, enumerable: true, configurable: true });
+  return error;
+}
+
+/** A dpctl error class whose instances carry `defaultCode` unless given another. */
+function errorClass(name, defaultCode) {
+  const Class = {
+    [name]: class extends Error {
+      constructor(message, options) {
+        super(message, options);
+        withCode(this, options?.code ?? defaultCode);
+      }
+      get name() {
+        return name;
+      }
+    },
+  }[name];
+  return Class;
+}
+
+const USMAllocationError = errorClass('USMAllocationError', ErrorCode.UsmAllocation);
+const SyclQueueCreationError = errorClass('SyclQueueCreationError', ErrorCode.QueueCreation);
+const SyclDeviceCreationError = errorClass('SyclDeviceCreationError', ErrorCode.DeviceNotFound);
+
+const CLASSES = { Error, TypeError, RangeError, USMAllocationError, SyclQueueCreationError, SyclDeviceCreationError };
+
+/** An error of class `className` (one of `CLASSES`) with `code`. */
+function makeError(className, message, code) {
+  const Class = CLASSES[className] ?? Error;
+  if (Class === USMAllocationError || Class === SyclQueueCreationError || Class === SyclDeviceCreationError) {
+    return new Class(message, { code });
+  }
+  return withCode(new Class(message), code);
+}
+
+const typeError = (message, code = ErrorCode.InvalidArgType) => makeError('TypeError', message, code);
+const rangeError = (message, code) => makeError('RangeError', message, code);
+
+/**
+ * The error to throw for what the binding threw: the class it names, made here. Anything
+ * else (a failure of Node-API itself) keeps its message under `ERR_INTERNAL`.
+ */
+function fromNative(error) {
+  if (error !== null && typeof error === 'object' && CODES.has(error.code) && typeof error.errorClass === 'string') {
+    return makeError(error.errorClass, error.message, error.code);
+  }
+  const message = error !== null && typeof error === 'object' ? String(error.message) : String(error);
+  return withCode(new Error(`dpctl-memory internal error: ${message}`), 'ERR_INTERNAL');
+}
+
+const invalidThis = (className, member) =>
+  typeError(`${className}.prototype.${member} called on an object that is not a ${className}`, ErrorCode.InvalidThis);
+
+module.exports = {
+  ErrorCode,
+  USMAllocationError,
+  SyclQueueCreationError,
+  SyclDeviceCreationError,
+  makeError,
+  typeError,
+  rangeError,
+  fromNative,
+  invalidThis,
+};

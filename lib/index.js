@@ -1,0 +1,25 @@
+'use strict';
+// The public surface: every export, defined once here.
+const errors = require('./errors.js');
+const device = require('./device.js');
+const memory = require('./memory.js');
+const pool = require('./pool.js');
+
+module.exports = {
+  _Memory: memory._Memory,
+  MemoryUSMDevice: memory.MemoryUSMDevice,
+  MemoryUSMHost: memory.MemoryUSMHost,
+  MemoryUSMShared: memory.MemoryUSMShared,
+  asUsmMemory: memory.asUsmMemory,
+  SyclDevice: device.SyclDevice,
+  SyclContext: device.SyclContext,
+  SyclQueue: device.SyclQueue,
+  getDevices: device.getDevices,
+  getRuntimeDiagnostics: device.getRuntimeDiagnostics,
+  poolStats: pool.poolStats,
+  poolTrim: pool.poolTrim,
+  ErrorCode: errors.ErrorCode,
+  USMAllocationError: errors.USMAllocationError,
+  SyclQueueCreationError: errors.SyclQueueCreationError,
+  SyclDeviceCreationError: errors.SyclDeviceCreationError,
+};

@@ -1,0 +1,503 @@
+'use strict';
+// `_Memory` and its subclasses `MemoryUSMDevice`, `MemoryUSMHost`, `MemoryUSMShared`,
+// and `asUsmMemory`: plain JS classes over the binding's memory handles. Facts that
+// never change (nbytes, kind, pointer, the zero-copy buffer once made) are fields;
+// options and `__sycl_usm_array_interface__` dictionaries are read here, before the
+// binding is called, so no user code runs while the binding holds a raw pointer.
+const native = require('./native.js');
+const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis } = require('./errors.js');
+const { display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg } = require('./values.js');
+const devices = require('./device.js');
+
+const { INTERNAL, SyclQueue, cachedQueue, queueHandle, contextHandle, deviceHandle, isQueue, isContext, isDevice } = devices;
+const { ArrayBuffer, Uint8Array, Object, WeakMap, Symbol } = globalThis;
+const setPrototypeOf = Object.setPrototypeOf;
+const keys = Object.keys;
+
+const SUAI = '__sycl_usm_array_interface__';
+const KIND_NAMES = ['unknown', 'device', 'shared', 'host'];
+const DEVICE = 1;
+const SHARED = 2;
+const HOST = 3;
+const MAX_BUFFER_LENGTH = native.maxBufferLength();
+const MAX_LIST = 1024;
+const inspect = Symbol.for('nodejs.util.inspect.custom');
+const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
+
+/** Keeps an exporter alive as long as the zero-copy buffer over its memory. */
+const bufferOwners = new WeakMap();
+
+let defaultQueueObject;
+const defaultQueue = () => (defaultQueueObject ??= cachedQueue(undefined));
+
+const freedError = () => makeError('Error', 'USM memory has been freed: this object can no longer be used', ErrorCode.UsmFreed);
+const tooLarge = (nbytes) =>
+  rangeError(
+    `${nbytes} bytes is more than a JS ArrayBuffer may hold here (${MAX_BUFFER_LENGTH} bytes): copy it in parts with an interface view, or use copyFromDevice`,
+    ErrorCode.HostBufferTooLarge,
+  );
+const notUsm = (value) => typeError(`Argument ${display(value)} does not expose \`${SUAI}\`.`, ErrorCode.NotUsm);
+
+const NO_OPTIONS = Object.freeze({ alignment: 0, queue: undefined, copy: false });
+
+/** `{ alignment?, queue?, copy? }`: own enumerable properties only, unknown names refused. */
+function readOptions(options) {
+  if (options === undefined || options === null) return NO_OPTIONS;
+  if (typeof options !== 'object') throw typeError(`options must be an object, not ${typeName(options)}`);
+  if (Array.isArray(options)) throw typeError('options must be a plain object, not an array');
+  if (isQueue(options) || isContext(options) || isDevice(options) || isMemory(options)) {
+    throw typeError('options must be a plain object such as { queue }, not a SyclQueue, SyclContext, SyclDevice or memory object');
+  }
+  let alignment = 0;
+  let queue;
+  let copy = false;
+  for (const name of keys(options)) {
+    const value = options[name];
+    const given = value !== undefined && value !== null;
+    if (name === 'alignment') {
+      if (given) alignment = alignmentArg(value);
+    } else if (name === 'queue') {
+      if (given && !isQueue(value)) throw typeError(`queue must be a SyclQueue, not ${display(value)}`);
+      if (given) queue = value;
+    } else if (name === 'copy') {
+      if (given) copy = boolArg(value, 'copy');
+    } else {
+      throw typeError(`unknown option '${name.slice(0, 64)}': the options are alignment, queue and copy`);
+    }
+  }
+  return { alignment, queue, copy };
+}
+
+/** A plain copy of an interface field the binding can read without running user code. */
+function plainField(value, depth = 0) {
+  if (typeof value === 'function') return plainFunction;
+  if (typeof value !== 'object' || value === null) return value;
+  if (!Array.isArray(value)) return plainObject;
+  if (depth > 0) return plainArray;
+  const length = value.length;
+  if (length > MAX_LIST) return new Array(length);
+  const copy = [];
+  for (let i = 0; i < length; i++) copy.push(plainField(value[i], 1));
+  return copy;
+}
+const plainFunction = () => {};
+const plainObject = {};
+const plainArray = [];
+
+/** The memory an exporter's interface describes: a new handle, with its queue object. */
+function consumeInterface(exporter) {
+  const iface = exporter[SUAI];
+  if (typeof iface !== 'object' || iface === null || Array.isArray(iface)) {
+    throw typeError(`Argument ${display(exporter)} does not correctly expose \`${SUAI}\`: it must be an object.`, ErrorCode.SuaiMalformed);
+  }
+  const syclobj = iface.syclobj;
+  const offset = plainField(iface.offset);
+  const version = plainField(iface.version);
+  const data = plainField(iface.data);
+  const shape = plainField(iface.shape);
+  const typestr = plainField(iface.typestr);
+  const strides = plainField(iface.strides);
+  const queue = isQueue(syclobj) ? queueHandle(syclobj) : undefined;
+  const context = isContext(syclobj) ? contextHandle(syclobj) : undefined;
+  const filter = typeof syclobj === 'string' ? syclobj : undefined;
+  let handle;
+  try {
+    handle = native.memConsume(offset, version, data, shape, typestr, strides, syclobj !== undefined, queue, context, filter, display(syclobj));
+  } catch (error) {
+    throw fromNative(error);
+  }
+  let queueObject;
+  if (queue !== undefined) queueObject = syclobj;
+  else if (filter !== undefined) queueObject = cachedQueue(native.queueDevice(native.memQueue(handle)));
+  else queueObject = new SyclQueue(INTERNAL, native.memQueue(handle));
+  return { handle, queue: queueObject, reference: exporter, facts: native.memFacts(handle), temporary: true };
+}
+
+let memorySource;
+let isMemory;
+
+/** What all three memory classes share (dpctl's `_Memory`); not constructible itself. */
+class _Memory {
+  #handle = null;
+  #kind = 0;
+  #nbytes = 0;
+  #pointer;
+  #readOnly = false;
+  #queue;
+  #reference = null;
+  #buffer;
+
+  constructor(kind, source, options) {
+    if (new.target === _Memory) {
+      throw typeError('_Memory cannot be constructed: use MemoryUSMDevice, MemoryUSMHost or MemoryUSMShared', ErrorCode.ConstructCallRequired);
+    }
+    this.#kind = kind;
+    if (source === INTERNAL) {
+      this.#adopt(options);
+      return;
+    }
+    const opts = readOptions(options);
+    if (typeof source === 'number' || typeof source === 'bigint') {
+      const nbytes = nbytesArg(source);
+      const queue = opts.queue ?? defaultQueue();
+      try {
+        this.#handle = native.memAllocate(queueHandle(queue), kind, nbytes, opts.alignment);
+      } catch (error) {
+        throw fromNative(error);
+      }
+      this.#nbytes = nbytes;
+      this.#queue = queue;
+      return;
+    }
+    if ((typeof source !== 'object' || source === null) && typeof source !== 'function') {
+      throw typeError(
+        `expected a byte count (number or bigint) or an object exposing ${SUAI}, got ${typeName(source)}`,
+      );
+    }
+    const from = memorySource(source);
+    const queue = opts.queue ?? defaultQueue();
+    let pair;
+    try {
+      pair = native.memAdopt(from.handle, kind, opts.copy, queueHandle(queue));
+    } catch (error) {
+      throw fromNative(error);
+    } finally {
+      release(from);
+    }
+    const copied = pair[1];
+    this.#adopt({
+      handle: pair[0],
+      queue: copied ? queue : from.queue,
+      reference: copied ? null : from.reference,
+      facts: copied ? native.memFacts(pair[0]) : from.facts,
+    });
+  }
+
+  #adopt({ handle, queue, reference, facts }) {
+    this.#handle = handle;
+    this.#queue = queue;
+    this.#reference = reference;
+    this.#nbytes = facts[0];
+    this.#pointer = facts[1];
+    this.#readOnly = facts[3];
+  }
+
+  /** The live handle, after checking `self` is a memory object that is not freed. */
+  static #live(self, member) {
+    if (typeof self !== 'object' || self === null || !(#handle in self)) throw invalidThis('_Memory', member);
+    const handle = self.#handle;
+    if (handle === null) throw freedError();
+    return handle;
+  }
+
+  /** Extent of this USM buffer in bytes. */
+  get nbytes() {
+    _Memory.#live(this, 'nbytes');
+    return this.#nbytes;
+  }
+  /** Extent of this USM buffer in bytes (same as `nbytes`). */
+  get size() {
+    _Memory.#live(this, 'size');
+    return this.#nbytes;
+  }
+  /** The USM address as a bigint. */
+  get pointer() {
+    const handle = _Memory.#live(this, 'pointer');
+    return (this.#pointer ??= native.memPointer(handle));
+  }
+  /** The object that keeps this memory alive (the exporter it was made from), or `null`. */
+  get referenceObj() {
+    _Memory.#live(this, 'referenceObj');
+    return this.#reference;
+  }
+  get syclQueue() {
+    _Memory.#live(this, 'syclQueue');
+    return this.#queue;
+  }
+  get syclContext() {
+    _Memory.#live(this, 'syclContext');
+    return this.#queue.syclContext;
+  }
+  get syclDevice() {
+    _Memory.#live(this, 'syclDevice');
+    return this.#queue.syclDevice;
+  }
+
+  /**
+   * The zero-copy `ArrayBuffer` over host or shared memory: the same object on every
+   * read, detached by `free()`. Throws for device memory.
+   */
+  get buffer() {
+    const handle = _Memory.#live(this, 'buffer');
+    if (this.#buffer !== undefined) return this.#buffer;
+    let buffer;
+    try {
+      buffer = native.memBuffer(handle);
+    } catch (error) {
+      throw fromNative(error);
+    }
+    // The binding made the buffer in its own realm: give it this realm's prototype, so
+    // that `instanceof ArrayBuffer` holds wherever the package was loaded (vm contexts).
+    setPrototypeOf(buffer, ArrayBuffer.prototype);
+    if (this.#reference !== null) bufferOwners.set(buffer, this.#reference);
+    this.#buffer = buffer;
+    return buffer;
+  }
+
+  /** `'device'`, `'shared'`, `'host'` or `'unknown'`, in the context of `syclobj` or its own. */
+  getUsmType(syclobj) {
+    return KIND_NAMES[this.#usmKind(syclobj, 'getUsmType')];
+  }
+  /** dpctl's enum value of `getUsmType()`: unknown 0, device 1, shared 2, host 3. */
+  getUsmTypeEnum(syclobj) {
+    return this.#usmKind(syclobj, 'getUsmTypeEnum');
+  }
+  #usmKind(syclobj, member) {
+    const handle = _Memory.#live(this, member);
+    let context;
+    if (isQueue(syclobj)) context = contextHandle(syclobj.syclContext);
+    else if (isContext(syclobj)) context = contextHandle(syclobj);
+    else if (syclobj !== undefined && syclobj !== null) {
+      throw typeError('syclobj keyword can be either None, or an instance of SyclContext or SyclQueue', ErrorCode.InvalidSyclobj);
+    }
+    if (context === undefined) return this.#kind;
+    return native.memKind(handle, context);
+  }
+
+  /** Copies the memory into `dst` (at least `nbytes` long) and returns it; else into a new `Uint8Array`. */
+  copyToHost(dst) {
+    const handle = _Memory.#live(this, 'copyToHost');
+    const target = this.#destination(dst);
+    const bytes = hostArg(target, 'dst');
+    try {
+      native.memCopyToHost(handle, bytes);
+    } catch (error) {
+      throw fromNative(error);
+    }
+    return target;
+  }
+  #destination(dst) {
+    if (dst !== undefined && dst !== null) return dst;
+    if (this.#nbytes > MAX_BUFFER_LENGTH) throw tooLarge(this.#nbytes);
+    return new Uint8Array(this.#nbytes);
+  }
+  /** Writes all of `src` (at most `nbytes` long) at offset 0. */
+  copyFromHost(src) {
+    const handle = _Memory.#live(this, 'copyFromHost');
+    const bytes = hostArg(src, 'src');
+    try {
+      native.memCopyFromHost(handle, bytes);
+    } catch (error) {
+      throw fromNative(error);
+    }
+  }
+  /** Copies all of `src` (a memory object or any exporter) to offset 0. */
+  copyFromDevice(src) {
+    const handle = _Memory.#live(this, 'copyFromDevice');
+    const from = deviceSource(src);
+    try {
+      native.memCopyFromDevice(handle, from.handle);
+    } catch (error) {
+      throw fromNative(error);
+    } finally {
+      release(from);
+    }
+  }
+  /** Fills the memory with the byte `value` (an integer 0..255, default 0). */
+  memset(value) {
+    const handle = _Memory.#live(this, 'memset');
+    const byte = fillValueArg(value);
+    try {
+      native.memMemset(handle, byte);
+    } catch (error) {
+      throw fromNative(error);
+    }
+  }
+
+  /**
+   * `copyToHost` off the main thread: resolves to `dst` (or a new `Uint8Array`). The
+   * memory and `dst` stay alive until then, even if this object is freed meanwhile.
+   */
+  copyToHostAsync(dst) {
+    const handle = _Memory.#live(this, 'copyToHostAsync');
+    const target = this.#destination(dst);
+    const bytes = hostArg(target, 'dst');
+    return settle(() => native.memCopyToHostAsync(handle, bytes), target, this, target);
+  }
+  /** `copyFromHost` off the main thread; `src` stays alive until it settles. */
+  copyFromHostAsync(src) {
+    const handle = _Memory.#live(this, 'copyFromHostAsync');
+    const bytes = hostArg(src, 'src');
+    return settle(() => native.memCopyFromHostAsync(handle, bytes), undefined, this, src);
+  }
+  /** `copyFromDevice` off the main thread; both memories stay alive until it settles. */
+  copyFromDeviceAsync(src) {
+    const handle = _Memory.#live(this, 'copyFromDeviceAsync');
+    const from = deviceSource(src);
+    try {
+      return settle(() => native.memCopyFromDeviceAsync(handle, from.handle), undefined, this, src);
+    } finally {
+      // The task holds the source memory itself.
+      release(from);
+    }
+  }
+  /** `memset` off the main thread. */
+  memsetAsync(value) {
+    const handle = _Memory.#live(this, 'memsetAsync');
+    const byte = fillValueArg(value);
+    return settle(() => native.memMemsetAsync(handle, byte), undefined, this);
+  }
+
+  /** A copy of the memory as a `Buffer`. */
+  toBytes() {
+    const handle = _Memory.#live(this, 'toBytes');
+    if (this.#nbytes > MAX_BUFFER_LENGTH) throw tooLarge(this.#nbytes);
+    const bytes = Buffer.allocUnsafe(this.#nbytes);
+    try {
+      native.memCopyToHost(handle, bytes);
+    } catch (error) {
+      throw fromNative(error);
+    }
+    return bytes;
+  }
+
+  /** `{ data: [pointer, readOnly], shape: [nbytes], strides: null, typestr: '|u1', version: 1, syclobj }`, new on every read. */
+  get [SUAI]() {
+    _Memory.#live(this, SUAI);
+    return { data: [this.pointer, this.#readOnly], shape: [this.#nbytes], strides: null, typestr: '|u1', version: 1, syclobj: this.#queue };
+  }
+
+  /**
+   * Releases this object's reference to the memory now, and detaches its `buffer` so
+   * no TypedArray can touch the memory again. Idempotent; every later use throws
+   * `ERR_USM_FREED`. Views made from this object keep the memory alive until they are
+   * freed too.
+   */
+  free() {
+    if (typeof this !== 'object' || this === null || !(#handle in this)) throw invalidThis('_Memory', 'free');
+    const handle = this.#handle;
+    if (handle === null) return;
+    native.memFree(handle, this.#buffer);
+    this.#handle = null;
+    this.#buffer = undefined;
+    this.#queue = undefined;
+    this.#reference = null;
+  }
+  /** Same as `free()`, for `using` declarations. */
+  [dispose]() {
+    if (typeof this !== 'object' || this === null || !(#handle in this)) throw invalidThis('_Memory', 'Symbol.dispose');
+    this.free();
+  }
+
+  /** `<SYCL(TM) USM-device allocation of 16 bytes at 0x…>`, as dpctl's repr. */
+  toString() {
+    if (typeof this !== 'object' || this === null || !(#handle in this)) throw invalidThis('_Memory', 'toString');
+    const kind = KIND_NAMES[this.#kind];
+    if (this.#handle === null) return `<SYCL(TM) USM-${kind} allocation (freed)>`;
+    return `<SYCL(TM) USM-${kind} allocation of ${this.#nbytes} bytes at 0x${this.pointer.toString(16)}>`;
+  }
+  [inspect]() {
+    return this.toString();
+  }
+
+  static {
+    isMemory = (value) => typeof value === 'object' && value !== null && #handle in value;
+    memorySource = (value) => {
+      if (isMemory(value)) {
+        const handle = _Memory.#live(value, 'memory source');
+        const facts = [value.#nbytes, value.#pointer ?? native.memPointer(handle), value.#kind, value.#readOnly];
+        return { handle, queue: value.#queue, reference: value.#reference, facts, temporary: false };
+      }
+      if (!(SUAI in value)) throw notUsm(value);
+      return consumeInterface(value);
+    };
+  }
+}
+
+/**
+ * Starts the binding's task now (its argument errors throw at once) and resolves to
+ * `result` when it settles. `keepAlive` (the memory object, the host buffer) stays
+ * reachable until then, so neither can be collected under the task.
+ */
+function settle(start, result, ...keepAlive) {
+  let promise;
+  try {
+    promise = start();
+  } catch (error) {
+    throw fromNative(error);
+  }
+  return finish(promise, result, keepAlive);
+}
+
+async function finish(promise, result, keepAlive) {
+  try {
+    await promise;
+  } catch (error) {
+    throw fromNative(error);
+  } finally {
+    keepAlive.fill(undefined);
+  }
+  return result;
+}
+
+/**
+ * Lets go of the handle a consumed interface gave at once, so that only the objects
+ * made from it hold the memory (not a handle waiting for GC).
+ */
+function release(from) {
+  if (from.temporary) native.memFree(from.handle, undefined);
+}
+
+/** The source of `copyFromDevice[Async]`, with `copy_from_device`'s own argument check. */
+function deviceSource(src) {
+  const object = (typeof src === 'object' && src !== null) || typeof src === 'function';
+  if (!object || (!isMemory(src) && !(SUAI in src))) {
+    throw typeError(`Object does not implement \`${SUAI}\` protocol`, ErrorCode.NotUsm);
+  }
+  return memorySource(src);
+}
+
+/** USM device memory: reachable from the host only through copies. */
+class MemoryUSMDevice extends _Memory {
+  /**
+   * `new MemoryUSMDevice(nbytes, { alignment?, queue? })` allocates; `new
+   * MemoryUSMDevice(usmObj, { copy?, queue? })` views `usmObj`'s memory when it is of
+   * this kind, or copies it with `copy: true`.
+   */
+  constructor(source, options) {
+    super(DEVICE, source, options);
+  }
+}
+
+/** USM host memory: host memory the device can reach; `buffer` views it with no copy. */
+class MemoryUSMHost extends _Memory {
+  /** As `MemoryUSMDevice`, for USM host memory. */
+  constructor(source, options) {
+    super(HOST, source, options);
+  }
+}
+
+/** USM shared memory: migrates between host and device; `buffer` views it with no copy. */
+class MemoryUSMShared extends _Memory {
+  /** As `MemoryUSMDevice`, for USM shared memory. */
+  constructor(source, options) {
+    super(SHARED, source, options);
+  }
+}
+
+const CLASS_OF_KIND = [undefined, MemoryUSMDevice, MemoryUSMShared, MemoryUSMHost];
+
+/** The memory `obj` exposes, in the class of its USM kind, without copying. */
+function asUsmMemory(obj) {
+  if ((typeof obj !== 'object' || obj === null) && typeof obj !== 'function') throw notUsm(obj);
+  const from = memorySource(obj);
+  const kind = from.facts[2];
+  const Class = CLASS_OF_KIND[kind];
+  if (Class === undefined) {
+    throw makeError('Error', `Could not determine the type USM allocation represented by argument ${display(obj)}`, ErrorCode.UnknownUsmType);
+  }
+  const handle = isMemory(obj) ? native.memView(from.handle) : from.handle;
+  return new Class(INTERNAL, { handle, queue: from.queue, reference: from.reference, facts: from.facts });
+}
+
+module.exports = { _Memory, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared, asUsmMemory, isMemory: (value) => isMemory(value) };

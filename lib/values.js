@@ -1,0 +1,149 @@
+'use strict';
+// Argument checks: JS values to checked primitives, each failure an error with its code.
+// Intrinsics are taken at load, so later changes to globals change nothing here.
+const { ErrorCode, typeError, rangeError } = require('./errors.js');
+
+const { Number, ArrayBuffer, SharedArrayBuffer, Uint8Array, Reflect, Object, String } = globalThis;
+const apply = Reflect.apply;
+const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+const isView = ArrayBuffer.isView;
+const isSafeInteger = Number.isSafeInteger;
+const arrayBufferByteLength = getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
+const sharedByteLength = getOwnPropertyDescriptor(SharedArrayBuffer.prototype, 'byteLength').get;
+
+const MAX_SAFE_INTEGER = 9007199254740991;
+
+/** Brand checks: true only for a real buffer of any realm; no trap or getter runs. */
+function hasBrand(getter, value) {
+  try {
+    apply(getter, value, []);
+    return true;
+  } catch {
+    return false;
+  }
+}
+const isArrayBuffer = (value) => hasBrand(arrayBufferByteLength, value);
+const isSharedArrayBuffer = (value) => hasBrand(sharedByteLength, value);
+
+/** `typeof`, with `null` and arrays told apart. */
+function typeName(value) {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}
+
+/** A value for messages; objects by kind only (converting them would run user code). */
+function display(value) {
+  switch (typeof value) {
+    case 'string':
+      return `'${value}'`;
+    case 'number':
+    case 'boolean':
+    case 'undefined':
+      return String(value);
+    case 'bigint':
+      return `${value}n`;
+    case 'symbol':
+      return 'a symbol';
+    case 'function':
+      return 'a function';
+    default:
+      if (value === null) return 'null';
+      return Array.isArray(value) ? 'an array' : 'an object';
+  }
+}
+
+/** What is wrong with a number or bigint as an integer, or `null` when nothing is. */
+function notInteger(value) {
+  if (typeof value === 'bigint') return null;
+  if (Number.isNaN(value)) return 'NaN';
+  if (value === Infinity) return 'Infinity';
+  if (value === -Infinity) return '-Infinity';
+  if (!Number.isInteger(value)) return String(value);
+  if (!isSafeInteger(value)) return `${value} (beyond Number.MAX_SAFE_INTEGER: pass a bigint)`;
+  return null;
+}
+
+const POSITIVE = 'Number of bytes of request allocation must be positive';
+
+/** A byte count: a positive safe integer number or a positive bigint below 2^64. */
+function nbytesArg(value) {
+  if (typeof value === 'number' && isSafeInteger(value) && value > 0) return value;
+  if (typeof value !== 'number' && typeof value !== 'bigint') {
+    throw typeError(`nbytes must be a number, a bigint, or an object exposing __sycl_usm_array_interface__, not ${typeName(value)}`);
+  }
+  const wrong = notInteger(value);
+  if (wrong !== null) throw rangeError(`${POSITIVE} integer, got ${wrong}.`, ErrorCode.InvalidSize);
+  if (value <= 0) throw rangeError(`${POSITIVE}, got ${value}.`, ErrorCode.InvalidSize);
+  if (value >= 2n ** 64n) throw rangeError(`${value} bytes is beyond 64 bits`, ErrorCode.InvalidSize);
+  // Beyond 2^53 bytes no runtime allocates anyway; the runtime refuses the rounded size.
+  return Number(value);
+}
+
+/** An alignment: an integer number or bigint, 0 (the default) or a power of two. */
+function alignmentArg(value) {
+  if (typeof value !== 'number' && typeof value !== 'bigint') {
+    throw typeError(`alignment must be a number, not ${typeName(value)}`);
+  }
+  const wrong = notInteger(value);
+  if (wrong !== null) throw rangeError(`alignment must be an integer, got ${wrong}`, ErrorCode.InvalidAlignment);
+  const big = BigInt(value);
+  if (big < 0n || big >= 2n ** 64n || (big !== 0n && (big & (big - 1n)) !== 0n)) {
+    throw rangeError(`alignment must be 0 or a power of two, got ${value}`, ErrorCode.InvalidAlignment);
+  }
+  return Number(big);
+}
+
+/** A memset value: an integer 0..255, 0 when not given. */
+function fillValueArg(value) {
+  if (value === undefined || value === null) return 0;
+  if (typeof value === 'number' && value >= 0 && value <= 255 && Number.isInteger(value)) return value;
+  if (typeof value !== 'number' && typeof value !== 'bigint') {
+    throw typeError(`memset value must be a number, not ${typeName(value)}`);
+  }
+  const wrong = notInteger(value);
+  const shown = wrong ?? String(value);
+  if (wrong === null && value >= 0 && value <= 255) return Number(value);
+  throw rangeError(`memset value must be an integer in 0..255, got ${shown}`, ErrorCode.InvalidFillValue);
+}
+
+function boolArg(value, what) {
+  if (typeof value !== 'boolean') throw typeError(`${what} must be a boolean, not ${typeName(value)}`);
+  return value;
+}
+
+function stringArg(value, what) {
+  if (typeof value !== 'string') throw typeError(`${what} must be a string, not ${typeName(value)}`);
+  return value;
+}
+
+/**
+ * A host buffer argument as the binding takes it: an ArrayBuffer or a view as is, a
+ * SharedArrayBuffer as a Uint8Array over it (Node-API has no accessor for it before
+ * Node 24). Anything else is refused at once: no array-like is read element by element.
+ */
+function hostArg(value, what) {
+  if (isView(value) || isArrayBuffer(value)) return value;
+  if (isSharedArrayBuffer(value)) return new Uint8Array(value);
+  throw typeError(`${what} must be an ArrayBuffer, SharedArrayBuffer, TypedArray, DataView or Buffer, not ${display(value)}`);
+}
+
+/** The byte length of a value `hostArg` accepted. */
+function byteLengthOf(value) {
+  return isView(value) ? value.byteLength : apply(isArrayBuffer(value) ? arrayBufferByteLength : sharedByteLength, value, []);
+}
+
+module.exports = {
+  MAX_SAFE_INTEGER,
+  typeName,
+  display,
+  nbytesArg,
+  alignmentArg,
+  fillValueArg,
+  boolArg,
+  stringArg,
+  hostArg,
+  byteLengthOf,
+  isArrayBuffer,
+  isSharedArrayBuffer,
+};

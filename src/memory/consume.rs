@@ -1,0 +1,96 @@
+//! Consuming `__sycl_usm_array_interface__` into USM memory, free of Node: the fields as
+//! the binding read them, `syclobj` as the binding resolved it to a queue, a context or a
+//! filter string, and every check that decides whether a view may exist: dpctl's field
+//! validation (`memory::interface`), that the pointer belongs to the context `syclobj`
+//! names (dpctl aborts there), and that the described bytes lie inside the allocation
+//! wherever its extent is known (dpctl does not check).
+
+use std::sync::Arc;
+
+use crate::error::{MemoryError, Result};
+use crate::memory::allocation::bind_view;
+use crate::memory::interface::{parse_interface, pointer_not_bound, syclobj_invalid, RawInterface};
+use crate::memory::kind::UsmKind;
+use crate::memory::registry::registry;
+use crate::memory::usm::UsmMemory;
+use crate::provider::{Address, Context, Queue};
+
+/// What the interface's `syclobj` named.
+pub enum SyclObj {
+    Queue(Arc<dyn Queue>),
+    Context(Arc<dyn Context>),
+    Filter(String),
+    /// Anything else (`null`, a number, a device, ...), as messages show it.
+    Invalid,
+}
+
+/// Memory described by `raw`, whose `syclobj` is `syclobj` (`shown`: how messages write
+/// it). The view holds the allocation under it when this process made that allocation.
+pub fn consume(raw: &RawInterface, syclobj: SyclObj, shown: &str) -> Result<UsmMemory> {
+    let parsed = parse_interface(raw, |ptr| resolve(syclobj, ptr, shown))?;
+    let queue = parsed.queue;
+    let owner = bind_view(&*queue.context(), parsed.base_ptr, parsed.ptr, parsed.nbytes)?;
+    Ok(UsmMemory::from_interface(parsed.ptr, parsed.nbytes, queue, owner, parsed.read_only))
+}
+
+/// `syclobj` as a queue the pointer is valid in. A foreign pointer is an error here,
+/// never an abort.
+fn resolve(syclobj: SyclObj, ptr: Address, shown: &str) -> Result<Arc<dyn Queue>> {
+    let bound = |queue: Arc<dyn Queue>| -> Result<Arc<dyn Queue>> {
+        if queue.context().pointer_kind(ptr) == UsmKind::Unknown {
+            return Err(pointer_not_bound(ptr, shown));
+        }
+        Ok(queue)
+    };
+    match syclobj {
+        SyclObj::Queue(queue) => bound(queue),
+        SyclObj::Context(context) => {
+            if context.pointer_kind(ptr) == UsmKind::Unknown {
+                return Err(pointer_not_bound(ptr, shown));
+            }
+            let device = context.pointer_device(ptr).map_err(|_| pointer_not_bound(ptr, shown))?;
+            context.create_queue(&device)
+        }
+        SyclObj::Filter(text) => {
+            let device = registry().select(Some(&text)).map_err(MemoryError::into_queue_creation)?;
+            bound(registry().cached_queue(&device)?)
+        }
+        SyclObj::Invalid => Err(syclobj_invalid(shown)),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::memory::interface::IfaceValue;
+    use crate::memory::pool::fake::{FakeContext, FakeDevice};
+
+    fn raw(data: u64, nbytes: u64, offset: i64) -> RawInterface {
+        RawInterface {
+            offset: IfaceValue::Number(offset as f64),
+            version: IfaceValue::Number(1.0),
+            data: IfaceValue::List(vec![IfaceValue::BigInt(i128::from(data)), IfaceValue::Bool(false)]),
+            syclobj_present: true,
+            shape: IfaceValue::List(vec![IfaceValue::Number(nbytes as f64)]),
+            typestr: IfaceValue::String("|u1".into()),
+            strides: IfaceValue::Null,
+        }
+    }
+
+    #[test]
+    fn a_view_of_our_allocation_holds_it_and_stays_inside_it() {
+        let context = FakeContext::new(2001, FakeDevice::new(1 << 34, 1 << 34));
+        let queue = context.queue();
+        let base = UsmMemory::allocate(&queue, UsmKind::Host, 100, 0).unwrap();
+        let view = consume(&raw(base.address() + 10, 50, 0), SyclObj::Queue(queue.clone()), "q").unwrap();
+        assert_eq!((view.address(), view.nbytes()), (base.address() + 10, 50));
+        assert!(Arc::ptr_eq(view.owner().unwrap(), base.owner().unwrap()));
+        let past = consume(&raw(base.address() + 10, 91, 0), SyclObj::Queue(queue.clone()), "q");
+        assert!(matches!(past, Err(MemoryError::OutOfBounds(_))));
+        let slack = consume(&raw(base.address() + 100, 100, -100), SyclObj::Queue(queue.clone()), "q");
+        assert!(matches!(slack, Err(MemoryError::OutOfBounds(_))), "never from a block's slack");
+        let invalid = consume(&raw(base.address(), 1, 0), SyclObj::Invalid, "null");
+        assert!(matches!(invalid, Err(MemoryError::InterfaceMalformed { .. })));
+    }
+}
