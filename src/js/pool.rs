@@ -3,6 +3,7 @@
 use napi_derive::napi;
 
 use crate::memory::pool::{pool, KindStats};
+use crate::provider::Scratch;
 
 /// What the caching pool did for one kind of USM memory (all counts since the process
 /// started; byte counts are of blocks, i.e. requests rounded up to the pool's size class).
@@ -35,7 +36,17 @@ impl From<KindStats> for PoolKindStats {
     }
 }
 
-/// Statistics of the caching allocator pool, per USM kind.
+/// Idle host scratch memory: the bounce buffers of async copies of plain (non-shared)
+/// `ArrayBuffer`s, kept for reuse by later copies.
+#[napi(object)]
+pub struct PoolScratchStats {
+    /// Idle blocks kept now.
+    pub blocks: f64,
+    /// Bytes of those blocks.
+    pub bytes: f64,
+}
+
+/// Statistics of the caching allocator pool, per USM kind, and of the idle host scratch.
 #[napi(object)]
 pub struct PoolStats {
     /// `false` when the environment variable `DPCTL_MEMORY_POOL` was `0` (or `false`,
@@ -45,6 +56,9 @@ pub struct PoolStats {
     pub device: PoolKindStats,
     pub host: PoolKindStats,
     pub shared: PoolKindStats,
+    /// Idle host scratch blocks of async copies (at most 1 GiB in all); each is freed
+    /// after 5 s unused, or by `poolTrim()`.
+    pub scratch: PoolScratchStats,
 }
 
 /// Statistics of the caching allocator pool.
@@ -57,20 +71,26 @@ pub struct PoolStats {
 /// min(1 GiB, 1/8 of the device's memory) of device and of shared memory; requests above
 /// 256 MiB or with an alignment above 256 bypass the cache. Set `DPCTL_MEMORY_POOL=0`
 /// before the first allocation to turn the pool off.
+///
+/// `scratch` counts the idle host buffers that async copies of plain (non-shared)
+/// `ArrayBuffer`s go through, kept for the next copy (at most 1 GiB, each for 5 s).
 #[napi]
 pub fn pool_stats() -> PoolStats {
     let stats = pool().stats();
+    let (blocks, bytes) = Scratch::idle_stats();
     PoolStats {
         enabled: stats.enabled,
         device: stats.device.into(),
         host: stats.host.into(),
         shared: stats.shared.into(),
+        scratch: PoolScratchStats { blocks: blocks as f64, bytes: bytes as f64 },
     }
 }
 
-/// Frees every block held in the caching pool (memory in use is untouched) and returns
-/// the number of bytes released. The pool fills again as memory is freed; it also trims
-/// itself when the runtime runs out of memory.
+/// Frees every block held in the caching pool and every idle scratch buffer of async
+/// copies (memory in use is untouched) and returns the number of bytes released. The
+/// pool fills again as memory is freed; it also trims itself, and retries once, when the
+/// runtime refuses an allocation (cached or not).
 #[napi]
 pub fn pool_trim() -> f64 {
     pool().trim() as f64

@@ -41,6 +41,9 @@
 //! what the pool hides small. When the runtime refuses an allocation (out of memory, or
 //! the admission check), the pool frees every cached block and retries once, then tries
 //! the exact requested size, so caching never turns a satisfiable request into a failure.
+//! Requests that bypass the cache retry the same way (what is cached may be what is in
+//! their way). The process's pool also frees the idle host scratch blocks of async copies
+//! (`provider::Scratch`) whenever it trims: on such a retry and in `poolTrim()`.
 //!
 //! **No stale views.** A block returns here only when the LAST `Arc<Allocation>` drops.
 //! Every memory object, every view of it (zero-copy constructor, `asUsmMemory`, interface
@@ -393,11 +396,23 @@ pub struct Pool {
     enabled: bool,
     limits: Limits,
     state: Mutex<State>,
+    /// Frees other idle memory (host scratch) on `trim`; returns the bytes freed.
+    spare: fn() -> u64,
+}
+
+fn no_spare() -> u64 {
+    0
 }
 
 impl Pool {
     pub fn new(enabled: bool, limits: Limits) -> Self {
-        Pool { enabled, limits, state: Mutex::new(State::default()) }
+        Pool { enabled, limits, state: Mutex::new(State::default()), spare: no_spare }
+    }
+
+    /// The pool whose `trim` also runs `spare` (memory idle elsewhere that a refused
+    /// allocation, or `poolTrim()`, should get back).
+    pub fn with_spare(self, spare: fn() -> u64) -> Self {
+        Pool { spare, ..self }
     }
 
     pub fn enabled(&self) -> bool {
@@ -432,7 +447,12 @@ impl Pool {
         };
         let Some(class) = self.class_for(queue, nbytes, alignment) else {
             self.lock().counters[slot].misses += 1;
-            let address = fresh(queue, kind, nbytes, alignment)?;
+            // Not cached, but what the cache holds may still be what does not fit.
+            let address = match fresh(queue, kind, nbytes, alignment) {
+                Ok(address) => address,
+                Err(first) if self.trim() > 0 => fresh(queue, kind, nbytes, alignment).map_err(|_| first)?,
+                Err(first) => return Err(first),
+            };
             self.add_in_use(slot, nbytes);
             return Ok(Block { address, size: nbytes, pooled: false });
         };
@@ -525,11 +545,11 @@ impl Pool {
         deferred.run();
     }
 
-    /// Frees every cached block; returns the bytes released.
+    /// Frees every cached block, and the idle memory of `spare`; returns the bytes released.
     pub fn trim(&self) -> u64 {
         let mut deferred = Deferred::default();
         self.lock().drain_all(&mut deferred);
-        deferred.run()
+        deferred.run().saturating_add((self.spare)())
     }
 
     pub fn stats(&self) -> PoolStats {
@@ -560,7 +580,9 @@ static GLOBAL: OnceLock<Pool> = OnceLock::new();
 
 /// The process's pool, made at first use ([`ENV_VAR`] is read then, once).
 pub fn pool() -> &'static Pool {
-    GLOBAL.get_or_init(|| Pool::new(enabled_from(std::env::var_os(ENV_VAR).as_deref()), Limits::default()))
+    GLOBAL.get_or_init(|| {
+        Pool::new(enabled_from(std::env::var_os(ENV_VAR).as_deref()), Limits::default()).with_spare(crate::provider::Scratch::trim_idle)
+    })
 }
 
 /// A fake provider for tests: counts allocations and frees, catches double frees.
@@ -670,8 +692,14 @@ pub(crate) mod fake {
         fn create_queue(&self, _device: &Arc<dyn Device>) -> Result<Arc<dyn Queue>> {
             Ok(self.me.upgrade().unwrap().queue())
         }
-        fn pointer_kind(&self, _ptr: Address) -> UsmKind {
-            UsmKind::Unknown
+        fn pointer_kind(&self, ptr: Address) -> UsmKind {
+            // Every non-null pointer counts as host memory of this context: enough for
+            // consumers' "is it bound to the context" check.
+            if ptr == 0 {
+                UsmKind::Unknown
+            } else {
+                UsmKind::Host
+            }
         }
         fn pointer_device(&self, _ptr: Address) -> Result<Arc<dyn Device>> {
             Ok(self.device.clone())
@@ -1063,6 +1091,58 @@ mod tests {
         assert_eq!(pool.stats().device.misses, 4);
         assert_eq!(pool.stats().device.in_use_bytes, 2 * MIB + 1600 * KIB);
         assert_eq!(ctx.counts().bad_frees, 0);
+    }
+
+    #[test]
+    fn requests_the_pool_does_not_cache_also_give_the_cache_back_and_retry() {
+        let pool = Pool::new(true, Limits::default());
+        let (ctx, queue) = setup(17);
+        let context = dyn_ctx(&ctx);
+        // The runtime refuses while more than 1.25 GiB would be outstanding.
+        ctx.counts().capacity = Some(GIB + 256 * MIB);
+        let blocks: Vec<Block> = (0..4).map(|_| pool.acquire(&queue, UsmKind::Host, 256 * MIB, 0).unwrap()).collect();
+        for &block in &blocks {
+            pool.release(&context, UsmKind::Host, block);
+        }
+        assert_eq!(pool.stats().host.cached_bytes, GIB);
+        // Above max_block: not pooled, refused beside the cached 1 GiB, served after the trim.
+        let big = pool.acquire(&queue, UsmKind::Host, 512 * MIB, 0).unwrap();
+        assert_eq!(big, Block { address: big.address, size: 512 * MIB, pooled: false });
+        assert_eq!(pool.stats().host.cached_bytes, 0);
+        assert_eq!(ctx.counts().frees.len(), 4, "the cached blocks went back");
+        pool.release(&context, UsmKind::Host, big);
+        // An alignment above MAX_POOLED_ALIGNMENT bypasses the pool: the same.
+        let blocks: Vec<Block> = (0..4).map(|_| pool.acquire(&queue, UsmKind::Host, 256 * MIB, 0).unwrap()).collect();
+        for &block in &blocks {
+            pool.release(&context, UsmKind::Host, block);
+        }
+        let aligned = pool.acquire(&queue, UsmKind::Host, 512 * MIB, 4096).unwrap();
+        assert!(!aligned.pooled);
+        assert_eq!(pool.stats().host.cached_bytes, 0);
+        // Nothing cached: no retry, the runtime's error.
+        let err = pool.acquire(&queue, UsmKind::Host, GIB, 0).unwrap_err();
+        assert_eq!(err, MemoryError::UsmAllocation(format!("out of memory: {GIB} bytes")));
+        assert_eq!(ctx.counts().bad_frees, 0);
+    }
+
+    #[test]
+    fn trim_also_frees_the_spare_memory_and_a_refusal_retries_after_it() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static CALLS: AtomicU64 = AtomicU64::new(0);
+        fn spare() -> u64 {
+            CALLS.fetch_add(1, Ordering::SeqCst);
+            1000
+        }
+        let pool = Pool::new(true, Limits::default()).with_spare(spare);
+        let (ctx, queue) = setup(18);
+        assert_eq!(pool.trim(), 1000);
+        assert_eq!(CALLS.load(Ordering::SeqCst), 1);
+        ctx.counts().capacity = Some(MIB);
+        for (nbytes, alignment) in [(2 * MIB, 0), (2 * MIB, 4096), (512 * MIB, 0)] {
+            let err = pool.acquire(&queue, UsmKind::Device, nbytes, alignment).unwrap_err();
+            assert_eq!(err, MemoryError::UsmAllocation(format!("out of memory: {nbytes} bytes")));
+        }
+        assert_eq!(CALLS.load(Ordering::SeqCst), 4, "each refused request trimmed once");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Plain CPU access to host-accessible memory: host memory and USM host or shared
 //! allocations, which the USM model lets the host read and write directly.
 
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use crate::provider::workers::{run_all, Workers};
 use crate::sync::lock;
@@ -49,60 +50,219 @@ pub(crate) fn zeroed_bytes(len: usize) -> Option<Vec<u8>> {
 /// Scratch memory for copies that go through the host (asynchronous copies of plain JS
 /// buffers). Blocks are kept for reuse once dropped, because the first touch of fresh
 /// pages costs more than the copy itself; their contents are whatever the last user left.
-pub(crate) struct Scratch(Vec<u8>);
+/// A kept block idle for [`SCRATCH_IDLE`] is freed (by a thread that sleeps until then),
+/// and `poolTrim()` frees them all, so a burst of copies does not hold memory for good.
+pub(crate) struct Scratch {
+    /// Every byte initialised: `block.len()` is the whole block, of which `len` are used.
+    block: Vec<u8>,
+    len: usize,
+}
 
-/// Freed scratch blocks kept for reuse, and how many bytes they may hold in all.
-static SCRATCH: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// How many bytes the kept blocks may hold in all, and for how long an idle one is kept.
 const SCRATCH_KEPT_MAX: usize = 1 << 30;
+const SCRATCH_IDLE: Duration = Duration::from_secs(5);
+
+/// Idle scratch blocks (each used up to its full length) and when each was returned.
+struct Kept {
+    blocks: Vec<(Vec<u8>, Instant)>,
+    bytes: usize,
+    max: usize,
+    idle: Duration,
+}
+
+impl Kept {
+    const fn new(max: usize, idle: Duration) -> Kept {
+        Kept { blocks: Vec::new(), bytes: 0, max, idle }
+    }
+
+    /// The smallest block of `len` to `2 * len` bytes.
+    fn take(&mut self, len: usize) -> Option<Vec<u8>> {
+        let fits = |block: &Vec<u8>| block.len() >= len && block.len() <= len.saturating_mul(2);
+        let index = (0..self.blocks.len()).filter(|&i| fits(&self.blocks[i].0)).min_by_key(|&i| self.blocks[i].0.len())?;
+        let (block, _) = self.blocks.swap_remove(index);
+        self.bytes = self.bytes.saturating_sub(block.len());
+        Some(block)
+    }
+
+    /// Keeps `block`; gives it back when it would exceed the cap.
+    fn put(&mut self, block: Vec<u8>, now: Instant) -> Option<Vec<u8>> {
+        if block.is_empty() || self.bytes.saturating_add(block.len()) > self.max {
+            return Some(block);
+        }
+        self.bytes += block.len();
+        self.blocks.push((block, now));
+        None
+    }
+
+    /// Takes out the blocks idle for `idle` or longer at `now` (to be freed after the lock).
+    fn expire(&mut self, now: Instant) -> Vec<Vec<u8>> {
+        let idle = self.idle;
+        let mut expired = Vec::new();
+        let mut i = 0;
+        while i < self.blocks.len() {
+            if now.saturating_duration_since(self.blocks[i].1) >= idle {
+                let (block, _) = self.blocks.swap_remove(i);
+                self.bytes = self.bytes.saturating_sub(block.len());
+                expired.push(block);
+            } else {
+                i += 1;
+            }
+        }
+        expired
+    }
+
+    /// Takes out every block.
+    fn drain(&mut self) -> Vec<Vec<u8>> {
+        self.bytes = 0;
+        self.blocks.drain(..).map(|(block, _)| block).collect()
+    }
+
+    /// When the oldest block expires.
+    fn next_expiry(&self) -> Option<Instant> {
+        self.blocks.iter().filter_map(|&(_, since)| since.checked_add(self.idle)).min()
+    }
+}
+
+/// The kept blocks, the condition their reaper sleeps on, and whether it was started.
+struct Store {
+    kept: Mutex<Kept>,
+    wake: Condvar,
+    reaper: OnceLock<bool>,
+}
+
+impl Store {
+    const fn new(max: usize, idle: Duration) -> Store {
+        Store { kept: Mutex::new(Kept::new(max, idle)), wake: Condvar::new(), reaper: OnceLock::new() }
+    }
+
+    fn take(&self, len: usize) -> Option<Vec<u8>> {
+        let (block, expired) = {
+            let mut kept = lock(&self.kept);
+            let expired = kept.expire(Instant::now());
+            (kept.take(len), expired)
+        };
+        drop(expired);
+        block
+    }
+
+    fn put(&'static self, block: Vec<u8>) {
+        let (refused, expired) = {
+            let mut kept = lock(&self.kept);
+            let now = Instant::now();
+            let expired = kept.expire(now);
+            let was_empty = kept.blocks.is_empty();
+            let refused = kept.put(block, now);
+            // The reaper sleeps without a deadline only while nothing is kept.
+            if was_empty && refused.is_none() {
+                self.wake.notify_all();
+            }
+            (refused, expired)
+        };
+        drop((refused, expired));
+        self.start_reaper();
+    }
+
+    /// Frees every kept block; returns the bytes freed.
+    fn trim(&self) -> usize {
+        let blocks = lock(&self.kept).drain();
+        blocks.iter().map(Vec::len).sum()
+    }
+
+    /// `(blocks, bytes)` kept now.
+    fn stats(&self) -> (usize, usize) {
+        let kept = lock(&self.kept);
+        (kept.blocks.len(), kept.bytes)
+    }
+
+    /// One thread per store, asleep until the oldest block expires (or for good while
+    /// none is kept). Without it (spawn failed) blocks still expire when scratch is
+    /// taken or returned.
+    fn start_reaper(&'static self) {
+        self.reaper.get_or_init(|| {
+            std::thread::Builder::new()
+                .name("dpctl-memory-scratch".into())
+                .stack_size(64 << 10)
+                .spawn(move || self.reap())
+                .is_ok()
+        });
+    }
+
+    fn reap(&self) {
+        let mut kept = lock(&self.kept);
+        loop {
+            let expired = kept.expire(Instant::now());
+            if !expired.is_empty() {
+                // Freed without the lock: unmapping a large block takes a while.
+                drop(kept);
+                drop(expired);
+                kept = lock(&self.kept);
+                continue;
+            }
+            kept = match kept.next_expiry() {
+                None => self.wake.wait(kept).unwrap_or_else(|poisoned| poisoned.into_inner()),
+                Some(at) => {
+                    let wait = at.saturating_duration_since(Instant::now());
+                    self.wake.wait_timeout(kept, wait).map_or_else(|poisoned| poisoned.into_inner().0, |(kept, _)| kept)
+                }
+            };
+        }
+    }
+}
+
+static SCRATCH: Store = Store::new(SCRATCH_KEPT_MAX, SCRATCH_IDLE);
 
 impl Scratch {
-    /// `len` bytes of scratch memory, or `None` when there is no such memory.
+    /// `len` bytes of scratch memory, or `None` when there is no such memory. Neither a
+    /// reused nor a fresh block is written here (fresh pages come zeroed from the OS).
     pub(crate) fn new(len: usize) -> Option<Scratch> {
-        let reused = {
-            let mut kept = lock(&SCRATCH);
-            let fit = kept.iter().position(|block| block.capacity() >= len && block.capacity() <= len.saturating_mul(2));
-            fit.map(|index| kept.swap_remove(index))
-        };
-        let mut block = match reused {
-            Some(block) => block,
-            None => zeroed_bytes(len)?,
-        };
-        block.truncate(len);
-        // A reused block is at least `len` long: its bytes up to its capacity are initialised.
-        if block.len() < len {
-            block = zeroed_bytes(len)?;
+        if len == 0 {
+            return Some(Scratch { block: Vec::new(), len });
         }
-        Some(Scratch(block))
+        let block = match SCRATCH.take(len) {
+            Some(block) => block,
+            // Out of memory: the idle blocks may be what is in the way.
+            None => zeroed_bytes(len).or_else(|| (Scratch::trim_idle() > 0).then(|| zeroed_bytes(len)).flatten())?,
+        };
+        Some(Scratch { block, len })
     }
 
     /// A copy of `src` (over several threads when large).
     pub(crate) fn copy_of(src: &[u8]) -> Option<Scratch> {
         let mut scratch = Scratch::new(src.len())?;
-        host_memcpy_parallel(scratch.0.as_mut_ptr() as Address, src.as_ptr() as Address, src.len() as u64);
+        host_memcpy_parallel(scratch.as_mut_ptr() as Address, src.as_ptr() as Address, src.len() as u64);
         Some(scratch)
+    }
+
+    /// Frees every idle (kept) block; returns the bytes freed. Blocks in use are untouched.
+    pub(crate) fn trim_idle() -> u64 {
+        SCRATCH.trim() as u64
+    }
+
+    /// `(blocks, bytes)` of idle blocks kept for reuse now.
+    pub(crate) fn idle_stats() -> (u64, u64) {
+        let (blocks, bytes) = SCRATCH.stats();
+        (blocks as u64, bytes as u64)
     }
 }
 
 impl std::ops::Deref for Scratch {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.0
+        self.block.get(..self.len).unwrap_or_default()
     }
 }
 
 impl std::ops::DerefMut for Scratch {
     fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.0
+        self.block.get_mut(..self.len).unwrap_or_default()
     }
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        let block = std::mem::take(&mut self.0);
-        let mut kept = lock(&SCRATCH);
-        let held: usize = kept.iter().map(Vec::capacity).sum();
-        if held + block.capacity() <= SCRATCH_KEPT_MAX {
-            kept.push(block);
+        let block = std::mem::take(&mut self.block);
+        if !block.is_empty() {
+            SCRATCH.put(block);
         }
     }
 }
@@ -146,6 +306,7 @@ fn copy_slices(dst: Address, src: Address, nbytes: u64, slice: u64, workers: Opt
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -172,6 +333,88 @@ mod tests {
         assert!(zeroed_bytes(5 << 20).is_some_and(|zeros| zeros.len() == 5 << 20 && zeros.iter().all(|&b| b == 0)));
         assert!(zeroed_bytes(0).is_some_and(|empty| empty.is_empty()));
         assert!(zeroed_bytes(usize::MAX).is_none(), "an impossible size is None, not an abort");
+    }
+
+    /// Serialises the tests that look at the process-wide store.
+    static GLOBAL: Mutex<()> = Mutex::new(());
+
+    #[test]
+    fn a_block_reused_for_a_short_request_serves_its_full_size_again() {
+        let _serial = lock(&GLOBAL);
+        // Sizes no other test of this binary takes (the store is process-wide).
+        let full = (24 << 20) + 5;
+        let first = Scratch::new(full).map(|s| s.as_ptr() as usize);
+        let short = Scratch::new(13 << 20).map(|s| (s.as_ptr() as usize, s.len()));
+        assert_eq!(short.map(|(p, _)| Some(p)), Some(first), "the short request reuses the block");
+        assert_eq!(short.map(|(_, len)| len), Some(13 << 20));
+        let again = Scratch::new(full).map(|s| (s.as_ptr() as usize, s.len()));
+        assert_eq!(again, first.map(|p| (p, full)), "and the full size reuses it too");
+    }
+
+    #[test]
+    fn trim_frees_every_idle_block_and_counts_it() {
+        let _serial = lock(&GLOBAL);
+        let blocks: Vec<Scratch> = [(31 << 20) + 1, 3 << 20].into_iter().filter_map(Scratch::new).collect();
+        assert_eq!(blocks.len(), 2);
+        let (count, bytes) = Scratch::idle_stats();
+        drop(blocks);
+        assert_eq!(Scratch::idle_stats(), (count + 2, bytes + (34 << 20) + 1));
+        assert_eq!(Scratch::trim_idle(), bytes + (34 << 20) + 1);
+        assert_eq!(Scratch::idle_stats(), (0, 0));
+        let in_use = Scratch::new(1 << 20);
+        assert_eq!(Scratch::trim_idle(), 0, "a block in use is not idle");
+        drop(in_use);
+        assert_eq!(Scratch::idle_stats(), (1, 1 << 20));
+    }
+
+    #[test]
+    fn kept_blocks_fit_best_respect_the_cap_and_expire() {
+        let t0 = Instant::now();
+        let idle = Duration::from_secs(5);
+        let mut kept = Kept::new(13 << 20, idle);
+        let block = |len: usize| zeroed_bytes(len).unwrap();
+        assert!(kept.put(block(3 << 20), t0).is_none());
+        assert!(kept.put(block(8 << 20), t0).is_none());
+        assert!(kept.put(block(2 << 20), t0 + Duration::from_secs(2)).is_none());
+        assert!(kept.put(block(1 << 20), t0).is_some_and(|b| b.len() == 1 << 20), "beyond the cap: refused");
+        assert!(kept.put(Vec::new(), t0).is_some(), "an empty block is not kept");
+        assert_eq!((kept.blocks.len(), kept.bytes), (3, 13 << 20));
+        assert!(kept.take(9 << 20).is_none(), "none is large enough");
+        assert!(kept.take((1 << 20) - 1).is_none(), "all are more than twice as large");
+        assert_eq!(kept.take(3 << 20).map(|b| b.len()), Some(3 << 20), "the smallest that fits");
+        let small = kept.take(3 << 19).unwrap();
+        assert_eq!(small.len(), 2 << 20, "the smallest that fits");
+        assert_eq!(kept.bytes, 8 << 20);
+        assert!(kept.put(small, t0 + Duration::from_secs(2)).is_none());
+        assert_eq!(kept.next_expiry(), Some(t0 + idle));
+        assert!(kept.expire(t0 + idle - Duration::from_millis(1)).is_empty());
+        let expired = kept.expire(t0 + idle);
+        assert_eq!(expired.iter().map(Vec::len).collect::<Vec<_>>(), vec![8 << 20]);
+        assert_eq!((kept.blocks.len(), kept.bytes), (1, 2 << 20));
+        assert_eq!(kept.next_expiry(), Some(t0 + Duration::from_secs(2) + idle));
+        assert_eq!(kept.drain().len(), 1);
+        assert_eq!((kept.blocks.len(), kept.bytes, kept.next_expiry()), (0, 0, None));
+    }
+
+    #[test]
+    fn the_reaper_frees_idle_blocks_on_its_own() {
+        static STORE: Store = Store::new(1 << 30, Duration::from_millis(100));
+        STORE.put(zeroed_bytes(4 << 20).unwrap());
+        assert_eq!(STORE.stats(), (1, 4 << 20));
+        let start = Instant::now();
+        while STORE.stats() != (0, 0) && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(STORE.stats(), (0, 0), "freed with nothing taken or returned");
+        assert!(start.elapsed() >= Duration::from_millis(90));
+        // It sleeps again with nothing kept, and wakes for the next block.
+        std::thread::sleep(Duration::from_millis(50));
+        STORE.put(zeroed_bytes(1 << 20).unwrap());
+        let start = Instant::now();
+        while STORE.stats() != (0, 0) && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(STORE.stats(), (0, 0));
     }
 
     #[test]
