@@ -96,6 +96,9 @@ pub enum MemoryError {
     /// A method called on an object that is not an instance of its class.
     #[error("{0}")]
     InvalidThis(String),
+    /// A failure of Node-API itself, or a call that broke the binding's contract.
+    #[error("{0}")]
+    Internal(String),
 }
 
 /// The fields of `__sycl_usm_array_interface__`, in dpctl's validation order.
@@ -158,6 +161,7 @@ impl MemoryError {
             ConstructCallRequired(_) => "ERR_CONSTRUCT_CALL_REQUIRED",
             HostBufferTooLarge(_) => "ERR_HOST_BUFFER_TOO_LARGE",
             InvalidThis(_) => "ERR_INVALID_THIS",
+            Internal(_) => "ERR_INTERNAL",
         }
     }
 
@@ -176,7 +180,7 @@ impl MemoryError {
             QueueCreation(_) => ErrorClass::QueueCreation,
             DeviceNotFound(_) => ErrorClass::DeviceCreation,
             Freed(_) | ForeignPointer(_) | KindMismatch(_) | UnknownUsmType(_) | NotHostAccessible(_)
-            | ReadOnly(_) | SyclRuntime(_) | CudaDriver(_) | ExternalBuffersUnsupported(_) | Busy(_) => {
+            | ReadOnly(_) | SyclRuntime(_) | CudaDriver(_) | ExternalBuffersUnsupported(_) | Busy(_) | Internal(_) => {
                 ErrorClass::Error
             }
         }

@@ -71,6 +71,10 @@ impl Handle for MemoryHandle {
     }
 }
 
+fn busy_error() -> MemoryError {
+    MemoryError::Busy("this memory object is in use by a call that has not returned".into())
+}
+
 fn freed_error() -> MemoryError {
     MemoryError::Freed("USM memory has been freed: this object can no longer be used".into())
 }
@@ -82,7 +86,7 @@ impl MemoryHandle {
 
     fn allocated(env: &Env, memory: UsmMemory) -> Self {
         let handle = MemoryHandle::new(memory);
-        let bytes = handle.memory.borrow().as_ref().map_or(0, |m| i64::try_from(m.nbytes()).unwrap_or(i64::MAX));
+        let bytes = handle.live().map_or(0, |m| i64::try_from(m.nbytes()).unwrap_or(i64::MAX));
         ffi::adjust_external_memory(env, bytes);
         handle.reported.set(bytes);
         handle
@@ -90,7 +94,7 @@ impl MemoryHandle {
 
     /// The live memory (a cheap clone of its handles); `ERR_USM_FREED` after `memFree`.
     fn live(&self) -> Result<UsmMemory, MemoryError> {
-        self.memory.borrow().as_ref().cloned().ok_or_else(freed_error)
+        self.memory.try_borrow().map_err(|_| busy_error())?.as_ref().cloned().ok_or_else(freed_error)
     }
 
     fn unreport(&self, env: &Env) {
@@ -464,7 +468,7 @@ pub fn mem_buffer<'env>(env: &'env Env, memory_handle: Unknown) -> napi::Result<
         Err(ExternalBufferError::TooLarge) => return Err(too_large_for_host(memory.nbytes(), ffi::MAX_BUFFER_LENGTH)).or_throw(env),
         Err(ExternalBufferError::Napi(err)) => return Err(err),
     };
-    *handle.lease.borrow_mut() = Some(lease);
+    *handle.lease.try_borrow_mut().map_err(|_| busy_error()).or_throw(env)? = Some(lease);
     Ok(buffer)
 }
 
@@ -474,13 +478,17 @@ pub fn mem_buffer<'env>(env: &'env Env, memory_handle: Unknown) -> napi::Result<
 #[napi]
 pub fn mem_free(env: &Env, memory_handle: Unknown, buffer: Option<Unknown>) -> napi::Result<()> {
     let handle = memory(env, &memory_handle)?;
-    if let (Some(lease), Some(buffer)) = (handle.lease.borrow_mut().take(), buffer) {
+    let mut memory = handle.memory.try_borrow_mut().map_err(|_| busy_error()).or_throw(env)?;
+    let lease = handle.lease.try_borrow_mut().map_err(|_| busy_error()).or_throw(env)?.take();
+    if let (Some(lease), Some(buffer)) = (lease, buffer) {
         if ffi::detach_arraybuffer(env, &buffer)? {
-            lease.borrow_mut().take();
+            if let Ok(mut held) = lease.try_borrow_mut() {
+                held.take();
+            }
         }
     }
     handle.unreport(env);
-    handle.memory.borrow_mut().take();
+    memory.take();
     Ok(())
 }
 
