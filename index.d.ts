@@ -332,6 +332,17 @@ export interface PoolStats {
   device: PoolKindStats
   host: PoolKindStats
   shared: PoolKindStats
+  /** Idle host scratch blocks of async copies from and to plain `ArrayBuffer`s. */
+  scratch: PoolScratchStats
+}
+
+/**
+ * Idle host scratch blocks of async copies (at most 1 GiB in all); each is freed after
+ * 5 s unused, or by `poolTrim()`.
+ */
+export interface PoolScratchStats {
+  blocks: number
+  bytes: number
 }
 
 /**
@@ -342,7 +353,7 @@ export interface PoolStats {
 export declare function poolStats(): PoolStats
 
 /**
- * Frees every block held in the caching pool (memory in use is untouched) and returns
- * the number of bytes released.
+ * Frees every block held in the caching pool and every idle scratch buffer of async
+ * copies (memory in use is untouched); returns the bytes released.
  */
 export declare function poolTrim(): number

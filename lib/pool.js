@@ -21,7 +21,7 @@ function poolStats() {
   }
 }
 
-/** Frees every cached block now; returns the bytes given back. */
+/** Frees every cached block and every idle scratch buffer now; returns the bytes given back. */
 function poolTrim() {
   try {
     return native.poolTrim();

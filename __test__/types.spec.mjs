@@ -1,0 +1,39 @@
+// index.d.ts is exact: a strict consumer (strict, isolatedModules, module nodenext)
+// compiles against it, it has no `any`, and it declares exactly the runtime's exports.
+import test from 'ava';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+const ts = require('typescript');
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const DTS = `${ROOT}index.d.ts`;
+
+test('a strict nodenext consumer compiles against index.d.ts', (t) => {
+  const configPath = `${ROOT}__test__/types/tsconfig.json`;
+  const { config } = ts.readConfigFile(configPath, ts.sys.readFile);
+  const parsed = ts.parseJsonConfigFileContent(config, ts.sys, `${ROOT}__test__/types`);
+  const program = ts.createProgram(parsed.fileNames, parsed.options);
+  const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+  t.deepEqual(diagnostics, []);
+  t.true(program.getSourceFiles().some((f) => f.fileName === DTS), 'the consumer resolved dpctl-memory to index.d.ts');
+});
+
+test('index.d.ts has no any', (t) => {
+  const text = readFileSync(DTS, 'utf8').replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
+  t.notRegex(text, /\bany\b/);
+  t.notRegex(text, /this: unknown/);
+});
+
+test('index.d.ts declares exactly the values the package exports at run time', (t) => {
+  const program = ts.createProgram([DTS], { strict: true, types: ['node'] });
+  const checker = program.getTypeChecker();
+  const symbol = checker.getSymbolAtLocation(program.getSourceFile(DTS));
+  const values = checker
+    .getExportsOfModule(symbol)
+    .filter((s) => s.flags & ts.SymbolFlags.Value)
+    .map((s) => s.name)
+    .sort();
+  t.deepEqual(values, Object.keys(require('../index.js')).sort());
+});

@@ -1,0 +1,70 @@
+// A strict consumer of the typings (compiled with strict, isolatedModules, module
+// nodenext by __test__/types.spec.mjs). Every line must type-check; the
+// `@ts-expect-error` lines must not.
+import {
+  _Memory,
+  MemoryUSMDevice,
+  MemoryUSMHost,
+  MemoryUSMShared,
+  asUsmMemory,
+  SyclDevice,
+  SyclContext,
+  SyclQueue,
+  getDevices,
+  getRuntimeDiagnostics,
+  poolStats,
+  poolTrim,
+  ErrorCode,
+  USMAllocationError,
+  SyclQueueCreationError,
+  SyclDeviceCreationError,
+  type ErrorCodeValue,
+  type HostBuffer,
+  type MemoryOptions,
+  type PoolStats,
+  type SyclUsmArrayInterface,
+  type UsmType,
+} from 'dpctl-memory';
+
+const queue: SyclQueue = new SyclQueue();
+const device: SyclDevice = queue.syclDevice;
+const context: SyclContext = new SyclContext(device);
+const devices: SyclDevice[] = getDevices('cpu');
+const why: string[] = getRuntimeDiagnostics();
+const options: MemoryOptions = { queue, alignment: 64 };
+const host = new MemoryUSMHost(16, options);
+const shared = new MemoryUSMShared(16n);
+const dev = new MemoryUSMDevice(host, { copy: true, queue });
+const base: _Memory = dev;
+const bytes: Uint8Array = host.copyToHost();
+const floats: Float32Array = host.copyToHost(new Float32Array(4));
+const shared2: SharedArrayBuffer = host.copyToHost(new SharedArrayBuffer(16));
+const later: Promise<Uint8Array> = host.copyToHostAsync();
+const laterInto: Promise<DataView> = host.copyToHostAsync(new DataView(new ArrayBuffer(16)));
+const kind: UsmType = host.getUsmType(queue);
+const kindNumber: 0 | 1 | 2 | 3 = host.getUsmTypeEnum(context);
+const iface: SyclUsmArrayInterface = host.__sycl_usm_array_interface__;
+const pointer: bigint = host.pointer;
+const view: MemoryUSMDevice | MemoryUSMHost | MemoryUSMShared = asUsmMemory({ __sycl_usm_array_interface__: iface });
+const buffer: ArrayBuffer = shared.buffer;
+const source: HostBuffer = buffer;
+host.copyFromHost(source);
+dev.copyFromDevice(host);
+const stats: PoolStats = poolStats();
+const freed: number = poolTrim();
+const code: ErrorCodeValue = ErrorCode.UsmFreed;
+const allocationCode: ErrorCodeValue = new USMAllocationError('x').code;
+const queueError: Error = new SyclQueueCreationError('x', { code: 'ERR_QUEUE_CREATION' });
+const deviceError: Error = new SyclDeviceCreationError('x');
+const reference: object | null = view.referenceObj;
+host[Symbol.dispose]();
+dev.free();
+// @ts-expect-error a string is no byte count
+new MemoryUSMHost('16');
+// @ts-expect-error an unknown option
+new MemoryUSMHost(16, { bogus: true });
+// @ts-expect-error ErrorCode holds codes, not arbitrary strings
+const wrong: ErrorCodeValue = 'ERR_NOT_A_CODE';
+// @ts-expect-error _Memory is abstract
+new _Memory();
+export { bytes, floats, shared2, later, laterInto, kind, kindNumber, pointer, stats, freed, code, allocationCode, queueError, deviceError, reference, devices, why, base, wrong };
