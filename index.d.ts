@@ -69,6 +69,7 @@ export type ErrorCodeValue =
   | 'ERR_CONSTRUCT_CALL_REQUIRED'
   | 'ERR_HOST_BUFFER_TOO_LARGE'
   | 'ERR_INVALID_THIS'
+  | 'ERR_NOT_CLONEABLE'
   | 'ERR_INTERNAL'
 
 /** The codes by name, e.g. `ErrorCode.UsmFreed === 'ERR_USM_FREED'` (a frozen object). */
@@ -107,6 +108,7 @@ export declare const ErrorCode: {
   readonly ConstructCallRequired: 'ERR_CONSTRUCT_CALL_REQUIRED'
   readonly HostBufferTooLarge: 'ERR_HOST_BUFFER_TOO_LARGE'
   readonly InvalidThis: 'ERR_INVALID_THIS'
+  readonly NotCloneable: 'ERR_NOT_CLONEABLE'
   readonly Internal: 'ERR_INTERNAL'
 }
 export type ErrorCode = ErrorCodeValue
@@ -142,9 +144,19 @@ export interface CodedError extends Error {
   code: ErrorCodeValue
 }
 
+/**
+ * The field every memory, device, context and queue object carries so that structured
+ * clone (`structuredClone`, `postMessage`) throws `ERR_NOT_CLONEABLE` instead of
+ * delivering an empty object.
+ */
+export interface CloneGuarded {
+  readonly __dpctlMemoryCloneGuard__: object
+}
+
 /** What all three memory classes share (dpctl's `_Memory`); not constructible itself. */
-export declare abstract class _Memory {
+export declare abstract class _Memory implements CloneGuarded {
   protected constructor()
+  readonly __dpctlMemoryCloneGuard__: object
   /** Extent of this USM buffer in bytes. */
   get nbytes(): number
   /** Extent of this USM buffer in bytes (same as `nbytes`). */
@@ -230,7 +242,8 @@ export declare class MemoryUSMShared extends _Memory {
 export declare function asUsmMemory(obj: _Memory | SyclUsmArrayInterfaceExporter): MemoryUSMDevice | MemoryUSMHost | MemoryUSMShared
 
 /** A SYCL device: a CPU or GPU that USM memory can live on. */
-export declare class SyclDevice {
+export declare class SyclDevice implements CloneGuarded {
+  readonly __dpctlMemoryCloneGuard__: object
   /**
    * Selects a device by SYCL filter string (`backend:type:index`, every part optional:
    * `'cpu'`, `'gpu'`, `'opencl:cpu:0'`, `'cuda:gpu:1'`), or the default device (a GPU if
@@ -261,7 +274,8 @@ export declare class SyclDevice {
 }
 
 /** A SYCL context: the scope in which USM pointers are valid. */
-export declare class SyclContext {
+export declare class SyclContext implements CloneGuarded {
+  readonly __dpctlMemoryCloneGuard__: object
   /**
    * With no argument, the default context of the default device (the one default
    * queues use). With a `SyclDevice` or filter string, a new context of its own for
@@ -276,7 +290,8 @@ export declare class SyclContext {
 }
 
 /** A SYCL queue: where copies and fills run, and what allocations are made through. */
-export declare class SyclQueue {
+export declare class SyclQueue implements CloneGuarded {
+  readonly __dpctlMemoryCloneGuard__: object
   /**
    * `new SyclQueue()`: the default device. `new SyclQueue('gpu')` or
    * `new SyclQueue(device)`: that device, in its default context.

@@ -2,7 +2,7 @@
 // `SyclDevice`, `SyclContext`, `SyclQueue`, `getDevices`: the subset of dpctl's device
 // model that memory needs, as plain JS classes over the binding's handles.
 const native = require('./native.js');
-const { typeError, fromNative } = require('./errors.js');
+const { typeError, fromNative, CLONE_GUARD } = require('./errors.js');
 const { display, typeName, stringArg } = require('./values.js');
 
 /** Module-private: constructs a class around a handle the binding returned. */
@@ -18,6 +18,7 @@ let isQueue;
 
 /** A SYCL device: a CPU or GPU that USM memory can live on. */
 class SyclDevice {
+  __dpctlMemoryCloneGuard__ = CLONE_GUARD;
   #handle;
   #facts;
 
@@ -137,6 +138,7 @@ function deviceHandleArg(value) {
 
 /** A SYCL context: the scope in which USM pointers are valid. */
 class SyclContext {
+  __dpctlMemoryCloneGuard__ = CLONE_GUARD;
   #handle;
   #devices;
 
@@ -192,6 +194,7 @@ class SyclContext {
 
 /** A SYCL queue: where copies and fills run, and what allocations are made through. */
 class SyclQueue {
+  __dpctlMemoryCloneGuard__ = CLONE_GUARD;
   #handle;
   #device;
   #context;

@@ -61,6 +61,24 @@ function fromNative(error) {
   return withCode(new Error(`dpctl-memory internal error: ${message}`), 'ERR_INTERNAL');
 }
 
+/**
+ * The value of every public object's `__dpctlMemoryCloneGuard__` field: structured
+ * clone (`structuredClone`, `postMessage`) copies own enumerable string-keyed fields and
+ * so reads this getter, which throws a coded error instead of letting the object arrive
+ * as an empty `{}` (its private fields are never cloned).
+ */
+const CLONE_GUARD = Object.freeze(
+  Object.defineProperty({}, 'cloneable', {
+    enumerable: true,
+    get() {
+      throw typeError(
+        'dpctl-memory objects cannot be cloned or posted to another thread: pass the data (copyToHost()) or an interface dictionary instead',
+        ErrorCode.NotCloneable,
+      );
+    },
+  }),
+);
+
 const invalidThis = (className, member) =>
   typeError(`${className}.prototype.${member} called on an object that is not a ${className}`, ErrorCode.InvalidThis);
 
@@ -74,4 +92,5 @@ module.exports = {
   rangeError,
   fromNative,
   invalidThis,
+  CLONE_GUARD,
 };

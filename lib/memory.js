@@ -5,7 +5,7 @@
 // options and `__sycl_usm_array_interface__` dictionaries are read here, before the
 // binding is called, so no user code runs while the binding holds a raw pointer.
 const native = require('./native.js');
-const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis } = require('./errors.js');
+const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis, CLONE_GUARD } = require('./errors.js');
 const { display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg } = require('./values.js');
 const devices = require('./device.js');
 
@@ -118,6 +118,7 @@ let isMemory;
 
 /** What all three memory classes share (dpctl's `_Memory`); not constructible itself. */
 class _Memory {
+  __dpctlMemoryCloneGuard__ = CLONE_GUARD;
   #handle = null;
   #kind = 0;
   #nbytes = 0;
@@ -246,21 +247,21 @@ class _Memory {
 
   /** `'device'`, `'shared'`, `'host'` or `'unknown'`, in the context of `syclobj` or its own. */
   getUsmType(syclobj) {
-    return KIND_NAMES[this.#usmKind(syclobj, 'getUsmType')];
+    return KIND_NAMES[_Memory.#usmKind(this, syclobj, 'getUsmType')];
   }
   /** dpctl's enum value of `getUsmType()`: unknown 0, device 1, shared 2, host 3. */
   getUsmTypeEnum(syclobj) {
-    return this.#usmKind(syclobj, 'getUsmTypeEnum');
+    return _Memory.#usmKind(this, syclobj, 'getUsmTypeEnum');
   }
-  #usmKind(syclobj, member) {
-    const handle = _Memory.#live(this, member);
+  static #usmKind(self, syclobj, member) {
+    const handle = _Memory.#live(self, member);
     let context;
     if (isQueue(syclobj)) context = contextHandle(syclobj.syclContext);
     else if (isContext(syclobj)) context = contextHandle(syclobj);
     else if (syclobj !== undefined && syclobj !== null) {
       throw typeError('syclobj keyword can be either None, or an instance of SyclContext or SyclQueue', ErrorCode.InvalidSyclobj);
     }
-    if (context === undefined) return this.#kind;
+    if (context === undefined) return self.#kind;
     return native.memKind(handle, context);
   }
 

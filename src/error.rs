@@ -96,6 +96,9 @@ pub enum MemoryError {
     /// A method called on an object that is not an instance of its class.
     #[error("{0}")]
     InvalidThis(String),
+    /// A memory, device, context or queue object given to structured clone.
+    #[error("{0}")]
+    NotCloneable(String),
     /// A failure of Node-API itself, or a call that broke the binding's contract.
     #[error("{0}")]
     Internal(String),
@@ -161,6 +164,7 @@ impl MemoryError {
             ConstructCallRequired(_) => "ERR_CONSTRUCT_CALL_REQUIRED",
             HostBufferTooLarge(_) => "ERR_HOST_BUFFER_TOO_LARGE",
             InvalidThis(_) => "ERR_INVALID_THIS",
+            NotCloneable(_) => "ERR_NOT_CLONEABLE",
             Internal(_) => "ERR_INTERNAL",
         }
     }
@@ -169,7 +173,7 @@ impl MemoryError {
     pub fn class(&self) -> ErrorClass {
         use MemoryError::*;
         match self {
-            InvalidArgType(_) | NotUsm(_) | InvalidSyclObj(_) | InvalidFilter(_) | ConstructCallRequired(_) | InvalidThis(_) => {
+            InvalidArgType(_) | NotUsm(_) | InvalidSyclObj(_) | InvalidFilter(_) | ConstructCallRequired(_) | InvalidThis(_) | NotCloneable(_) => {
                 ErrorClass::TypeError
             }
             InterfaceMalformed { range: false, .. } => ErrorClass::TypeError,

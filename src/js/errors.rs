@@ -46,6 +46,7 @@ pub const ERROR_CODES: &[(&str, &str)] = &[
     ("ConstructCallRequired", "ERR_CONSTRUCT_CALL_REQUIRED"),
     ("HostBufferTooLarge", "ERR_HOST_BUFFER_TOO_LARGE"),
     ("InvalidThis", "ERR_INVALID_THIS"),
+    ("NotCloneable", "ERR_NOT_CLONEABLE"),
     ("Internal", "ERR_INTERNAL"),
 ];
 
