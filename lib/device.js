@@ -1,7 +1,7 @@
 'use strict';
 // `SyclDevice`, `SyclContext`, `SyclQueue`, `getDevices`: the subset of dpctl's device
 // model that memory needs, as plain JS classes over the binding's handles.
-const native = require('./native.js');
+const { native, own, release, DEVICE_HANDLE, CONTEXT_HANDLE, QUEUE_HANDLE } = require('./native.js');
 const { typeError, fromNative, CLONE_GUARD } = require('./errors.js');
 const { display, typeName, stringArg } = require('./values.js');
 
@@ -27,17 +27,17 @@ class SyclDevice {
    * or the default device (a GPU if there is one).
    */
   constructor(filter, handle) {
-    if (filter === INTERNAL) {
-      this.#handle = handle;
-    } else {
+    let id = handle;
+    if (filter !== INTERNAL) {
       const text = filter === undefined || filter === null ? undefined : stringArg(filter, 'filter');
       try {
-        this.#handle = native.deviceSelect(text);
+        id = native.deviceSelect(text);
       } catch (error) {
         throw fromNative(error);
       }
     }
-    this.#facts = factsOf(this.#handle);
+    this.#handle = own(this, DEVICE_HANDLE, id);
+    this.#facts = factsOf(id);
   }
 
   static #factsOf(self, member) {
@@ -76,7 +76,7 @@ class SyclDevice {
   }
   /** The names of every aspect the device has (a new array on every read). */
   get aspects() {
-    return [...SyclDevice.#factsOf(this, 'aspects').aspects];
+    return SyclDevice.#factsOf(this, 'aspects').aspects.slice();
   }
   hasAspect(name) {
     const facts = SyclDevice.#factsOf(this, 'hasAspect');
@@ -102,20 +102,15 @@ class SyclDevice {
   }
 }
 
-function copyFacts(facts) {
-  return Object.freeze({
-    name: facts.name,
-    vendor: facts.vendor,
-    backend: facts.backend,
-    deviceType: facts.deviceType,
-    driverVersion: facts.driverVersion,
-    filterString: facts.filterString,
-    globalMemSize: facts.globalMemSize,
-    maxMemAllocSize: facts.maxMemAllocSize,
-    aspects: Object.freeze([...facts.aspects]),
-  });
+const { parse } = JSON;
+const { freeze } = Object;
+
+/** A device's facts, parsed from the binding's JSON (own data properties only). */
+function factsOf(handle) {
+  const facts = parse(native.deviceFacts(handle));
+  freeze(facts.aspects);
+  return freeze(facts);
 }
-const factsOf = (handle) => copyFacts(native.deviceFacts(handle));
 
 const devicesOf = (handles) => {
   const devices = [];
@@ -123,12 +118,15 @@ const devicesOf = (handles) => {
   return devices;
 };
 
-/** A SyclDevice or a filter string, as the device handle the binding takes. */
+/**
+ * A SyclDevice or a filter string, as the device handle the binding takes, with whether
+ * the handle is the caller's to give back (a filter string's).
+ */
 function deviceHandleArg(value) {
-  if (isDevice(value)) return deviceHandle(value);
+  if (isDevice(value)) return { id: deviceHandle(value), temporary: false };
   if (typeof value === 'string') {
     try {
-      return native.deviceSelect(value);
+      return { id: native.deviceSelect(value), temporary: true };
     } catch (error) {
       throw fromNative(error);
     }
@@ -148,14 +146,17 @@ class SyclContext {
    */
   constructor(device, handle) {
     if (device === INTERNAL) {
-      this.#handle = handle;
+      this.#handle = own(this, CONTEXT_HANDLE, handle);
       return;
     }
     const named = device === undefined || device === null ? undefined : deviceHandleArg(device);
     try {
-      this.#handle = named === undefined ? native.contextDefault() : native.deviceCreateContext(named);
+      const id = named === undefined ? native.contextDefault() : native.deviceCreateContext(named.id);
+      this.#handle = own(this, CONTEXT_HANDLE, id);
     } catch (error) {
       throw fromNative(error);
+    } finally {
+      if (named?.temporary) release(DEVICE_HANDLE, named.id);
     }
   }
 
@@ -208,7 +209,7 @@ class SyclQueue {
    */
   constructor(target, device) {
     if (target === INTERNAL) {
-      this.#handle = device;
+      this.#handle = own(this, QUEUE_HANDLE, device);
       return;
     }
     const given = (value) => value !== undefined && value !== null;
@@ -229,7 +230,7 @@ class SyclQueue {
       else if (given(target)) throw typeError(`expected a SyclDevice, a SyclContext or a filter string, got ${display(target)}`);
     }
     try {
-      this.#handle = native.queueCreate(context, deviceArg, filter);
+      this.#handle = own(this, QUEUE_HANDLE, native.queueCreate(context, deviceArg, filter));
     } catch (error) {
       throw fromNative(error);
     }
@@ -283,20 +284,27 @@ class SyclQueue {
 /** This realm's `SyclQueue` of each device's cached queue (dpctl's cached queue). */
 const cachedQueues = new Map();
 
-/** The cached queue of `device` (a device handle; the default device when undefined). */
+/**
+ * This realm's `SyclQueue` of the cached queue of `device` (a device handle; the
+ * default device when undefined), one object per device.
+ */
 function cachedQueue(device) {
-  const key = device === undefined ? '' : native.deviceFacts(device).filterString;
-  let queue = cachedQueues.get(key);
-  if (queue === undefined) {
-    let handle;
-    try {
-      handle = native.queueCached(device);
-    } catch (error) {
-      throw fromNative(error);
-    }
-    queue = new SyclQueue(INTERNAL, handle);
-    cachedQueues.set(key, queue);
+  let queueId;
+  try {
+    queueId = native.queueCached(device);
+  } catch (error) {
+    throw fromNative(error);
   }
+  const deviceId = native.queueDevice(queueId);
+  const key = factsOf(deviceId).filterString;
+  release(DEVICE_HANDLE, deviceId);
+  const existing = cachedQueues.get(key);
+  if (existing !== undefined) {
+    release(QUEUE_HANDLE, queueId);
+    return existing;
+  }
+  const queue = new SyclQueue(INTERNAL, queueId);
+  cachedQueues.set(key, queue);
   return queue;
 }
 
@@ -312,7 +320,7 @@ function getDevices(filter) {
 
 /** Why no device is available from each runtime that did not load (empty when all did). */
 function getRuntimeDiagnostics() {
-  return [...native.runtimeDiagnostics()];
+  return parse(native.runtimeDiagnostics());
 }
 
 module.exports = {

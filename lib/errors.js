@@ -1,13 +1,13 @@
 'use strict';
 // The error classes and the one translation of the binding's errors: every error this
 // package throws is made here, in the realm that loaded the package, with a `code`.
-const native = require('./native.js');
+const { native } = require('./native.js');
 
 const { Error, TypeError, RangeError, Object } = globalThis;
 const defineProperty = Object.defineProperty;
 
 /** `{ SuaiMalformed: 'ERR_SUAI_MALFORMED', ... }`: the binding's table, frozen. */
-const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes()));
+const ErrorCode = Object.freeze(JSON.parse(native.errorCodes()));
 const CODES = new Set(Object.values(ErrorCode));
 
 function withCode(error, code) {

@@ -4,7 +4,7 @@
 // never change (nbytes, kind, pointer, the zero-copy buffer once made) are fields;
 // options and `__sycl_usm_array_interface__` dictionaries are read here, before the
 // binding is called, so no user code runs while the binding holds a raw pointer.
-const native = require('./native.js');
+const { native, own, release: releaseHandle, DEVICE_HANDLE, QUEUE_HANDLE, MEMORY_HANDLE } = require('./native.js');
 const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis, CLONE_GUARD } = require('./errors.js');
 const { display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg } = require('./values.js');
 const devices = require('./device.js');
@@ -107,10 +107,24 @@ function consumeInterface(exporter) {
     throw fromNative(error);
   }
   let queueObject;
-  if (queue !== undefined) queueObject = syclobj;
-  else if (filter !== undefined) queueObject = cachedQueue(native.queueDevice(native.memQueue(handle)));
-  else queueObject = new SyclQueue(INTERNAL, native.memQueue(handle));
-  return { handle, queue: queueObject, reference: exporter, facts: native.memFacts(handle), temporary: true };
+  if (queue !== undefined) {
+    queueObject = syclobj;
+  } else if (filter !== undefined) {
+    const queueId = native.memQueue(handle);
+    const deviceId = native.queueDevice(queueId);
+    queueObject = cachedQueue(deviceId);
+    releaseHandle(DEVICE_HANDLE, deviceId);
+    releaseHandle(QUEUE_HANDLE, queueId);
+  } else {
+    queueObject = new SyclQueue(INTERNAL, native.memQueue(handle));
+  }
+  return { handle, queue: queueObject, reference: exporter, facts: factsOf(handle), temporary: true };
+}
+
+/** `[nbytes, pointer, kind, readOnly]` of a memory handle. */
+function factsOf(handle) {
+  const facts = native.memFacts(handle);
+  return [facts[0], native.memPointer(handle), facts[1], facts[2] === 1];
 }
 
 let memorySource;
@@ -142,7 +156,7 @@ class _Memory {
       const nbytes = nbytesArg(source);
       const queue = opts.queue ?? defaultQueue();
       try {
-        this.#handle = native.memAllocate(queueHandle(queue), kind, nbytes, opts.alignment);
+        this.#handle = own(this, MEMORY_HANDLE, native.memAllocate(queueHandle(queue), kind, nbytes, opts.alignment));
       } catch (error) {
         throw fromNative(error);
       }
@@ -157,25 +171,26 @@ class _Memory {
     }
     const from = memorySource(source);
     const queue = opts.queue ?? defaultQueue();
-    let pair;
+    let handle;
     try {
-      pair = native.memAdopt(from.handle, kind, opts.copy, queueHandle(queue));
+      handle = native.memAdopt(from.handle, kind, opts.copy, queueHandle(queue));
     } catch (error) {
       throw fromNative(error);
     } finally {
       release(from);
     }
-    const copied = pair[1];
+    // The binding copies exactly when the kinds differ.
+    const copied = from.facts[2] !== kind;
     this.#adopt({
-      handle: pair[0],
+      handle,
       queue: copied ? queue : from.queue,
       reference: copied ? null : from.reference,
-      facts: copied ? native.memFacts(pair[0]) : from.facts,
+      facts: copied ? factsOf(handle) : from.facts,
     });
   }
 
   #adopt({ handle, queue, reference, facts }) {
-    this.#handle = handle;
+    this.#handle = own(this, MEMORY_HANDLE, handle);
     this.#queue = queue;
     this.#reference = reference;
     this.#nbytes = facts[0];

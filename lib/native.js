@@ -34,4 +34,28 @@ function load() {
   }
 }
 
-module.exports = load();
+const native = load();
+
+/**
+ * Gives a handle back when the JS object holding it is collected (memory never freed,
+ * and every device, context and queue object). Kinds: 0 device, 1 context, 2 queue,
+ * 3 memory. A memory handle `free()` already gave back is a no-op here.
+ */
+const DEVICE_HANDLE = 0;
+const CONTEXT_HANDLE = 1;
+const QUEUE_HANDLE = 2;
+const MEMORY_HANDLE = 3;
+const registries = [DEVICE_HANDLE, CONTEXT_HANDLE, QUEUE_HANDLE, MEMORY_HANDLE].map(
+  (kind) => new FinalizationRegistry((id) => native.releaseHandle(kind, id)),
+);
+
+/** Ties the handle `id` of kind `kind` to `owner`: given back when `owner` is collected. */
+function own(owner, kind, id) {
+  registries[kind].register(owner, id);
+  return id;
+}
+
+/** Gives back a handle no object owns (one made for a single call). */
+const release = (kind, id) => native.releaseHandle(kind, id);
+
+module.exports = { native, own, release, DEVICE_HANDLE, CONTEXT_HANDLE, QUEUE_HANDLE, MEMORY_HANDLE };

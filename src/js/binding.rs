@@ -1,5 +1,5 @@
-//! The native binding: functions over opaque handles, taking and returning primitives,
-//! handles and buffers. The JS classes in `lib/` own every object users see, read every
+//! The native binding: functions over handles (ids of the values in this environment's
+//! slabs, see `js::slab`), taking and returning primitives, ids and buffers. The JS classes in `lib/` own every object users see, read every
 //! option and dictionary, and make every error in their own realm; these functions only
 //! convert their arguments and call the Node-free model (`crate::memory`).
 //!
@@ -10,14 +10,16 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Array, AsyncTask, BigInt, JsObjectValue, Unknown};
+use napi::bindgen_prelude::{AsyncTask, Float64Array, JsObjectValue, Unknown};
 use napi::{Env, JsValue, ValueType};
 use napi_derive::napi;
 
-use crate::error::{InterfaceField, MemoryError};
+use crate::error::MemoryError;
 use crate::js::async_ops::{HostSide, Operation, UsmTask};
-use crate::js::errors::{to_js_error, OrThrow};
-use crate::js::ffi::{self, handle_of, wrap_handle, ExternalBufferError, Handle, HostBytes, TaskRef};
+use crate::js::errors::OrThrow;
+use crate::js::ffi::{self, ExternalBufferError, HostBytes, TaskRef};
+use crate::js::json;
+use crate::js::slab::Slab;
 use crate::memory::allocation::Allocation;
 use crate::memory::consume::{consume, SyclObj};
 use crate::memory::interface::{IfaceValue, RawInterface};
@@ -25,23 +27,6 @@ use crate::memory::kind::UsmKind;
 use crate::memory::registry::{registry, DeviceChoice};
 use crate::memory::usm::{too_large_for_host, Adopted, UsmMemory};
 use crate::provider::{Context, Device, Queue};
-
-/// A device handle.
-pub struct DeviceHandle(Arc<dyn Device>);
-/// A context handle.
-pub struct ContextHandle(Arc<dyn Context>);
-/// A queue handle.
-pub struct QueueHandle(Arc<dyn Queue>);
-
-impl Handle for DeviceHandle {
-    const TAG: napi::sys::napi_type_tag = napi::sys::napi_type_tag { lower: 0x6470_6374_6c2d_6465, upper: 0x7669_6365_0000_0001 };
-}
-impl Handle for ContextHandle {
-    const TAG: napi::sys::napi_type_tag = napi::sys::napi_type_tag { lower: 0x6470_6374_6c2d_6374, upper: 0x7874_0000_0000_0002 };
-}
-impl Handle for QueueHandle {
-    const TAG: napi::sys::napi_type_tag = napi::sys::napi_type_tag { lower: 0x6470_6374_6c2d_7175, upper: 0x6575_6500_0000_0003 };
-}
 
 /// What keeps the memory under a zero-copy `ArrayBuffer` alive while the engine can
 /// still reach it: the allocation, when it is ours (foreign memory is kept alive by the
@@ -51,24 +36,14 @@ type BufferLease = Rc<RefCell<Option<Arc<Allocation>>>>;
 
 /// A memory handle: the memory until `memFree`, and what this handle reported to V8.
 pub struct MemoryHandle {
-    memory: RefCell<Option<UsmMemory>>,
+    memory: UsmMemory,
     /// Bytes of an allocation this handle made, reported to V8 as external memory so
     /// that memory dropped without `free()` drives garbage collection. Every kind is
     /// reported, with or without a `buffer`: V8 tracks an external `ArrayBuffer`'s
     /// bytes only as backing-store statistics, which do not schedule collections.
-    reported: Cell<i64>,
+    reported: i64,
     /// The lease of the zero-copy `ArrayBuffer`, once made.
-    lease: RefCell<Option<BufferLease>>,
-}
-
-impl Handle for MemoryHandle {
-    const TAG: napi::sys::napi_type_tag = napi::sys::napi_type_tag { lower: 0x6470_6374_6c2d_6d65, upper: 0x6d6f_7279_0000_0004 };
-
-    fn collected(self, env: &Env) {
-        // The JS object is gone, and with it every way to `free()` this handle: GC is the
-        // fallback that gives the memory back (the buffer's own lease may hold it longer).
-        self.unreport(env);
-    }
+    lease: Cell<Option<BufferLease>>,
 }
 
 fn busy_error() -> MemoryError {
@@ -81,62 +56,105 @@ fn freed_error() -> MemoryError {
 
 impl MemoryHandle {
     fn new(memory: UsmMemory) -> Self {
-        MemoryHandle { memory: RefCell::new(Some(memory)), reported: Cell::new(0), lease: RefCell::new(None) }
+        MemoryHandle { memory, reported: 0, lease: Cell::new(None) }
     }
 
     fn allocated(env: &Env, memory: UsmMemory) -> Self {
-        let handle = MemoryHandle::new(memory);
-        let bytes = handle.live().map_or(0, |m| i64::try_from(m.nbytes()).unwrap_or(i64::MAX));
-        ffi::adjust_external_memory(env, bytes);
-        handle.reported.set(bytes);
-        handle
+        let reported = i64::try_from(memory.nbytes()).unwrap_or(i64::MAX);
+        ffi::adjust_external_memory(env, reported);
+        MemoryHandle { memory, reported, lease: Cell::new(None) }
     }
 
-    /// The live memory (a cheap clone of its handles); `ERR_USM_FREED` after `memFree`.
-    fn live(&self) -> Result<UsmMemory, MemoryError> {
-        self.memory.try_borrow().map_err(|_| busy_error())?.as_ref().cloned().ok_or_else(freed_error)
-    }
-
-    fn unreport(&self, env: &Env) {
-        let bytes = self.reported.replace(0);
-        if bytes != 0 {
-            ffi::adjust_external_memory(env, -bytes);
+    /// Takes back what this handle reported to V8 (the handle is being given back).
+    fn unreport(self, env: &Env) {
+        if self.reported != 0 {
+            ffi::adjust_external_memory(env, -self.reported);
         }
     }
 }
 
-fn device<'v>(env: &Env, value: &Unknown<'v>) -> napi::Result<&'v Arc<dyn Device>> {
-    Ok(&handle_of::<DeviceHandle>(env, value)?.0)
-}
-fn context<'v>(env: &Env, value: &Unknown<'v>) -> napi::Result<&'v Arc<dyn Context>> {
-    Ok(&handle_of::<ContextHandle>(env, value)?.0)
-}
-fn queue<'v>(env: &Env, value: &Unknown<'v>) -> napi::Result<&'v Arc<dyn Queue>> {
-    Ok(&handle_of::<QueueHandle>(env, value)?.0)
-}
-fn memory<'v>(env: &Env, value: &Unknown<'v>) -> napi::Result<&'v MemoryHandle> {
-    handle_of::<MemoryHandle>(env, value)
-}
-fn live_memory(env: &Env, value: &Unknown) -> napi::Result<UsmMemory> {
-    memory(env, value)?.live().or_throw(env)
+/// The values behind this environment's handles.
+#[derive(Default)]
+pub struct Handles {
+    devices: Slab<Arc<dyn Device>>,
+    contexts: Slab<Arc<dyn Context>>,
+    queues: Slab<Arc<dyn Queue>>,
+    memories: Slab<MemoryHandle>,
 }
 
-fn device_handle<'env>(env: &'env Env, device: Arc<dyn Device>) -> napi::Result<Unknown<'env>> {
-    wrap_handle(env, DeviceHandle(device))
-}
-fn context_handle<'env>(env: &'env Env, context: Arc<dyn Context>) -> napi::Result<Unknown<'env>> {
-    wrap_handle(env, ContextHandle(context))
-}
-fn queue_handle<'env>(env: &'env Env, queue: Arc<dyn Queue>) -> napi::Result<Unknown<'env>> {
-    wrap_handle(env, QueueHandle(queue))
+/// This environment's handles. No function holds the borrow while anything can call
+/// back into the binding.
+fn handles(env: &Env) -> napi::Result<std::cell::RefMut<'static, Handles>> {
+    crate::js::state::state(env)?.handles.try_borrow_mut().map_err(|_| busy_error()).or_throw(env)
 }
 
-fn device_array<'env>(env: &'env Env, devices: Vec<Arc<dyn Device>>) -> napi::Result<Array<'env>> {
-    let mut array = env.create_array(devices.len() as u32)?;
-    for (index, device) in devices.into_iter().enumerate() {
-        array.set(index as u32, device_handle(env, device)?)?;
+fn stale(what: &str) -> MemoryError {
+    MemoryError::Internal(format!("a {what} handle that is not live in this thread"))
+}
+
+fn device(env: &Env, id: f64) -> napi::Result<Arc<dyn Device>> {
+    handles(env)?.devices.get(id).cloned().ok_or_else(|| stale("device")).or_throw(env)
+}
+fn context(env: &Env, id: f64) -> napi::Result<Arc<dyn Context>> {
+    handles(env)?.contexts.get(id).cloned().ok_or_else(|| stale("context")).or_throw(env)
+}
+fn queue(env: &Env, id: f64) -> napi::Result<Arc<dyn Queue>> {
+    handles(env)?.queues.get(id).cloned().ok_or_else(|| stale("queue")).or_throw(env)
+}
+/// The memory of a live handle (a cheap clone: two `Arc`s); `ERR_USM_FREED` after `memFree`.
+fn live_memory(env: &Env, id: f64) -> napi::Result<UsmMemory> {
+    let memory = handles(env)?.memories.get(id).map(|handle| handle.memory.clone());
+    memory.ok_or_else(freed_error).or_throw(env)
+}
+
+fn full() -> MemoryError {
+    MemoryError::UsmAllocation("too many live dpctl-memory objects in this thread (2^24)".into())
+}
+
+fn device_handle(env: &Env, device: Arc<dyn Device>) -> napi::Result<f64> {
+    handles(env)?.devices.insert(device).ok_or_else(full).or_throw(env)
+}
+fn context_handle(env: &Env, context: Arc<dyn Context>) -> napi::Result<f64> {
+    handles(env)?.contexts.insert(context).ok_or_else(full).or_throw(env)
+}
+fn queue_handle(env: &Env, queue: Arc<dyn Queue>) -> napi::Result<f64> {
+    handles(env)?.queues.insert(queue).ok_or_else(full).or_throw(env)
+}
+fn memory_handle(env: &Env, handle: MemoryHandle) -> napi::Result<f64> {
+    handles(env)?.memories.insert(handle).ok_or_else(full).or_throw(env)
+}
+
+/// Device handles as a `Float64Array` (whose elements no prototype setter can touch).
+fn device_array(env: &Env, devices: Vec<Arc<dyn Device>>) -> napi::Result<Float64Array> {
+    let ids = devices.into_iter().map(|device| device_handle(env, device)).collect::<napi::Result<Vec<f64>>>()?;
+    Ok(Float64Array::new(ids))
+}
+
+/// Gives back the handle of a JS object that is gone (its `FinalizationRegistry`
+/// callback): `kind` 0 device, 1 context, 2 queue, 3 memory. A handle already given back
+/// (memory after `free()`) is a no-op.
+pub fn release_handle(env: &Env, kind: u32, id: f64) -> napi::Result<()> {
+    let mut handles = handles(env)?;
+    match kind {
+        0 => drop(handles.devices.remove(id)),
+        1 => drop(handles.contexts.remove(id)),
+        2 => drop(handles.queues.remove(id)),
+        _ => {
+            if let Some(memory) = handles.memories.remove(id) {
+                drop(handles);
+                memory.unreport(env);
+            }
+        }
     }
-    Ok(array)
+    Ok(())
+}
+
+/// Live handles of each kind, `[devices, contexts, queues, memories]` (tests use it).
+#[napi]
+pub fn live_handles(env: &Env) -> napi::Result<Vec<u32>> {
+    let handles = handles(env)?;
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    Ok(vec![count(handles.devices.len()), count(handles.contexts.len()), count(handles.queues.len()), count(handles.memories.len())])
 }
 
 // ---------------------------------------------------------------------------------------
@@ -145,95 +163,80 @@ fn device_array<'env>(env: &'env Env, devices: Vec<Arc<dyn Device>>) -> napi::Re
 
 /// Handles of the devices `getDevices(filter)` lists.
 #[napi]
-pub fn device_list<'env>(env: &'env Env, filter: Option<String>) -> napi::Result<Array<'env>> {
+pub fn device_list(env: &Env, filter: Option<String>) -> napi::Result<Float64Array> {
     let devices = registry().matching(filter.as_deref()).or_throw(env)?;
     device_array(env, devices)
 }
 
 /// The device a filter string selects (the default device without one).
 #[napi]
-pub fn device_select<'env>(env: &'env Env, filter: Option<String>) -> napi::Result<Unknown<'env>> {
+pub fn device_select(env: &Env, filter: Option<String>) -> napi::Result<f64> {
     let device = registry().select(filter.as_deref()).map_err(MemoryError::into_device_creation).or_throw(env)?;
     device_handle(env, device)
 }
 
-/// What never changes about a device.
-#[napi(object)]
-pub struct DeviceFacts {
-    pub name: String,
-    pub vendor: String,
-    pub backend: String,
-    pub device_type: String,
-    pub driver_version: String,
-    pub filter_string: String,
-    pub global_mem_size: f64,
-    pub max_mem_alloc_size: f64,
-    pub aspects: Vec<String>,
-}
-
+/// What never changes about a device, as JSON: `{ name, vendor, backend, deviceType,
+/// driverVersion, filterString, globalMemSize, maxMemAllocSize, aspects }`.
 #[napi]
-pub fn device_facts(env: &Env, device_handle: Unknown) -> napi::Result<DeviceFacts> {
-    let device = device(env, &device_handle)?;
+pub fn device_facts(env: &Env, device_id: f64) -> napi::Result<String> {
+    let device = device(env, device_id)?;
     let info = device.info();
-    Ok(DeviceFacts {
-        name: info.name.clone(),
-        vendor: info.vendor.clone(),
-        backend: info.backend.clone(),
-        device_type: info.device_type.name().to_string(),
-        driver_version: info.driver_version.clone(),
-        filter_string: registry().filter_string_of(device.as_ref()),
-        global_mem_size: info.global_mem_size as f64,
-        max_mem_alloc_size: info.max_mem_alloc_size as f64,
-        aspects: info.aspects.clone(),
-    })
+    Ok(json::object(&[
+        ("name", json::string(&info.name)),
+        ("vendor", json::string(&info.vendor)),
+        ("backend", json::string(&info.backend)),
+        ("deviceType", json::string(info.device_type.name())),
+        ("driverVersion", json::string(&info.driver_version)),
+        ("filterString", json::string(&registry().filter_string_of(device.as_ref()))),
+        ("globalMemSize", json::number(info.global_mem_size as f64)),
+        ("maxMemAllocSize", json::number(info.max_mem_alloc_size as f64)),
+        ("aspects", json::array(info.aspects.iter().map(|a| json::string(a)))),
+    ]))
 }
 
 #[napi]
-pub fn device_equals(env: &Env, a: Unknown, b: Unknown) -> napi::Result<bool> {
-    Ok(device(env, &a)?.same_device(device(env, &b)?.as_ref()))
+pub fn device_equals(env: &Env, a: f64, b: f64) -> napi::Result<bool> {
+    Ok(device(env, a)?.same_device(device(env, b)?.as_ref()))
 }
 
 #[napi]
-pub fn device_default_context<'env>(env: &'env Env, device_handle: Unknown) -> napi::Result<Unknown<'env>> {
-    let context = device(env, &device_handle)?.default_context().or_throw(env)?;
+pub fn device_default_context(env: &Env, device_id: f64) -> napi::Result<f64> {
+    let context = device(env, device_id)?.default_context().or_throw(env)?;
     context_handle(env, context)
 }
 
 #[napi]
-pub fn device_create_context<'env>(env: &'env Env, device_handle: Unknown) -> napi::Result<Unknown<'env>> {
-    let context = device(env, &device_handle)?.create_context().or_throw(env)?;
+pub fn device_create_context(env: &Env, device_id: f64) -> napi::Result<f64> {
+    let context = device(env, device_id)?.create_context().or_throw(env)?;
     context_handle(env, context)
 }
 
 /// The default context of the default device (`new SyclContext()`).
 #[napi]
-pub fn context_default<'env>(env: &'env Env) -> napi::Result<Unknown<'env>> {
+pub fn context_default(env: &Env) -> napi::Result<f64> {
     let device = registry().select(None).or_throw(env)?;
-    context_handle(env, device.default_context().or_throw(env)?)
+    let context = device.default_context().or_throw(env)?;
+    context_handle(env, context)
 }
 
 #[napi]
-pub fn context_devices<'env>(env: &'env Env, context_handle: Unknown) -> napi::Result<Array<'env>> {
-    device_array(env, context(env, &context_handle)?.devices())
+pub fn context_devices(env: &Env, context_id: f64) -> napi::Result<Float64Array> {
+    let devices = context(env, context_id)?.devices();
+    device_array(env, devices)
 }
 
 #[napi]
-pub fn context_equals(env: &Env, a: Unknown, b: Unknown) -> napi::Result<bool> {
-    Ok(context(env, &a)?.same_context(context(env, &b)?.as_ref()))
+pub fn context_equals(env: &Env, a: f64, b: f64) -> napi::Result<bool> {
+    Ok(context(env, a)?.same_context(context(env, b)?.as_ref()))
 }
 
-/// `new SyclQueue(...)`: in `context` if given, on `device` (a handle) or the device
-/// `filter` names, else on the default device (or the context's first).
+/// `new SyclQueue(...)`: in the context `context_id` if given, on the device `device_id`
+/// or the device `filter` names, else on the default device (or the context's first).
 #[napi]
-pub fn queue_create<'env>(
-    env: &'env Env,
-    context_handle: Option<Unknown>,
-    device_handle: Option<Unknown>,
-    filter: Option<String>,
-) -> napi::Result<Unknown<'env>> {
-    let context = context_handle.map(|value| context(env, &value).cloned()).transpose()?;
-    let choice = match (device_handle, filter) {
-        (Some(value), _) => DeviceChoice::Device(device(env, &value)?.clone()),
+pub fn queue_create(env: &Env, context_id: Option<f64>, device_id: Option<f64>, filter: Option<String>) -> napi::Result<f64> {
+    let context = context_id.map(|id| context(env, id)).transpose()?;
+    let choice = match (device_id, filter) {
+        (Some(id), _) => DeviceChoice::Device(device(env, id)?),
         (None, Some(text)) => DeviceChoice::Filter(text),
         (None, None) => DeviceChoice::Default,
     };
@@ -244,9 +247,9 @@ pub fn queue_create<'env>(
 /// The cached queue of a device (the default device without one): the queue every
 /// allocation made without a queue uses.
 #[napi]
-pub fn queue_cached<'env>(env: &'env Env, device_handle: Option<Unknown>) -> napi::Result<Unknown<'env>> {
-    let device = match device_handle {
-        Some(value) => device(env, &value)?.clone(),
+pub fn queue_cached(env: &Env, device_id: Option<f64>) -> napi::Result<f64> {
+    let device = match device_id {
+        Some(id) => device(env, id)?,
         None => registry().select(None).map_err(MemoryError::into_queue_creation).or_throw(env)?,
     };
     let queue = registry().cached_queue(&device).map_err(MemoryError::into_queue_creation).or_throw(env)?;
@@ -254,31 +257,32 @@ pub fn queue_cached<'env>(env: &'env Env, device_handle: Option<Unknown>) -> nap
 }
 
 #[napi]
-pub fn queue_device<'env>(env: &'env Env, queue_handle: Unknown) -> napi::Result<Unknown<'env>> {
-    let device = queue(env, &queue_handle)?.device();
+pub fn queue_device(env: &Env, queue_id: f64) -> napi::Result<f64> {
+    let device = queue(env, queue_id)?.device();
     device_handle(env, device)
 }
 
 #[napi]
-pub fn queue_context<'env>(env: &'env Env, queue_handle: Unknown) -> napi::Result<Unknown<'env>> {
-    let context = queue(env, &queue_handle)?.context();
+pub fn queue_context(env: &Env, queue_id: f64) -> napi::Result<f64> {
+    let context = queue(env, queue_id)?.context();
     context_handle(env, context)
 }
 
 #[napi]
-pub fn queue_equals(env: &Env, a: Unknown, b: Unknown) -> napi::Result<bool> {
-    Ok(Arc::ptr_eq(queue(env, &a)?, queue(env, &b)?))
+pub fn queue_equals(env: &Env, a: f64, b: f64) -> napi::Result<bool> {
+    Ok(Arc::ptr_eq(&queue(env, a)?, &queue(env, b)?))
 }
 
 #[napi]
-pub fn queue_wait(env: &Env, queue_handle: Unknown) -> napi::Result<()> {
-    queue(env, &queue_handle)?.wait().or_throw(env)
+pub fn queue_wait(env: &Env, queue_id: f64) -> napi::Result<()> {
+    queue(env, queue_id)?.wait().or_throw(env)
 }
 
-/// Why no device is available from each runtime that did not load (empty when all did).
+/// Why no device is available from each runtime that did not load (empty when all
+/// did), as a JSON array of strings.
 #[napi]
-pub fn runtime_diagnostics() -> Vec<String> {
-    registry().unavailable().to_vec()
+pub fn runtime_diagnostics() -> String {
+    json::array(registry().unavailable().iter().map(|line| json::string(line)))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -295,36 +299,31 @@ fn kind_of(env: &Env, value: u32) -> napi::Result<UsmKind> {
 }
 
 /// A new allocation of `nbytes` (the JS layer checked it is a positive integer) of
-/// `kind` (dpctl's enum value) on `queue`.
-#[napi]
-pub fn mem_allocate<'env>(env: &'env Env, queue_handle: Unknown, kind: u32, nbytes: f64, alignment: f64) -> napi::Result<Unknown<'env>> {
-    let queue = queue(env, &queue_handle)?;
-    let memory = UsmMemory::allocate(queue, kind_of(env, kind)?, nbytes as u64, alignment as u64).or_throw(env)?;
-    wrap_handle(env, MemoryHandle::allocated(env, memory))
+/// `kind` (dpctl's enum value) on the queue `queue_id`.
+pub fn mem_allocate(env: &Env, queue_id: f64, kind: u32, nbytes: f64, alignment: f64) -> napi::Result<f64> {
+    let queue = queue(env, queue_id)?;
+    let memory = UsmMemory::allocate(&queue, kind_of(env, kind)?, nbytes as u64, alignment as u64).or_throw(env)?;
+    memory_handle(env, MemoryHandle::allocated(env, memory))
 }
 
 /// A second handle on the same memory (zero-copy; views share the allocation).
 #[napi]
-pub fn mem_view<'env>(env: &'env Env, memory_handle: Unknown) -> napi::Result<Unknown<'env>> {
-    let memory = live_memory(env, &memory_handle)?;
-    wrap_handle(env, MemoryHandle::new(memory))
+pub fn mem_view(env: &Env, memory_id: f64) -> napi::Result<f64> {
+    let memory = live_memory(env, memory_id)?;
+    memory_handle(env, MemoryHandle::new(memory))
 }
 
-/// The memory of `source` as memory of `kind`: a view when it is of that kind, a new
-/// allocation on `queue` holding a copy when `copy`, else `ERR_USM_KIND_MISMATCH`.
-/// `[handle, copied]`.
+/// The memory of `source_id` as memory of `kind`: a view when it is of that kind, a new
+/// allocation on `queue_id` holding a copy when `copy`, else `ERR_USM_KIND_MISMATCH`.
 #[napi]
-pub fn mem_adopt<'env>(env: &'env Env, source: Unknown, kind: u32, copy: bool, queue_handle: Unknown) -> napi::Result<Array<'env>> {
-    let source = live_memory(env, &source)?;
-    let queue = queue(env, &queue_handle)?;
-    let (handle, copied) = match UsmMemory::adopt(source, kind_of(env, kind)?, copy, queue).or_throw(env)? {
-        Adopted::View(memory) => (MemoryHandle::new(memory), false),
-        Adopted::Copy(memory) => (MemoryHandle::allocated(env, memory), true),
+pub fn mem_adopt(env: &Env, source_id: f64, kind: u32, copy: bool, queue_id: f64) -> napi::Result<f64> {
+    let source = live_memory(env, source_id)?;
+    let queue = queue(env, queue_id)?;
+    let handle = match UsmMemory::adopt(source, kind_of(env, kind)?, copy, &queue).or_throw(env)? {
+        Adopted::View(memory) => MemoryHandle::new(memory),
+        Adopted::Copy(memory) => MemoryHandle::allocated(env, memory),
     };
-    let mut pair = env.create_array(2)?;
-    pair.set(0, wrap_handle(env, handle)?)?;
-    pair.set(1, copied)?;
-    Ok(pair)
+    memory_handle(env, handle)
 }
 
 /// Consumes an interface. The fields are the JS layer's own plain copies; `syclobj`
@@ -332,8 +331,8 @@ pub fn mem_adopt<'env>(env: &'env Env, source: Unknown, kind: u32, copy: bool, q
 /// messages write what it was).
 #[napi]
 #[allow(clippy::too_many_arguments)]
-pub fn mem_consume<'env>(
-    env: &'env Env,
+pub fn mem_consume(
+    env: &Env,
     offset: Unknown,
     version: Unknown,
     data: Unknown,
@@ -341,11 +340,11 @@ pub fn mem_consume<'env>(
     typestr: Unknown,
     strides: Unknown,
     syclobj_present: bool,
-    syclobj_queue: Option<Unknown>,
-    syclobj_context: Option<Unknown>,
+    syclobj_queue: Option<f64>,
+    syclobj_context: Option<f64>,
     syclobj_filter: Option<String>,
     shown: String,
-) -> napi::Result<Unknown<'env>> {
+) -> napi::Result<f64> {
     let raw = RawInterface {
         offset: iface_value(offset, 0)?,
         version: iface_value(version, 0)?,
@@ -356,13 +355,13 @@ pub fn mem_consume<'env>(
         strides: iface_value(strides, 0)?,
     };
     let syclobj = match (syclobj_queue, syclobj_context, syclobj_filter) {
-        (Some(value), _, _) => SyclObj::Queue(queue(env, &value)?.clone()),
-        (None, Some(value), _) => SyclObj::Context(context(env, &value)?.clone()),
+        (Some(id), _, _) => SyclObj::Queue(queue(env, id)?),
+        (None, Some(id), _) => SyclObj::Context(context(env, id)?),
         (None, None, Some(text)) => SyclObj::Filter(text),
         (None, None, None) => SyclObj::Invalid,
     };
     let memory = consume(&raw, syclobj, &shown).or_throw(env)?;
-    wrap_handle(env, MemoryHandle::new(memory))
+    memory_handle(env, MemoryHandle::new(memory))
 }
 
 /// Longest list read from an interface field; longer ones are refused as malformed.
@@ -399,62 +398,38 @@ fn iface_value(value: Unknown, depth: u32) -> napi::Result<IfaceValue> {
     })
 }
 
-/// The error for an interface that is not an object (`shown`: the exporter).
+/// `[nbytes, kind, readOnly ? 1 : 0]` of live memory (the pointer: `memPointer`).
 #[napi]
-pub fn interface_not_object(env: &Env, shown: String) -> napi::Error {
-    to_js_error(
-        env,
-        MemoryError::malformed(
-            InterfaceField::Interface,
-            format!("Argument {shown} does not correctly expose `__sycl_usm_array_interface__`: it must be an object."),
-        ),
-    )
-}
-
-/// `[nbytes, pointer, kind, readOnly]` of live memory.
-#[napi]
-pub fn mem_facts<'env>(env: &'env Env, memory_handle: Unknown) -> napi::Result<Array<'env>> {
-    let memory = live_memory(env, &memory_handle)?;
-    let mut facts = env.create_array(4)?;
-    facts.set(0, memory.nbytes() as f64)?;
-    facts.set(1, BigInt::from(memory.address()))?;
-    facts.set(2, memory.usm_type(None).enum_value())?;
-    facts.set(3, memory.read_only())?;
-    Ok(facts)
+pub fn mem_facts(env: &Env, memory_id: f64) -> napi::Result<Float64Array> {
+    let memory = live_memory(env, memory_id)?;
+    let facts = vec![memory.nbytes() as f64, f64::from(memory.usm_type(None).enum_value()), f64::from(u8::from(memory.read_only()))];
+    Ok(Float64Array::new(facts))
 }
 
 /// The address, as a bigint.
-#[napi]
-pub fn mem_pointer(env: &Env, memory_handle: Unknown) -> napi::Result<BigInt> {
-    Ok(BigInt::from(live_memory(env, &memory_handle)?.address()))
+pub fn mem_pointer(env: &Env, memory_id: f64) -> napi::Result<u64> {
+    Ok(live_memory(env, memory_id)?.address())
 }
 
-/// dpctl's kind enum of the memory in `context` (its own context without one).
+/// dpctl's kind enum of the memory in the context `context_id` (its own without one).
 #[napi]
-pub fn mem_kind(env: &Env, memory_handle: Unknown, context_handle: Option<Unknown>) -> napi::Result<u32> {
-    let memory = live_memory(env, &memory_handle)?;
-    let context = context_handle.map(|value| context(env, &value).cloned()).transpose()?;
+pub fn mem_kind(env: &Env, memory_id: f64, context_id: Option<f64>) -> napi::Result<u32> {
+    let memory = live_memory(env, memory_id)?;
+    let context = context_id.map(|id| context(env, id)).transpose()?;
     Ok(memory.usm_type(context.as_deref()).enum_value())
 }
 
 /// The queue the memory is used through.
 #[napi]
-pub fn mem_queue<'env>(env: &'env Env, memory_handle: Unknown) -> napi::Result<Unknown<'env>> {
-    let memory = live_memory(env, &memory_handle)?;
-    queue_handle(env, memory.queue().clone())
-}
-
-/// dpctl's `repr`.
-#[napi]
-pub fn mem_describe(env: &Env, memory_handle: Unknown) -> napi::Result<String> {
-    Ok(live_memory(env, &memory_handle)?.describe())
+pub fn mem_queue(env: &Env, memory_id: f64) -> napi::Result<f64> {
+    let queue = live_memory(env, memory_id)?.queue().clone();
+    queue_handle(env, queue)
 }
 
 /// The zero-copy `ArrayBuffer` over host or shared memory (the JS layer makes it once).
 #[napi]
-pub fn mem_buffer<'env>(env: &'env Env, memory_handle: Unknown) -> napi::Result<Unknown<'env>> {
-    let handle = memory(env, &memory_handle)?;
-    let memory = handle.live().or_throw(env)?;
+pub fn mem_buffer<'env>(env: &'env Env, memory_id: f64) -> napi::Result<Unknown<'env>> {
+    let memory = live_memory(env, memory_id)?;
     let (address, len) = memory.host_view(ffi::MAX_BUFFER_LENGTH).or_throw(env)?;
     let lease: BufferLease = Rc::new(RefCell::new(memory.owner().cloned()));
     let buffer = match ffi::external_arraybuffer(env, address as *mut u8, len, lease.clone()) {
@@ -468,19 +443,19 @@ pub fn mem_buffer<'env>(env: &'env Env, memory_handle: Unknown) -> napi::Result<
         Err(ExternalBufferError::TooLarge) => return Err(too_large_for_host(memory.nbytes(), ffi::MAX_BUFFER_LENGTH)).or_throw(env),
         Err(ExternalBufferError::Napi(err)) => return Err(err),
     };
-    *handle.lease.try_borrow_mut().map_err(|_| busy_error()).or_throw(env)? = Some(lease);
+    if let Some(handle) = handles(env)?.memories.get(memory_id) {
+        handle.lease.replace(Some(lease));
+    }
     Ok(buffer)
 }
 
-/// Releases the handle's memory now. `buffer` is its zero-copy `ArrayBuffer`, if the JS
-/// layer made one: detached here, and only then does its lease let go (a buffer someone
-/// else detached, by transferring it, may still reach the memory). Idempotent.
-#[napi]
-pub fn mem_free(env: &Env, memory_handle: Unknown, buffer: Option<Unknown>) -> napi::Result<()> {
-    let handle = memory(env, &memory_handle)?;
-    let mut memory = handle.memory.try_borrow_mut().map_err(|_| busy_error()).or_throw(env)?;
-    let lease = handle.lease.try_borrow_mut().map_err(|_| busy_error()).or_throw(env)?.take();
-    if let (Some(lease), Some(buffer)) = (lease, buffer) {
+/// Releases the memory now and gives the handle back. `buffer` is its zero-copy
+/// `ArrayBuffer`, if the JS layer made one: detached here, and only then does its lease
+/// let go (a buffer someone else detached, by transferring it, may still reach the
+/// memory). A handle already given back is a no-op.
+pub fn mem_free(env: &Env, memory_id: f64, buffer: Option<Unknown>) -> napi::Result<()> {
+    let Some(handle) = handles(env)?.memories.remove(memory_id) else { return Ok(()) };
+    if let (Some(lease), Some(buffer)) = (handle.lease.take(), buffer) {
         if ffi::detach_arraybuffer(env, &buffer)? {
             if let Ok(mut held) = lease.try_borrow_mut() {
                 held.take();
@@ -488,7 +463,6 @@ pub fn mem_free(env: &Env, memory_handle: Unknown, buffer: Option<Unknown>) -> n
         }
     }
     handle.unreport(env);
-    memory.take();
     Ok(())
 }
 
@@ -500,60 +474,56 @@ fn host_bytes(env: &Env, value: &Unknown, what: &str) -> napi::Result<HostBytes>
         .or_throw(env)
 }
 
-#[napi]
-pub fn mem_copy_to_host(env: &Env, memory_handle: Unknown, dst: Unknown) -> napi::Result<()> {
-    let memory = live_memory(env, &memory_handle)?;
+pub fn mem_copy_to_host(env: &Env, memory_id: f64, dst: Unknown) -> napi::Result<()> {
+    let memory = live_memory(env, memory_id)?;
     let bytes = host_bytes(env, &dst, "dst")?;
     bytes.with_slice(|dst| memory.copy_to_host(dst)).or_throw(env)
 }
 
-#[napi]
-pub fn mem_copy_from_host(env: &Env, memory_handle: Unknown, src: Unknown) -> napi::Result<()> {
-    let memory = live_memory(env, &memory_handle)?;
+pub fn mem_copy_from_host(env: &Env, memory_id: f64, src: Unknown) -> napi::Result<()> {
+    let memory = live_memory(env, memory_id)?;
     let bytes = host_bytes(env, &src, "src")?;
     bytes.with_slice(|src| memory.copy_from_host(src)).or_throw(env)
 }
 
-#[napi]
-pub fn mem_copy_from_device(env: &Env, memory_handle: Unknown, src: Unknown) -> napi::Result<()> {
-    let memory = live_memory(env, &memory_handle)?;
-    let source = live_memory(env, &src)?;
+pub fn mem_copy_from_device(env: &Env, memory_id: f64, source_id: f64) -> napi::Result<()> {
+    let memory = live_memory(env, memory_id)?;
+    let source = live_memory(env, source_id)?;
     memory.copy_from_device(&source).or_throw(env)
 }
 
-#[napi]
-pub fn mem_memset(env: &Env, memory_handle: Unknown, value: u32) -> napi::Result<()> {
-    live_memory(env, &memory_handle)?.memset(value as u8).or_throw(env)
+pub fn mem_memset(env: &Env, memory_id: f64, value: u32) -> napi::Result<()> {
+    live_memory(env, memory_id)?.memset(value as u8).or_throw(env)
 }
 
 /// `copyToHost` off the main thread. The JS layer keeps `dst` and the memory object
 /// alive until the Promise settles; the task holds the allocation itself.
 #[napi(ts_return_type = "Promise<void>")]
-pub fn mem_copy_to_host_async(env: &Env, memory_handle: Unknown, dst: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
-    let memory = live_memory(env, &memory_handle)?;
+pub fn mem_copy_to_host_async(env: &Env, memory_id: f64, dst: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
+    let memory = live_memory(env, memory_id)?;
     let bytes = host_bytes(env, &dst, "dst")?;
     let host = HostSide::destination(env, &bytes)?;
     Ok(AsyncTask::new(UsmTask::new(Operation::ToHost { memory, host }, Some(TaskRef::new(&dst)?))))
 }
 
 #[napi(ts_return_type = "Promise<void>")]
-pub fn mem_copy_from_host_async(env: &Env, memory_handle: Unknown, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
-    let memory = live_memory(env, &memory_handle)?;
+pub fn mem_copy_from_host_async(env: &Env, memory_id: f64, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
+    let memory = live_memory(env, memory_id)?;
     let bytes = host_bytes(env, &src, "src")?;
     let host = HostSide::source(env, &bytes)?;
     Ok(AsyncTask::new(UsmTask::new(Operation::FromHost { memory, host }, None)))
 }
 
 #[napi(ts_return_type = "Promise<void>")]
-pub fn mem_copy_from_device_async(env: &Env, memory_handle: Unknown, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
-    let memory = live_memory(env, &memory_handle)?;
-    let source = live_memory(env, &src)?;
+pub fn mem_copy_from_device_async(env: &Env, memory_id: f64, source_id: f64) -> napi::Result<AsyncTask<UsmTask>> {
+    let memory = live_memory(env, memory_id)?;
+    let source = live_memory(env, source_id)?;
     Ok(AsyncTask::new(UsmTask::new(Operation::FromDevice { memory, source }, None)))
 }
 
 #[napi(ts_return_type = "Promise<void>")]
-pub fn mem_memset_async(env: &Env, memory_handle: Unknown, value: u32) -> napi::Result<AsyncTask<UsmTask>> {
-    let memory = live_memory(env, &memory_handle)?;
+pub fn mem_memset_async(env: &Env, memory_id: f64, value: u32) -> napi::Result<AsyncTask<UsmTask>> {
+    let memory = live_memory(env, memory_id)?;
     Ok(AsyncTask::new(UsmTask::new(Operation::Memset { memory, value: value as u8 }, None)))
 }
 
@@ -561,4 +531,68 @@ pub fn mem_memset_async(env: &Env, memory_handle: Unknown, value: u32) -> napi::
 #[napi]
 pub fn max_buffer_length() -> f64 {
     ffi::MAX_BUFFER_LENGTH as f64
+}
+
+// ---------------------------------------------------------------------------------------
+// The calls defined through `ffi::define_fast`: per-call work here is a fraction of a
+// microsecond, less than napi-rs's own per-call machinery would add.
+// ---------------------------------------------------------------------------------------
+
+fn fast_mem_allocate(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    let (queue_id, kind) = (ffi::f64_arg(env, &args[0])?, ffi::u32_arg(env, &args[1])?);
+    let id = mem_allocate(env, queue_id, kind, ffi::f64_arg(env, &args[2])?, ffi::f64_arg(env, &args[3])?)?;
+    ffi::js_f64(env, id)
+}
+
+fn fast_mem_free(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    mem_free(env, ffi::f64_arg(env, &args[0])?, ffi::given(&args[1])?)?;
+    ffi::js_undefined(env)
+}
+
+fn fast_mem_copy_to_host(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    mem_copy_to_host(env, ffi::f64_arg(env, &args[0])?, args[1])?;
+    ffi::js_undefined(env)
+}
+
+fn fast_mem_copy_from_host(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    mem_copy_from_host(env, ffi::f64_arg(env, &args[0])?, args[1])?;
+    ffi::js_undefined(env)
+}
+
+fn fast_mem_copy_from_device(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    mem_copy_from_device(env, ffi::f64_arg(env, &args[0])?, ffi::f64_arg(env, &args[1])?)?;
+    ffi::js_undefined(env)
+}
+
+fn fast_mem_memset(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    mem_memset(env, ffi::f64_arg(env, &args[0])?, ffi::u32_arg(env, &args[1])?)?;
+    ffi::js_undefined(env)
+}
+
+fn fast_mem_pointer(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    let address = mem_pointer(env, ffi::f64_arg(env, &args[0])?)?;
+    ffi::js_bigint(env, address)
+}
+
+fn fast_release_handle(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    release_handle(env, ffi::u32_arg(env, &args[0])?, ffi::f64_arg(env, &args[1])?)?;
+    ffi::js_undefined(env)
+}
+
+/// Puts the fast calls on `exports`.
+pub fn define_fast_calls(env: &Env, exports: &mut napi::bindgen_prelude::Object) -> napi::Result<()> {
+    let calls: [(&str, ffi::FastFn); 8] = [
+        ("memAllocate", fast_mem_allocate),
+        ("memFree", fast_mem_free),
+        ("memCopyToHost", fast_mem_copy_to_host),
+        ("memCopyFromHost", fast_mem_copy_from_host),
+        ("memCopyFromDevice", fast_mem_copy_from_device),
+        ("memMemset", fast_mem_memset),
+        ("memPointer", fast_mem_pointer),
+        ("releaseHandle", fast_release_handle),
+    ];
+    for (name, function) in calls {
+        ffi::define_fast(env, exports, name, function)?;
+    }
+    Ok(())
 }

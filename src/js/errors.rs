@@ -50,10 +50,11 @@ pub const ERROR_CODES: &[(&str, &str)] = &[
     ("Internal", "ERR_INTERNAL"),
 ];
 
-/// `ERROR_CODES` for the JS layer, as `[name, code]` pairs.
+/// `ERROR_CODES` for the JS layer, as JSON: `{ name: code, ... }`.
 #[napi]
-pub fn error_codes() -> Vec<Vec<&'static str>> {
-    ERROR_CODES.iter().map(|(name, code)| vec![*name, *code]).collect()
+pub fn error_codes() -> String {
+    let fields: Vec<(&str, String)> = ERROR_CODES.iter().map(|(name, code)| (*name, crate::js::json::string(code))).collect();
+    crate::js::json::object(&fields)
 }
 
 fn class_name(class: ErrorClass) -> &'static str {

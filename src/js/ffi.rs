@@ -1,6 +1,5 @@
-//! The raw Node-API calls the binding needs beyond what napi-rs wraps: opaque handles
-//! (type-tagged externals that own a Rust value), persistent references that are
-//! released on drop, external ArrayBuffers tied to an owner, detaching, and reading the
+//! The raw Node-API calls the binding needs beyond what napi-rs wraps: persistent
+//! references that are released on drop, external ArrayBuffers tied to an owner, detaching, and reading the
 //! bytes behind any host buffer argument. All `unsafe` of the binding lives here.
 
 use std::ffi::c_void;
@@ -286,54 +285,105 @@ impl TaskBytes {
     }
 }
 
-/// A Rust value owned by a JS external: the opaque handle the JS classes keep in a
-/// private field and pass back to the binding's functions.
-pub trait Handle: Sized + 'static {
-    /// Tells handles of different types (and externals of other addons) apart.
-    const TAG: sys::napi_type_tag;
-    /// Runs when the engine collects the handle, on the environment's thread.
-    fn collected(self, _env: &Env) {}
-}
 
-/// Hands `value` to a new handle; the engine drops it (through `Handle::collected`)
-/// when the handle is collected.
-pub fn wrap_handle<'env, T: Handle>(env: &'env Env, value: T) -> napi::Result<Unknown<'env>> {
-    unsafe extern "C" fn finalize<T: Handle>(env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
-        // SAFETY: `data` is the `Box<T>` leaked in `wrap_handle`, handed to exactly one
-        // finalizer call, on the environment's thread.
-        let value = unsafe { Box::from_raw(data.cast::<T>()) };
-        value.collected(&Env::from_raw(env));
-    }
-    let data = Box::into_raw(Box::new(value));
-    let mut external = ptr::null_mut();
-    // SAFETY: `data` stays valid until the finalizer, which Node-API calls once.
-    let status = unsafe { sys::napi_create_external(env.raw(), data.cast(), Some(finalize::<T>), ptr::null_mut(), &mut external) };
-    if status != sys::Status::napi_ok {
-        // SAFETY: the external was not made, so nothing else owns `data`.
-        drop(unsafe { Box::from_raw(data) });
-        return Err(napi::Error::new(napi::Status::from(status), "napi_create_external failed"));
-    }
-    // SAFETY: `external` is the live value just made; the tag is a static.
-    check(unsafe { sys::napi_type_tag_object(env.raw(), external, &T::TAG) }, "napi_type_tag_object")?;
-    // SAFETY: `external` was just produced by Node-API for `env`.
-    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), external) })
-}
+/// A binding function that Node-API calls directly (see `define_fast`): the environment
+/// and the call's first four arguments (`undefined` where fewer were passed).
+pub type FastFn = for<'env> fn(&'env Env, &[Unknown<'env>; 4]) -> napi::Result<sys::napi_value>;
 
-/// The value behind a handle of type `T`; an error for anything else. The reference
-/// lives as long as `value`, which keeps the handle (and so the value) from collection.
-pub fn handle_of<'v, T: Handle>(env: &Env, value: &Unknown<'v>) -> napi::Result<&'v T> {
-    if value.get_type()? != ValueType::External {
-        return Err(napi::Error::new(napi::Status::InvalidArg, "not a dpctl-memory handle"));
-    }
-    let mut tagged = false;
-    // SAFETY: `value` is a live external of `env`; `tagged` is an out-pointer.
-    check(unsafe { sys::napi_check_object_type_tag(env.raw(), value.raw(), &T::TAG, &mut tagged) }, "napi_check_object_type_tag")?;
-    if !tagged {
-        return Err(napi::Error::new(napi::Status::InvalidArg, "a dpctl-memory handle of another type"));
-    }
+/// Calls the `FastFn` a function was defined with; its error is thrown, a panic becomes
+/// an error (never an abort across the C boundary).
+unsafe extern "C" fn fast_trampoline(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let mut argc = 4usize;
+    let mut argv = [ptr::null_mut(); 4];
     let mut data = ptr::null_mut();
-    // SAFETY: as above; `data` is an out-pointer.
-    check(unsafe { sys::napi_get_value_external(env.raw(), value.raw(), &mut data) }, "napi_get_value_external")?;
-    // SAFETY: the tag proves `data` is the `Box<T>` of `wrap_handle`, alive while `value` is.
-    Ok(unsafe { &*data.cast::<T>() })
+    // SAFETY: `info` is this call's callback info; Node-API fills up to `argc` slots
+    // (the rest with `undefined`) and the data pointer given at definition.
+    let status = unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), &mut data) };
+    if status != sys::Status::napi_ok || data.is_null() {
+        return ptr::null_mut();
+    }
+    // SAFETY: `data` is the `FastFn` `define_fast` stored (a function pointer, the size of
+    // a data pointer here).
+    let function = unsafe { std::mem::transmute::<*mut c_void, FastFn>(data) };
+    let handle = Env::from_raw(env);
+    // SAFETY: every slot holds a live value of this call.
+    let args = argv.map(|value| unsafe { Unknown::from_raw_unchecked(env, value) });
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| function(&handle, &args))) {
+        Ok(Ok(value)) => value,
+        Ok(Err(error)) => {
+            // SAFETY: `env` is the live environment of this call.
+            unsafe { napi::JsError::from(error).throw_into(env) };
+            ptr::null_mut()
+        }
+        Err(_) => {
+            let error = napi::Error::new(napi::Status::GenericFailure, "dpctl-memory: internal error (a panic in the binding)");
+            // SAFETY: as above.
+            unsafe { napi::JsError::from(error).throw_into(env) };
+            ptr::null_mut()
+        }
+    }
+}
+
+/// Defines `exports[name]` as a function Node-API calls without napi-rs's per-call
+/// machinery, for the few calls (allocate, free, small copies) where that machinery
+/// would cost more than the work.
+pub fn define_fast(env: &Env, exports: &mut napi::bindgen_prelude::Object, name: &str, function: FastFn) -> napi::Result<()> {
+    let mut value = ptr::null_mut();
+    // SAFETY: `name` outlives the call (Node-API copies it); the data pointer is a
+    // function pointer, valid for the life of the process.
+    let status = unsafe {
+        sys::napi_create_function(env.raw(), name.as_ptr().cast(), name.len() as isize, Some(fast_trampoline), function as *mut c_void, &mut value)
+    };
+    check(status, "napi_create_function")?;
+    // SAFETY: `value` was just produced by Node-API for `env`.
+    napi::bindgen_prelude::JsObjectValue::set_named_property(exports, name, unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
+}
+
+/// A number argument, or `ERR_INTERNAL`-style failure for anything else (the JS layer
+/// passes only numbers here).
+pub fn f64_arg(env: &Env, value: &Unknown) -> napi::Result<f64> {
+    let mut number = 0.0;
+    // SAFETY: `value` is a live value of `env`; `number` is an out-pointer.
+    check(unsafe { sys::napi_get_value_double(env.raw(), value.raw(), &mut number) }, "napi_get_value_double")?;
+    Ok(number)
+}
+
+/// A number argument as `u32` (Node-API's conversion: truncated, wrapped).
+pub fn u32_arg(env: &Env, value: &Unknown) -> napi::Result<u32> {
+    let mut number = 0u32;
+    // SAFETY: `value` is a live value of `env`; `number` is an out-pointer.
+    check(unsafe { sys::napi_get_value_uint32(env.raw(), value.raw(), &mut number) }, "napi_get_value_uint32")?;
+    Ok(number)
+}
+
+/// `value` unless it is `undefined` or `null`.
+pub fn given<'env>(value: &Unknown<'env>) -> napi::Result<Option<Unknown<'env>>> {
+    Ok(match value.get_type()? {
+        ValueType::Undefined | ValueType::Null => None,
+        _ => Some(*value),
+    })
+}
+
+/// A JS number.
+pub fn js_f64(env: &Env, number: f64) -> napi::Result<sys::napi_value> {
+    let mut value = ptr::null_mut();
+    // SAFETY: plain value creation in `env`; `value` is an out-pointer.
+    check(unsafe { sys::napi_create_double(env.raw(), number, &mut value) }, "napi_create_double")?;
+    Ok(value)
+}
+
+/// `undefined`.
+pub fn js_undefined(env: &Env) -> napi::Result<sys::napi_value> {
+    let mut value = ptr::null_mut();
+    // SAFETY: as above.
+    check(unsafe { sys::napi_get_undefined(env.raw(), &mut value) }, "napi_get_undefined")?;
+    Ok(value)
+}
+
+/// A JS bigint of `number`.
+pub fn js_bigint(env: &Env, number: u64) -> napi::Result<sys::napi_value> {
+    let mut value = ptr::null_mut();
+    // SAFETY: as above.
+    check(unsafe { sys::napi_create_bigint_uint64(env.raw(), number, &mut value) }, "napi_create_bigint_uint64")?;
+    Ok(value)
 }

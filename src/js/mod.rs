@@ -4,7 +4,9 @@ pub mod async_ops;
 pub mod binding;
 pub mod errors;
 pub mod ffi;
+pub mod json;
 pub mod pool;
+pub mod slab;
 pub mod state;
 
 use napi::bindgen_prelude::{Object, Unknown};
@@ -31,7 +33,8 @@ const BUILTINS: &str = r#"(() => {
 })()"#;
 
 #[napi(module_exports)]
-pub fn init(_exports: Object, env: Env) -> napi::Result<()> {
+pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {
+    binding::define_fast_calls(&env, &mut exports)?;
     let builtins = ffi::JsRef::new(&env.run_script::<_, Unknown>(BUILTINS)?)?;
-    state::install(&env, state::EnvState { builtins })
+    state::install(&env, state::EnvState { builtins, handles: Default::default() })
 }
