@@ -8,3 +8,5 @@ pub mod registry;
 pub mod usm;
 pub mod filter;
 pub mod interface;
+#[cfg(test)]
+mod interface_props;
