@@ -1,7 +1,7 @@
 // The CPU section: our figures on the SYCL OpenCL CPU device, and the table rows that set
 // them against dpctl (bench/peers/dpctl_cpu.py, same case ids) and Node's Buffer.copy.
 'use strict';
-const { sizeLabel, runCase, sectionContext } = require('./lib');
+const { sizeLabel, runCase, sectionContext, runGetters, getterRows } = require('./lib');
 
 /** Measures our cases; returns { ours, node, checks } keyed by case id. */
 function runOurs(addon, cfg, timing) {
@@ -79,6 +79,7 @@ function runOurs(addon, cfg, timing) {
     const plain = new ArrayBuffer(n);
     runCase(node, `view.${sizeLabel(n)}`, () => new Uint8Array(plain), timing);
   }
+  runGetters(addon, opts, run, node, timing);
   return { ours, node, checks };
 }
 
@@ -87,11 +88,14 @@ function rows(cfg, latencyBelow) {
   const out = [];
   const dpctl = (id, name, target) => ({ source: 'dpctl', id, name, target });
   const ge1 = { ratio: 1 };
+  // The JS-surface targets: allocation at least 2x dpctl, 64-byte calls at least 15x.
+  const ge2 = { ratio: 2 };
+  const ge15 = { ratio: 15 };
   for (const kind of cfg.kinds) {
     for (const n of cfg.allocSizes) {
       const id = `alloc.${kind}.${sizeLabel(n)}`;
       const cls = `MemoryUSM${kind[0].toUpperCase()}${kind.slice(1)}`;
-      out.push({ label: `alloc+free ${kind} ${sizeLabel(n)}`, ours: id, metric: 'time', peer: dpctl(id, `dpctl ${cls}`, ge1) });
+      out.push({ label: `alloc+free ${kind} ${sizeLabel(n)}`, ours: id, metric: 'time', peer: dpctl(id, `dpctl ${cls}`, ge2) });
     }
   }
   for (const n of cfg.allocSizes.slice(0, 2)) {
@@ -112,15 +116,15 @@ function rows(cfg, latencyBelow) {
     }
   }
   const lab = sizeLabel(cfg.overheadSize);
-  out.push({ label: `per call: copyFromHost ${lab}`, ours: `overhead.h2d.${lab}`, metric: 'time', peer: dpctl(`overhead.h2d.${lab}`, 'dpctl copy_from_host', ge1) });
+  out.push({ label: `per call: copyFromHost ${lab}`, ours: `overhead.h2d.${lab}`, metric: 'time', peer: dpctl(`overhead.h2d.${lab}`, 'dpctl copy_from_host', ge15) });
   // For reference only: dpctl on an in-order queue. The addon's queues are out-of-order, as
   // dpctl's default ones (each operation waits on its own event), so the row above is the
   // like-for-like comparison.
   out.push({ label: `per call: copyFromHost ${lab}`, ours: `overhead.h2d.${lab}`, metric: 'time', peer: dpctl(`overhead.h2d_in_order.${lab}`, 'dpctl copy_from_host, in-order q', null) });
+  out.push({ label: `per call: copyToHost ${lab}`, ours: `overhead.d2h.${lab}`, metric: 'time', peer: dpctl(`overhead.d2h.${lab}`, 'dpctl copy_to_host', ge15) });
+  out.push({ label: `per call: memset ${lab}`, ours: `overhead.memset.${lab}`, metric: 'time', peer: dpctl(`overhead.memset.${lab}`, 'dpctl memset', ge15) });
   const parts = [
-    [`overhead.d2h.${lab}`, `copyToHost ${lab}`, 'dpctl copy_to_host'],
     [`overhead.d2d.${lab}`, `copyFromDevice ${lab}`, 'dpctl copy_from_device'],
-    [`overhead.memset.${lab}`, `memset ${lab}`, 'dpctl memset'],
     [null, `queue memcpy ${lab} + wait`, 'dpctl SyclQueue.memcpy', `overhead.memcpy.${lab}`],
     ['overhead.wait', 'queue.wait() (idle)', 'dpctl SyclQueue.wait'],
     ['overhead.getter', 'nbytes getter', 'dpctl .nbytes'],
@@ -131,6 +135,7 @@ function rows(cfg, latencyBelow) {
   const vlab = sizeLabel(cfg.viewSize);
   out.push({ label: `view: new Uint8Array(m.buffer)`, ours: `view.${vlab}`, metric: 'time', peer: dpctl(`view.${vlab}`, 'dpctl np.frombuffer', null) });
   out.push({ label: `view: new Uint8Array(m.buffer)`, ours: `view.${vlab}`, metric: 'time', peer: { source: 'node', id: `view.${vlab}`, name: 'new Uint8Array(ArrayBuffer)', target: null } });
+  out.push(...getterRows());
   return out.map((r) => ({ section: 'cpu', ...r }));
 }
 

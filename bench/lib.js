@@ -84,4 +84,38 @@ function sectionContext(addon, cfg, timing) {
   };
 }
 
-module.exports = { KiB, MiB, sizeLabel, median, spread, measure, runCase, sectionContext };
+/** A plain JS class with a private field and a getter: the floor a getter is held to. */
+class PlainGetter {
+  #value = 4096;
+  get value() {
+    return this.#value;
+  }
+}
+
+/**
+ * Getter reads on a host memory object (`buffer` after its first read) and, as the
+ * node peer, a plain JS class getter. Each result is consumed so no read is dead code.
+ */
+function runGetters(addon, opts, run, node, timing) {
+  const m = new addon.MemoryUSMHost(4096, opts);
+  let sink = 0;
+  try {
+    m.buffer; // eslint-disable-line no-unused-expressions
+    run('getter.nbytes', () => { sink += m.nbytes; });
+    run('getter.pointer', () => { sink += m.pointer === 0n ? 1 : 0; });
+    run('getter.buffer', () => { sink += m.buffer === null ? 1 : 0; });
+    const plain = new PlainGetter();
+    runCase(node, 'getter.plain', () => { sink += plain.value; }, timing);
+  } finally {
+    m.free();
+  }
+  return sink;
+}
+
+/** The rows of `runGetters`: within 2x of a plain JS getter (ratio >= 0.5). */
+function getterRows() {
+  const plain = { source: 'node', id: 'getter.plain', name: 'plain JS class getter', target: { ratio: 0.5 } };
+  return ['nbytes', 'pointer', 'buffer'].map((name) => ({ label: `getter: ${name}`, ours: `getter.${name}`, metric: 'time', peer: plain }));
+}
+
+module.exports = { KiB, MiB, sizeLabel, median, spread, measure, runCase, sectionContext, runGetters, getterRows };
