@@ -6,11 +6,20 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
-const ts = require('typescript');
+// typescript is a dev dependency, always there for `npm test`; a machine that carries only
+// the runtime test dependencies (the GPU machine) skips these tests visibly.
+const ts = (() => {
+  try {
+    return require('typescript');
+  } catch {
+    return null;
+  }
+})();
+const typed = ts ? test : (title, fn) => test.skip(`${title} [typescript is not installed: skipped]`, fn);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DTS = `${ROOT}index.d.ts`;
 
-test('a strict nodenext consumer compiles against index.d.ts', (t) => {
+typed('a strict nodenext consumer compiles against index.d.ts', (t) => {
   const configPath = `${ROOT}__test__/types/tsconfig.json`;
   const { config } = ts.readConfigFile(configPath, ts.sys.readFile);
   const parsed = ts.parseJsonConfigFileContent(config, ts.sys, `${ROOT}__test__/types`);
@@ -20,13 +29,13 @@ test('a strict nodenext consumer compiles against index.d.ts', (t) => {
   t.true(program.getSourceFiles().some((f) => f.fileName === DTS), 'the consumer resolved dpctl-memory to index.d.ts');
 });
 
-test('index.d.ts has no any', (t) => {
+typed('index.d.ts has no any', (t) => {
   const text = readFileSync(DTS, 'utf8').replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
   t.notRegex(text, /\bany\b/);
   t.notRegex(text, /this: unknown/);
 });
 
-test('index.d.ts declares exactly the values the package exports at run time', (t) => {
+typed('index.d.ts declares exactly the values the package exports at run time', (t) => {
   const program = ts.createProgram([DTS], { strict: true, types: ['node'] });
   const checker = program.getTypeChecker();
   const symbol = checker.getSymbolAtLocation(program.getSourceFile(DTS));
