@@ -368,7 +368,8 @@ export interface PoolScratchStats {
 export declare function poolStats(): PoolStats
 
 /**
- * Frees every block held in the caching pool and every idle scratch buffer of async
- * copies (memory in use is untouched); returns the bytes released.
+ * Frees every block held in the caching pool, every idle scratch buffer of async copies
+ * and the pinned staging buffers of CUDA contexts not copying right now (memory in use is
+ * untouched); returns the bytes released.
  */
 export declare function poolTrim(): number

@@ -581,7 +581,7 @@ static GLOBAL: OnceLock<Pool> = OnceLock::new();
 /// The process's pool, made at first use ([`ENV_VAR`] is read then, once).
 pub fn pool() -> &'static Pool {
     GLOBAL.get_or_init(|| {
-        Pool::new(enabled_from(std::env::var_os(ENV_VAR).as_deref()), Limits::default()).with_spare(crate::provider::Scratch::trim_idle)
+        Pool::new(enabled_from(std::env::var_os(ENV_VAR).as_deref()), Limits::default()).with_spare(crate::provider::trim_spare)
     })
 }
 

@@ -17,6 +17,12 @@ pub mod sycl;
 
 pub(crate) use host::{host_memcpy_parallel, host_memset, Scratch};
 
+/// Frees the host memory the providers keep for copies and can make again: idle scratch
+/// of async copies and the pinned staging buffers of CUDA contexts. Returns the bytes.
+pub(crate) fn trim_spare() -> u64 {
+    Scratch::trim_idle().saturating_add(cuda::trim_staging())
+}
+
 pub type Address = u64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

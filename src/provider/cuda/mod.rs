@@ -304,6 +304,30 @@ pub(crate) struct CudaContext {
     stager: Mutex<Option<Arc<Stager>>>,
 }
 
+/// Contexts that made staging buffers, for `trim_staging`.
+static STAGED: Mutex<Vec<Weak<CudaContext>>> = Mutex::new(Vec::new());
+
+/// Frees the pinned staging buffers of every context that is not copying through them
+/// now (`poolTrim()` and the pool's out-of-memory retry call it); the next staged copy
+/// makes them again. Returns the bytes freed.
+pub(crate) fn trim_staging() -> u64 {
+    let contexts: Vec<Arc<CudaContext>> = {
+        let mut staged = lock(&STAGED);
+        staged.retain(|context| context.strong_count() > 0);
+        staged.iter().filter_map(Weak::upgrade).collect()
+    };
+    let mut freed = 0;
+    for context in contexts {
+        // A context copying right now keeps its buffers: its staging lock is held.
+        if let Ok(mut stager) = context.stager.try_lock() {
+            if let Some(stager) = stager.take() {
+                freed += stager.bytes();
+            }
+        }
+    }
+    freed
+}
+
 impl CudaContext {
     fn new(
         driver: &'static Driver,
@@ -334,12 +358,13 @@ impl CudaContext {
     }
 
     /// A copy between pageable host memory and device memory of this context, through
-    /// the pinned staging buffers (made on first use).
+    /// the pinned staging buffers (made on first use, given back by `trim_staging`).
     fn staged_copy(&self, direction: Direction, host: u64, device: Address, nbytes: usize) -> Result<()> {
         let mut stager = lock(&self.stager);
         if stager.is_none() {
             let _current = self.current()?;
             *stager = Some(Arc::new(Stager::new(self.driver, self.handle, StagingConfig::get())?));
+            lock(&STAGED).push(self.me.clone());
         }
         match stager.as_ref() {
             Some(stager) => stager.copy(direction, host as usize, device, nbytes),

@@ -116,6 +116,11 @@ impl Stager {
         Ok(stager)
     }
 
+    /// Bytes of pinned memory the buffers hold.
+    pub(super) fn bytes(&self) -> u64 {
+        (self.chunk as u64).saturating_mul(self.buffers.len() as u64)
+    }
+
     /// Copies `nbytes` between pageable `host` and `device` memory of this context, one
     /// lane on this thread and the others on the persistent copy workers. The caller
     /// guarantees both ranges are valid for the whole call, and holds the context's
