@@ -34,13 +34,20 @@ use crate::provider::{Context, Device, Queue};
 /// and the buffer's finalizer; `memFree` empties it once it has detached the buffer.
 type BufferLease = Rc<RefCell<Option<Arc<Allocation>>>>;
 
+/// The most one allocation reports to V8. V8 collects whenever external memory grows by
+/// more than its soft limit (64 MiB) since the last collection, so reporting a large block
+/// in full would force a collection on every allocation of an allocate-and-free loop;
+/// capped, a loop never does, and dropped blocks still add up to a collection soon.
+const REPORT_CAP: u64 = 32 << 20;
+
 /// A memory handle: the memory until `memFree`, and what this handle reported to V8.
 pub struct MemoryHandle {
     memory: UsmMemory,
-    /// Bytes of an allocation this handle made, reported to V8 as external memory so
-    /// that memory dropped without `free()` drives garbage collection. Every kind is
-    /// reported, with or without a `buffer`: V8 tracks an external `ArrayBuffer`'s
-    /// bytes only as backing-store statistics, which do not schedule collections.
+    /// Bytes of an allocation this handle made (up to `REPORT_CAP`), reported to V8 as
+    /// external memory so that memory dropped without `free()` drives garbage collection.
+    /// Every kind is reported, with or without a `buffer`: V8 tracks an external
+    /// `ArrayBuffer`'s bytes only as backing-store statistics, which do not schedule
+    /// collections.
     reported: i64,
     /// The lease of the zero-copy `ArrayBuffer`, once made.
     lease: Cell<Option<BufferLease>>,
@@ -60,7 +67,7 @@ impl MemoryHandle {
     }
 
     fn allocated(env: &Env, memory: UsmMemory) -> Self {
-        let reported = i64::try_from(memory.nbytes()).unwrap_or(i64::MAX);
+        let reported = i64::try_from(memory.nbytes().min(REPORT_CAP)).unwrap_or(i64::MAX);
         ffi::adjust_external_memory(env, reported);
         MemoryHandle { memory, reported, lease: Cell::new(None) }
     }
