@@ -28,7 +28,8 @@ console.log(`fuzz.spec: FUZZ_SEED=${seed} FUZZ_RUNS=${runs}${path ? ` FUZZ_PATH=
 /** Runs a property; on failure, fails `t` with the case, what differed and how to replay it. */
 async function check(t, name, property, { numRuns, seed: s = seed }) {
   const started = Date.now();
-  const result = await fc.check(property, { seed: s, numRuns, path, endOnFailure: false });
+  // With FUZZ_PATH, just that case (a counterexample path replays the shrunk case).
+  const result = await fc.check(property, { seed: s, numRuns: path ? 1 : numRuns, path, endOnFailure: false });
   t.log(`${name}: ${result.numRuns} cases in ${Date.now() - started} ms (seed ${s})`);
   if (!result.failed) return;
   const error = result.errorInstance ?? result.error;
