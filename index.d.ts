@@ -214,6 +214,8 @@ export declare abstract class _Memory implements CloneGuarded {
   [Symbol.dispose](): void
   /** `<SYCL(TM) USM-host allocation of 16 bytes at 0x…>`, as dpctl's repr. */
   toString(): string
+  /** What `JSON.stringify` writes: `toString()`. */
+  toJSON(): string
 }
 
 /** USM device memory: reachable from the host only through copies. */
@@ -271,6 +273,8 @@ export declare class SyclDevice implements CloneGuarded {
   /** Whether `other` is the same device. */
   equals(other: SyclDevice): boolean
   toString(): string
+  /** What `JSON.stringify` writes: `toString()`. */
+  toJSON(): string
 }
 
 /** A SYCL context: the scope in which USM pointers are valid. */
@@ -287,6 +291,8 @@ export declare class SyclContext implements CloneGuarded {
   /** Whether `other` is the same context. */
   equals(other: SyclContext): boolean
   toString(): string
+  /** What `JSON.stringify` writes: `toString()`. */
+  toJSON(): string
 }
 
 /** A SYCL queue: where copies and fills run, and what allocations are made through. */
@@ -307,6 +313,8 @@ export declare class SyclQueue implements CloneGuarded {
   /** Whether `other` is the same queue. */
   equals(other: SyclQueue): boolean
   toString(): string
+  /** What `JSON.stringify` writes: `toString()`. */
+  toJSON(): string
 }
 
 /**

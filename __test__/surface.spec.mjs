@@ -80,6 +80,13 @@ eachDeviceKind(test, 'a memory object inspects as dpctl reprs it, also once free
   t.is(inspect(m), `<SYCL(TM) USM-${kind} allocation (freed)>`);
 });
 
+withDefaultDevice(test, 'JSON.stringify writes the repr of every object (structured clone stays refused)', (t) => {
+  const q = new SyclQueue();
+  const m = new addon.MemoryUSMHost(8, { queue: q });
+  t.is(JSON.stringify({ q, m, d: q.syclDevice, c: q.syclContext }), JSON.stringify({ q: String(q), m: String(m), d: String(q.syclDevice), c: String(q.syclContext) }));
+  m.free();
+});
+
 test('the facts of a device are fields: aspects is a fresh array each read', (t) => {
   if (DEVICES.length === 0) return t.pass();
   const d = DEVICES[0];

@@ -95,6 +95,10 @@ class SyclDevice {
     const facts = SyclDevice.#factsOf(this, 'inspect');
     return `SyclDevice { filterString: '${facts.filterString}', name: '${facts.name}' }`;
   }
+  /** `JSON.stringify` writes `toString()` (the clone guard is for structured clone only). */
+  toJSON() {
+    return Reflect.apply(SyclDevice.prototype.toString, this, []);
+  }
 
   static {
     isDevice = (value) => typeof value === 'object' && value !== null && #handle in value;
@@ -186,6 +190,10 @@ class SyclContext {
     SyclContext.#handleOf(this, 'inspect');
     return `SyclContext { devices: [${this.devices.map((d) => `'${d.filterString}'`).join(', ')}] }`;
   }
+  /** `JSON.stringify` writes `toString()` (the clone guard is for structured clone only). */
+  toJSON() {
+    return Reflect.apply(SyclContext.prototype.toString, this, []);
+  }
 
   static {
     isContext = (value) => typeof value === 'object' && value !== null && #handle in value;
@@ -273,6 +281,10 @@ class SyclQueue {
     SyclQueue.#handleOf(this, 'inspect');
     const device = this.syclDevice;
     return `SyclQueue { device: '${device.filterString}', name: '${device.name}' }`;
+  }
+  /** `JSON.stringify` writes `toString()` (the clone guard is for structured clone only). */
+  toJSON() {
+    return Reflect.apply(SyclQueue.prototype.toString, this, []);
   }
 
   static {

@@ -10,7 +10,8 @@ const { display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostA
 const devices = require('./device.js');
 
 const { INTERNAL, SyclQueue, cachedQueue, queueHandle, contextHandle, deviceHandle, isQueue, isContext, isDevice } = devices;
-const { ArrayBuffer, Uint8Array, Object, WeakMap, Symbol } = globalThis;
+const { ArrayBuffer, Uint8Array, Object, WeakMap, Symbol, Reflect } = globalThis;
+const apply = Reflect.apply;
 const setPrototypeOf = Object.setPrototypeOf;
 const keys = Object.keys;
 
@@ -414,6 +415,10 @@ class _Memory {
   }
   [inspect]() {
     return this.toString();
+  }
+  /** `JSON.stringify` writes the repr (the clone guard is for structured clone only). */
+  toJSON() {
+    return apply(_Memory.prototype.toString, this, []);
   }
 
   static {

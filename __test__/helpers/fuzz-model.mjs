@@ -486,7 +486,12 @@ function resolveSyclobj(world, syclobj, p) {
     return E('ERR_SUAI_SYCLOBJ', 'TypeError');
   }
   const where = classify(world, p);
-  if (where.where === 'uncertain') return { ctx, queue, where, uncertain: true };
+  // A block the pool may have evicted: still cached (refused as unowned) or given back
+  // to the runtime (foreign to it), both at this step.
+  if (where.where === 'uncertain') return anyOf(E('ERR_SUAI_OUT_OF_BOUNDS'), E('ERR_SUAI_FOREIGN_POINTER'));
+  // Memory of ours that no live allocation owns (slack, cached) is refused at this step,
+  // before the runtime is asked, on every device.
+  if (where.where === 'unowned') return E('ERR_SUAI_OUT_OF_BOUNDS');
   if (where.where === 'foreign' || where.block.ctx !== ctx) return E('ERR_SUAI_FOREIGN_POINTER');
   return { ctx, queue, where };
 }

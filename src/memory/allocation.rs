@@ -75,6 +75,14 @@ pub fn provenance(ptr: Address) -> Provenance {
     }
 }
 
+/// The error for an interface pointer into memory no live allocation owns.
+pub fn unowned(ptr: Address, block_base: Address) -> MemoryError {
+    MemoryError::OutOfBounds(format!(
+        "__sycl_usm_array_interface__ points to {ptr:#x}, which no live allocation owns \
+         (freed memory, or past the end of the allocation at {block_base:#x})."
+    ))
+}
+
 /// The allocation that a view of `nbytes` at `ptr` must hold, checked: `base_ptr` (the
 /// interface's data pointer) decides which allocation the view belongs to, and the view
 /// must lie inside the bytes that allocation asked for. For memory this process did not
@@ -87,10 +95,7 @@ pub fn bind_view(context: &dyn Context, base_ptr: Address, ptr: Address, nbytes:
             check_bounds(ptr, nbytes, Some((allocation.address(), allocation.nbytes())))?;
             Ok(Some(allocation))
         }
-        Provenance::Unowned { block_base } => Err(MemoryError::OutOfBounds(format!(
-            "__sycl_usm_array_interface__ points to {base_ptr:#x}, which no live allocation owns \
-             (freed memory, or past the end of the allocation at {block_base:#x})."
-        ))),
+        Provenance::Unowned { block_base } => Err(unowned(base_ptr, block_base)),
         Provenance::Foreign => {
             let range = context.address_range(base_ptr);
             check_bounds(ptr, nbytes, range)?;
