@@ -60,6 +60,7 @@
 'use strict';
 
 const path = require('node:path');
+const { xorshift32 } = require('./lib/xorshift.js');
 
 const MiB = 2 ** 20;
 const KiB = 1024;
@@ -124,15 +125,7 @@ class Checks {
 
 /** xorshift32: the same sequence for the same SOAK_SEED. */
 function rng(seed) {
-  let x = seed >>> 0 || 1;
-  const next = () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x;
-  };
+  const next = xorshift32(seed);
   return { int: (n) => next() % n, float: () => next() / 4294967296 };
 }
 

@@ -3,6 +3,7 @@
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
+const { xorshiftBytes } = require('../../scripts/lib/xorshift.js');
 
 /** The addon, loaded as a user would (through the generated index.js). */
 export const addon = require('../../index.js');
@@ -89,17 +90,7 @@ export function queueFor(device) {
 
 /** `n` bytes of a recognisable pattern (never constant, so shifted copies are caught). */
 export function pattern(n, seed = 1) {
-  const bytes = new Uint8Array(n);
-  let x = (seed * 2654435761) >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    bytes[i] = x & 0xff;
-  }
-  return bytes;
+  return xorshiftBytes(n, (seed * 2654435761) >>> 0 || 1);
 }
 
 /** The bytes of any ArrayBuffer, SharedArrayBuffer or view, as a Uint8Array over them. */

@@ -23,6 +23,9 @@
 import fc from 'fast-check';
 import v8 from 'node:v8';
 import vm from 'node:vm';
+import { createRequire } from 'node:module';
+
+const { xorshift32, xorshiftBytes } = createRequire(import.meta.url)('../../scripts/lib/xorshift.js');
 
 /** A full garbage collection, with or without --expose-gc. */
 const gc = (() => {
@@ -118,17 +121,7 @@ function show(value, depth = 0) {
 
 /** xorshift32 bytes: deterministic contents from a seed. */
 function patternBytes(n, seed) {
-  const out = new Uint8Array(n);
-  let x = (seed >>> 0) ^ 0x9e3779b9 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    out[i] = x & 0xff;
-  }
-  return out;
+  return xorshiftBytes(n, (seed >>> 0) ^ 0x9e3779b9 || 1);
 }
 
 function firstDifference(a, b) {
@@ -1027,15 +1020,7 @@ class Run {
     this.records = [];
     this.step = -1;
     this.stepLabel = 'setup';
-    let x = (c.seed >>> 0) || 7;
-    this.rng = () => {
-      x ^= x << 13;
-      x >>>= 0;
-      x ^= x >>> 17;
-      x ^= x << 5;
-      x >>>= 0;
-      return x;
-    };
+    this.rng = xorshift32((c.seed >>> 0) || 7);
     this.sentinel = { sentinel: `fuzz-${c.seed}` };
     /** TypedArrays over buffers of collected objects (gcDrop), with their model tokens. */
     this.held = [];

@@ -161,7 +161,7 @@ pub fn release_handle(env: &Env, kind: u32, id: f64) -> napi::Result<()> {
 pub fn live_handles(env: &Env) -> napi::Result<Vec<u32>> {
     let handles = handles(env)?;
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-    Ok(vec![count(handles.devices.len()), count(handles.contexts.len()), count(handles.queues.len()), count(handles.memories.len())])
+    Ok(vec![count(handles.devices.live()), count(handles.contexts.live()), count(handles.queues.live()), count(handles.memories.live())])
 }
 
 // ---------------------------------------------------------------------------------------

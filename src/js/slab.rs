@@ -75,7 +75,7 @@ impl<T> Slab<T> {
     }
 
     /// Live values.
-    pub fn len(&self) -> usize {
+    pub fn live(&self) -> usize {
         self.entries.len() - self.vacant.len()
     }
 }
@@ -97,7 +97,7 @@ mod tests {
         assert_eq!(slab.get(a), None);
         assert_eq!(slab.remove(a), None);
         assert_eq!(slab.get(b), Some(&"b"));
-        assert_eq!(slab.len(), 1);
+        assert_eq!(slab.live(), 1);
     }
 
     #[test]
