@@ -241,6 +241,8 @@ export function createWorld(addon) {
   const world = {
     addon,
     device,
+    // OpenCL's CPU device reports exact allocation sizes; CUDA rounds them up.
+    runtimeRounds: device.backend === 'cuda',
     classes,
     queueA,
     queueA2,
@@ -318,6 +320,18 @@ function dropRef(world, block, token) {
     if (block.pooled) block.state = 'cached';
     else world.blocks.delete(String(block.addr));
   }
+}
+
+/** The most a runtime that rounds allocations up (CUDA) may add past one. */
+const RUNTIME_ROUNDING = 2n * 1024n * 1024n;
+
+/** Whether `p` lies in the possible rounding just past a block the model knows. */
+function roundedTail(world, p) {
+  for (const b of world.blocks.values()) {
+    const end = b.addr + BigInt(b.size);
+    if (p >= end && p < end + RUNTIME_ROUNDING) return true;
+  }
+  return false;
 }
 
 /** What this process knows of address `p`. */
@@ -485,6 +499,11 @@ function resolveSyclobj(world, syclobj, p) {
   // Memory of ours that no live allocation owns (slack, cached) is refused at this step,
   // before the runtime is asked, on every device.
   if (where.where === 'unowned') return E('ERR_SUAI_OUT_OF_BOUNDS');
+  if (where.where === 'foreign' && world.runtimeRounds && roundedTail(world, p)) {
+    // Just past an allocation the runtime may have rounded up (CUDA): refused as the
+    // rounding of ours, or as memory the runtime does not know, both at this step.
+    return anyOf(E('ERR_SUAI_OUT_OF_BOUNDS'), E('ERR_SUAI_FOREIGN_POINTER'));
+  }
   if (where.where === 'foreign' || where.block.ctx !== ctx) return E('ERR_SUAI_FOREIGN_POINTER');
   return { ctx, queue, where };
 }

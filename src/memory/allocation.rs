@@ -75,6 +75,15 @@ pub fn provenance(ptr: Address) -> Provenance {
     }
 }
 
+/// Where the runtime's extent of an address (`Context::address_range`) starts at memory of
+/// ours, although our own book does not hold the address: the runtime rounded one of our
+/// allocations up, and the address lies in that rounding. Such bytes belong to no live
+/// allocation, exactly like a pooled block's slack. Returns the allocation's base.
+pub fn runtime_slack(range: Option<(Address, u64)>) -> Option<Address> {
+    let (base, _) = range?;
+    (!matches!(provenance(base), Provenance::Foreign)).then_some(base)
+}
+
 /// The error for an interface pointer into memory no live allocation owns.
 pub fn unowned(ptr: Address, block_base: Address) -> MemoryError {
     MemoryError::OutOfBounds(format!(
@@ -98,6 +107,9 @@ pub fn bind_view(context: &dyn Context, base_ptr: Address, ptr: Address, nbytes:
         Provenance::Unowned { block_base } => Err(unowned(base_ptr, block_base)),
         Provenance::Foreign => {
             let range = context.address_range(base_ptr);
+            if let Some(block_base) = runtime_slack(range) {
+                return Err(unowned(base_ptr, block_base));
+            }
             check_bounds(ptr, nbytes, range)?;
             if range.is_none() {
                 let kind = context.pointer_kind(base_ptr);
@@ -286,6 +298,19 @@ mod tests {
         assert!(matches!(bind_view(&*ctx, base, base + 1, 64), Err(MemoryError::OutOfBounds(_))));
         let owner = bind_view(&*ctx, base + 63, base + 63, 1).unwrap().unwrap();
         assert!(Arc::ptr_eq(&owner, &a), "the view holds the very allocation it was bounded by");
+    }
+
+    #[test]
+    fn a_runtime_extent_that_starts_at_our_allocation_is_slack_not_foreign_memory() {
+        let context = FakeContext::new(1002, FakeDevice::new(1 << 34, 1 << 34));
+        let queue = context.queue();
+        // An alignment above the pool's keeps the block at exactly the requested size.
+        let a = Allocation::new(&queue, UsmKind::Device, 65, 4096).unwrap();
+        let base = a.address();
+        assert!(matches!(provenance(base + 65), Provenance::Foreign), "our book ends at the request");
+        assert_eq!(runtime_slack(Some((base, 512))), Some(base), "the runtime rounded it up");
+        assert_eq!(runtime_slack(Some((base + (1 << 30), 512))), None);
+        assert_eq!(runtime_slack(None), None);
     }
 
     #[test]

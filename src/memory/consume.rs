@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
-use crate::memory::allocation::{bind_view, provenance, unowned, Provenance};
+use crate::memory::allocation::{bind_view, provenance, runtime_slack, unowned, Provenance};
 use crate::memory::interface::{parse_interface, pointer_not_bound, syclobj_invalid, RawInterface};
 use crate::memory::kind::UsmKind;
 use crate::memory::registry::registry;
@@ -52,6 +52,14 @@ fn resolve(syclobj: SyclObj, ptr: Address, shown: &str) -> Result<Arc<dyn Queue>
     // calls such memory valid depends on how it rounds and reuses blocks, and the answer
     // must not depend on the device.
     if let Provenance::Unowned { block_base } = provenance(ptr) {
+        return Err(unowned(ptr, block_base));
+    }
+    let named_context = match (&queue, &context) {
+        (Some(queue), _) => Some(queue.context()),
+        (None, Some(context)) => Some(context.clone()),
+        (None, None) => None,
+    };
+    if let Some(block_base) = named_context.and_then(|context| runtime_slack(context.address_range(ptr))) {
         return Err(unowned(ptr, block_base));
     }
     match (queue, context) {
