@@ -3,7 +3,7 @@
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { addon, eachDeviceKind, withDefaultDevice, queueFor, exporter, freeAll, MemoryUSMHost, MemoryUSMShared } from './helpers/addon.mjs';
+import { addon, eachDeviceKind, withDefaultDevice, queueFor, exporter, freeAll, pattern, MemoryUSMHost, MemoryUSMShared } from './helpers/addon.mjs';
 
 const INDEX = fileURLToPath(new URL('../index.js', import.meta.url));
 const { poolStats } = addon;
@@ -136,4 +136,22 @@ withDefaultDevice(test, 'errors and interfaces ignore replaced globals and proto
   t.true(out.size[0]);
   t.deepEqual(out.iface, ['data,shape,strides,syclobj,typestr,version', 'bigint', false, 64]);
   t.is(out.hijacked, 0);
+});
+
+// Found by the fuzz on the H200: copyFromDevice from a view of the same allocation
+// (overlapping ranges) went to the runtime, whose copy of overlapping ranges is undefined.
+// It must give what memmove gives, on every device.
+eachDeviceKind(test, 'copyFromDevice between overlapping ranges of one allocation is a memmove', (t, { Class, device }) => {
+  const n = 40000;
+  const m = new Class(n, { queue: queueFor(device) });
+  const bytes = pattern(n, 7);
+  m.copyFromHost(bytes);
+  const shift = 1237;
+  // A view of bytes [shift, n) copied to offset 0 of m: the ranges overlap.
+  const view = new Class(exporter(m, { data: [m.pointer + BigInt(shift), false], shape: [n - shift] }));
+  m.copyFromDevice(view);
+  const expected = bytes.slice();
+  expected.copyWithin(0, shift);
+  t.deepEqual(m.copyToHost(), expected);
+  freeAll(view, m);
 });

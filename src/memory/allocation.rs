@@ -75,13 +75,16 @@ pub fn provenance(ptr: Address) -> Provenance {
     }
 }
 
-/// Where the runtime's extent of an address (`Context::address_range`) starts at memory of
+/// Whether the runtime's extent of an address (`Context::address_range`) holds memory of
 /// ours, although our own book does not hold the address: the runtime rounded one of our
-/// allocations up, and the address lies in that rounding. Such bytes belong to no live
-/// allocation, exactly like a pooled block's slack. Returns the allocation's base.
+/// allocations up, or gave a larger block that we aligned inside, and the address lies in
+/// the rest. Such bytes belong to no live allocation, exactly like a pooled block's
+/// slack. Returns the base of our allocation there.
 pub fn runtime_slack(range: Option<(Address, u64)>) -> Option<Address> {
-    let (base, _) = range?;
-    (!matches!(provenance(base), Provenance::Foreign)).then_some(base)
+    let (base, size) = range?;
+    let end = base.saturating_add(size);
+    let map = live();
+    map.range(base..end).next().map(|(&ours, _)| ours)
 }
 
 /// The error for an interface pointer into memory no live allocation owns.
@@ -309,6 +312,7 @@ mod tests {
         let base = a.address();
         assert!(matches!(provenance(base + 65), Provenance::Foreign), "our book ends at the request");
         assert_eq!(runtime_slack(Some((base, 512))), Some(base), "the runtime rounded it up");
+        assert_eq!(runtime_slack(Some((base - 64, 4096))), Some(base), "or aligned it inside a larger block");
         assert_eq!(runtime_slack(Some((base + (1 << 30), 512))), None);
         assert_eq!(runtime_slack(None), None);
     }

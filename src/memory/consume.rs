@@ -51,32 +51,34 @@ fn resolve(syclobj: SyclObj, ptr: Address, shown: &str) -> Result<Arc<dyn Queue>
     // cached block) is refused before the runtime is asked: whether the runtime still
     // calls such memory valid depends on how it rounds and reuses blocks, and the answer
     // must not depend on the device.
-    if let Provenance::Unowned { block_base } = provenance(ptr) {
+    let ours = provenance(ptr);
+    if let Provenance::Unowned { block_base } = ours {
         return Err(unowned(ptr, block_base));
     }
-    let named_context = match (&queue, &context) {
-        (Some(queue), _) => Some(queue.context()),
-        (None, Some(context)) => Some(context.clone()),
-        (None, None) => None,
-    };
-    if let Some(block_base) = named_context.and_then(|context| runtime_slack(context.address_range(ptr))) {
-        return Err(unowned(ptr, block_base));
-    }
-    match (queue, context) {
+    let (queue, context) = match (queue, context) {
         (Some(queue), _) => {
-            if queue.context().pointer_kind(ptr) == UsmKind::Unknown {
-                return Err(pointer_not_bound(ptr, shown));
-            }
-            Ok(queue)
+            let context = queue.context();
+            (Some(queue), context)
         }
-        (None, Some(context)) => {
-            if context.pointer_kind(ptr) == UsmKind::Unknown {
-                return Err(pointer_not_bound(ptr, shown));
-            }
+        (None, Some(context)) => (None, context),
+        (None, None) => return Err(syclobj_invalid(shown)),
+    };
+    if context.pointer_kind(ptr) == UsmKind::Unknown {
+        return Err(pointer_not_bound(ptr, shown));
+    }
+    // The runtime knows the address but our book does not: it may be the runtime's
+    // rounding of one of our allocations (CUDA rounds them up), which no view may touch.
+    if matches!(ours, Provenance::Foreign) {
+        if let Some(block_base) = runtime_slack(context.address_range(ptr)) {
+            return Err(unowned(ptr, block_base));
+        }
+    }
+    match queue {
+        Some(queue) => Ok(queue),
+        None => {
             let device = context.pointer_device(ptr).map_err(|_| pointer_not_bound(ptr, shown))?;
             context.create_queue(&device)
         }
-        (None, None) => Err(syclobj_invalid(shown)),
     }
 }
 

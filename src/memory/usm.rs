@@ -178,7 +178,7 @@ impl UsmMemory {
 
     /// Copies all of `src` to offset 0 of this memory, through the host when the two
     /// live in different contexts (a runtime may not reject a cross-context copy, so
-    /// this never asks it to make one).
+    /// this never asks it to make one) or overlap (the result is then as with `memmove`).
     pub fn copy_from_device(&self, src: &UsmMemory) -> Result<()> {
         if src.nbytes > self.nbytes {
             return Err(MemoryError::SourceTooLarge(format!(
@@ -194,7 +194,11 @@ impl UsmMemory {
             return Ok(());
         }
         let same_context = self.queue.context().same_context(src.queue.context().as_ref());
-        if same_context {
+        // Overlapping ranges (a view copied into its own allocation) go through the host:
+        // a runtime copy of overlapping ranges is undefined (memcpy, not memmove).
+        let overlap = self.address < src.address.saturating_add(src.nbytes)
+            && src.address < self.address.saturating_add(src.nbytes);
+        if same_context && !overlap {
             return self.queue.memcpy(self.address, src.address, src.nbytes);
         }
         let len = usize::try_from(src.nbytes)
