@@ -6,7 +6,7 @@
 //! No user code can run here: the JS layer hands over only primitives, handles, host
 //! buffers and plain copies it made of interface fields.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -19,8 +19,7 @@ use crate::js::async_ops::{HostSide, Operation, UsmTask};
 use crate::js::errors::OrThrow;
 use crate::js::ffi::{self, ExternalBufferError, HostBytes, TaskRef};
 use crate::js::json;
-use crate::js::slab::Slab;
-use crate::memory::allocation::Allocation;
+use crate::js::handles::{BufferLease, Handles, MemoryHandle};
 use crate::memory::consume::{consume, SyclObj};
 use crate::memory::interface::{IfaceValue, RawInterface};
 use crate::memory::kind::UsmKind;
@@ -28,65 +27,12 @@ use crate::memory::registry::{registry, DeviceChoice};
 use crate::memory::usm::{too_large_for_host, Adopted, UsmMemory};
 use crate::provider::{Context, Device, Queue};
 
-/// What keeps the memory under a zero-copy `ArrayBuffer` alive while the engine can
-/// still reach it: the allocation, when it is ours (foreign memory is kept alive by the
-/// exporter, which the JS layer ties to the buffer). Shared between the memory handle
-/// and the buffer's finalizer; `memFree` empties it once it has detached the buffer.
-type BufferLease = Rc<RefCell<Option<Arc<Allocation>>>>;
-
-/// The most one allocation reports to V8. V8 collects whenever external memory grows by
-/// more than its soft limit (64 MiB) since the last collection, so reporting a large block
-/// in full would force a collection on every allocation of an allocate-and-free loop;
-/// capped, a loop never does, and dropped blocks still add up to a collection soon.
-const REPORT_CAP: u64 = 32 << 20;
-
-/// A memory handle: the memory until `memFree`, and what this handle reported to V8.
-pub struct MemoryHandle {
-    memory: UsmMemory,
-    /// Bytes of an allocation this handle made (up to `REPORT_CAP`), reported to V8 as
-    /// external memory so that memory dropped without `free()` drives garbage collection.
-    /// Every kind is reported, with or without a `buffer`: V8 tracks an external
-    /// `ArrayBuffer`'s bytes only as backing-store statistics, which do not schedule
-    /// collections.
-    reported: i64,
-    /// The lease of the zero-copy `ArrayBuffer`, once made.
-    lease: Cell<Option<BufferLease>>,
-}
-
 fn busy_error() -> MemoryError {
     MemoryError::Busy("this memory object is in use by a call that has not returned".into())
 }
 
 fn freed_error() -> MemoryError {
     MemoryError::Freed("USM memory has been freed: this object can no longer be used".into())
-}
-
-impl MemoryHandle {
-    fn new(memory: UsmMemory) -> Self {
-        MemoryHandle { memory, reported: 0, lease: Cell::new(None) }
-    }
-
-    fn allocated(env: &Env, memory: UsmMemory) -> Self {
-        let reported = i64::try_from(memory.nbytes().min(REPORT_CAP)).unwrap_or(i64::MAX);
-        ffi::adjust_external_memory(env, reported);
-        MemoryHandle { memory, reported, lease: Cell::new(None) }
-    }
-
-    /// Takes back what this handle reported to V8 (the handle is being given back).
-    fn unreport(self, env: &Env) {
-        if self.reported != 0 {
-            ffi::adjust_external_memory(env, -self.reported);
-        }
-    }
-}
-
-/// The values behind this environment's handles.
-#[derive(Default)]
-pub struct Handles {
-    devices: Slab<Arc<dyn Device>>,
-    contexts: Slab<Arc<dyn Context>>,
-    queues: Slab<Arc<dyn Queue>>,
-    memories: Slab<MemoryHandle>,
 }
 
 /// This environment's handles. No function holds the borrow while anything can call

@@ -4,6 +4,7 @@ pub mod async_ops;
 pub mod binding;
 pub mod errors;
 pub mod ffi;
+pub mod handles;
 pub mod json;
 pub mod pool;
 pub mod slab;

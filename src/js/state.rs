@@ -7,7 +7,7 @@ use std::cell::RefCell;
 
 use napi::Env;
 
-use crate::js::binding::Handles;
+use crate::js::handles::Handles;
 use crate::js::ffi::JsRef;
 
 pub struct EnvState {
