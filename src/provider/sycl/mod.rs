@@ -246,6 +246,19 @@ pub struct SyclQueue {
     device: Arc<SyclDevice>,
 }
 
+/// Serialises the runtime operations on CPU devices. The OpenCL CPU runtime runs each
+/// command as a task of its one task arena and waits for completion inside that arena:
+/// with several threads waiting on commands at once, its workers can all end up waiting
+/// on each other (seen on a 2-core machine as a hang of every waiter). Copies the CPU can
+/// make itself never come here, so what is serialised is small.
+static CPU_DEVICE_OPERATIONS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+impl SyclQueue {
+    fn cpu_device_guard(&self) -> Option<std::sync::MutexGuard<'static, ()>> {
+        (self.device.info.device_type == DeviceType::Cpu).then(|| crate::sync::lock(&CPU_DEVICE_OPERATIONS))
+    }
+}
+
 impl Queue for SyclQueue {
     fn context(&self) -> Arc<dyn Context> {
         Arc::clone(&self.context) as Arc<dyn Context>
@@ -296,14 +309,17 @@ impl Queue for SyclQueue {
     }
 
     fn memcpy(&self, dst: Address, src: Address, nbytes: u64) -> Result<()> {
+        let _one_at_a_time = self.cpu_device_guard();
         self.handle.memcpy(dst, src, nbytes).map_err(|e| runtime_error("SYCL memcpy failed", e))
     }
 
     fn memset(&self, dst: Address, value: u8, nbytes: u64) -> Result<()> {
+        let _one_at_a_time = self.cpu_device_guard();
         self.handle.memset(dst, value, nbytes).map_err(|e| runtime_error("SYCL memset failed", e))
     }
 
     fn wait(&self) -> Result<()> {
+        let _one_at_a_time = self.cpu_device_guard();
         self.handle.wait().map_err(|e| runtime_error("waiting for the SYCL queue", e))
     }
 
