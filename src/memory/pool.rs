@@ -49,7 +49,7 @@
 //! Every memory object, every view of it (zero-copy constructor, `asUsmMemory`, interface
 //! views of our own memory through `allocation::bind_view`), every in-flight copy and every
 //! zero-copy `ArrayBuffer` holds one: the buffer's finalizer owns a lease
-//! (`src/js/memory.rs`, `BufferLease`) that `free()` drops only after it has detached the
+//! (`src/js/handles.rs`, `BufferLease`) that `free()` drops only after it has detached the
 //! buffer itself. So while any TypedArray can still reach a block, the block is not in the
 //! pool and cannot reach a new owner; once it is in the pool, every view that JS could
 //! hold is detached (length 0). A raw pointer (a `BigInt` kept from `pointer` or an old
