@@ -116,11 +116,8 @@ function factsOf(handle) {
   return freeze(facts);
 }
 
-const devicesOf = (handles) => {
-  const devices = [];
-  for (let i = 0; i < handles.length; i++) devices.push(new SyclDevice(INTERNAL, handles[i]));
-  return devices;
-};
+// Array.from defines its elements (no setter on Array.prototype or Object.prototype runs).
+const devicesOf = (handles) => Array.from(handles, (handle) => new SyclDevice(INTERNAL, handle));
 
 /**
  * A SyclDevice or a filter string, as the device handle the binding takes, with whether

@@ -77,9 +77,8 @@ function plainField(value, depth = 0) {
   if (depth > 0) return plainArray;
   const length = value.length;
   if (length > MAX_LIST) return new Array(length);
-  const copy = [];
-  for (let i = 0; i < length; i++) copy.push(plainField(value[i], 1));
-  return copy;
+  // Array.from defines its elements: no prototype setter can drop one.
+  return Array.from({ length }, (_, i) => plainField(value[i], 1));
 }
 const plainFunction = () => {};
 const plainObject = {};
@@ -128,8 +127,43 @@ function factsOf(handle) {
   return [facts[0], native.memPointer(handle), facts[1], facts[2] === 1];
 }
 
+/**
+ * Memory objects whose handle is not yet tied to the FinalizationRegistry (the GC
+ * fallback). Registering costs about as much as a pooled allocation itself, and an object
+ * freed before the next microtask, or before 64 more allocations, never needs it. Until
+ * it is tied, this list holds the object, so it cannot be collected unregistered.
+ */
+const UNTIED_MAX = 64;
+// Own slots made at load: writing them later consults no prototype setter.
+const untied = Array.from({ length: UNTIED_MAX }, () => null);
+let untiedCount = 0;
+let tieScheduled = false;
+const { queueMicrotask } = globalThis;
+
+function tieLater(object) {
+  untied[untiedCount++] = object;
+  if (untiedCount === UNTIED_MAX) {
+    tieAll();
+  } else if (!tieScheduled) {
+    tieScheduled = true;
+    queueMicrotask(tieAll);
+  }
+}
+
+function tieAll() {
+  tieScheduled = false;
+  for (let i = 0; i < untiedCount; i++) {
+    const object = untied[i];
+    untied[i] = null;
+    const handle = liveHandle(object);
+    if (handle !== null) own(object, MEMORY_HANDLE, handle);
+  }
+  untiedCount = 0;
+}
+
 let memorySource;
 let isMemory;
+let liveHandle;
 
 /** What all three memory classes share (dpctl's `_Memory`); not constructible itself. */
 class _Memory {
@@ -157,7 +191,8 @@ class _Memory {
       const nbytes = nbytesArg(source);
       const queue = opts.queue ?? defaultQueue();
       try {
-        this.#handle = own(this, MEMORY_HANDLE, native.memAllocate(queueHandle(queue), kind, nbytes, opts.alignment));
+        this.#handle = native.memAllocate(queueHandle(queue), kind, nbytes, opts.alignment);
+        tieLater(this);
       } catch (error) {
         throw fromNative(error);
       }
@@ -191,7 +226,8 @@ class _Memory {
   }
 
   #adopt({ handle, queue, reference, facts }) {
-    this.#handle = own(this, MEMORY_HANDLE, handle);
+    this.#handle = handle;
+    tieLater(this);
     this.#queue = queue;
     this.#reference = reference;
     this.#nbytes = facts[0];
@@ -422,6 +458,7 @@ class _Memory {
   }
 
   static {
+    liveHandle = (memory) => memory.#handle;
     isMemory = (value) => typeof value === 'object' && value !== null && #handle in value;
     memorySource = (value) => {
       if (isMemory(value)) {
