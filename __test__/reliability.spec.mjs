@@ -155,3 +155,36 @@ eachDeviceKind(test, 'copyFromDevice between overlapping ranges of one allocatio
   t.deepEqual(m.copyToHost(), expected);
   freeAll(view, m);
 });
+
+// Found by an adversarial review: argument checks read Number.isInteger, BigInt,
+// Array.isArray and the array iterator at call time, and the error constructors read
+// `cause` from an options literal (so from a polluted Object.prototype).
+const REPLACED = `
+  const m = require(${JSON.stringify(INDEX)});
+  const q = new m.SyclQueue();
+  Number.isInteger = () => true;
+  globalThis.BigInt = () => 0n;
+  Array.isArray = () => false;
+  Array.prototype[Symbol.iterator] = function* () {};
+  Object.prototype.cause = 'polluted';
+  const code = (f) => { try { f(); return 'no error'; } catch (e) { return [e.code, Object.hasOwn(e, 'cause')]; } };
+  const host = new m.MemoryUSMHost(16, { queue: q });
+  const out = {
+    fill: code(() => host.memset(1.5)),
+    alignment: code(() => new m.MemoryUSMHost(8, { alignment: 3, queue: q })),
+    unknown: code(() => new m.MemoryUSMHost(8, { bogus: 1 })),
+    huge: code(() => new m.MemoryUSMHost(2 ** 52, { queue: q })),
+    copied: new m.MemoryUSMDevice(host, { copy: true, queue: q }).getUsmType(),
+  };
+  console.log(JSON.stringify(out));
+`;
+withDefaultDevice(test, 'argument checks and error classes ignore replaced intrinsics and a polluted Object.prototype', (t) => {
+  const child = spawnSync(process.execPath, ['-e', REPLACED], { encoding: 'utf8' });
+  t.is(child.status, 0, child.stderr);
+  const out = JSON.parse(child.stdout.trim().split('\n').pop());
+  t.deepEqual(out.fill, ['ERR_INVALID_FILL_VALUE', false]);
+  t.deepEqual(out.alignment, ['ERR_INVALID_ALIGNMENT', false]);
+  t.deepEqual(out.unknown, ['ERR_INVALID_ARG_TYPE', false]);
+  t.deepEqual(out.huge, ['ERR_USM_ALLOCATION', false]);
+  t.is(out.copied, 'device');
+});

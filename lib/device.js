@@ -117,7 +117,8 @@ function factsOf(handle) {
 }
 
 // Array.from defines its elements (no setter on Array.prototype or Object.prototype runs).
-const devicesOf = (handles) => Array.from(handles, (handle) => new SyclDevice(INTERNAL, handle));
+const { from: arrayFrom } = Array;
+const devicesOf = (handles) => arrayFrom(handles, (handle) => new SyclDevice(INTERNAL, handle));
 
 /**
  * A SyclDevice or a filter string, as the device handle the binding takes, with whether

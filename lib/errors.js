@@ -39,10 +39,9 @@ const CLASSES = { Error, TypeError, RangeError, USMAllocationError, SyclQueueCre
 
 /** An error of class `className` (one of `CLASSES`) with `code`. */
 function makeError(className, message, code) {
+  // No options object: the Error constructor would read `cause` from it, and so from a
+  // polluted Object.prototype.
   const Class = CLASSES[className] ?? Error;
-  if (Class === USMAllocationError || Class === SyclQueueCreationError || Class === SyclDeviceCreationError) {
-    return new Class(message, { code });
-  }
   return withCode(new Class(message), code);
 }
 

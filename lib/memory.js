@@ -14,6 +14,7 @@ const { ArrayBuffer, Uint8Array, Object, WeakMap, Symbol, Reflect } = globalThis
 const apply = Reflect.apply;
 const setPrototypeOf = Object.setPrototypeOf;
 const keys = Object.keys;
+const { isArray, from: arrayFrom } = Array;
 
 const SUAI = '__sycl_usm_array_interface__';
 const KIND_NAMES = ['unknown', 'device', 'shared', 'host'];
@@ -45,14 +46,16 @@ const NO_OPTIONS = Object.freeze({ alignment: 0, queue: undefined, copy: false }
 function readOptions(options) {
   if (options === undefined || options === null) return NO_OPTIONS;
   if (typeof options !== 'object') throw typeError(`options must be an object, not ${typeName(options)}`);
-  if (Array.isArray(options)) throw typeError('options must be a plain object, not an array');
+  if (isArray(options)) throw typeError('options must be a plain object, not an array');
   if (isQueue(options) || isContext(options) || isDevice(options) || isMemory(options)) {
     throw typeError('options must be a plain object such as { queue }, not a SyclQueue, SyclContext, SyclDevice or memory object');
   }
   let alignment = 0;
   let queue;
   let copy = false;
-  for (const name of keys(options)) {
+  const names = keys(options);
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
     const value = options[name];
     const given = value !== undefined && value !== null;
     if (name === 'alignment') {
@@ -73,12 +76,12 @@ function readOptions(options) {
 function plainField(value, depth = 0) {
   if (typeof value === 'function') return plainFunction;
   if (typeof value !== 'object' || value === null) return value;
-  if (!Array.isArray(value)) return plainObject;
+  if (!isArray(value)) return plainObject;
   if (depth > 0) return plainArray;
   const length = value.length;
   if (length > MAX_LIST) return new Array(length);
   // Array.from defines its elements: no prototype setter can drop one.
-  return Array.from({ length }, (_, i) => plainField(value[i], 1));
+  return arrayFrom({ length }, (_, i) => plainField(value[i], 1));
 }
 const plainFunction = () => {};
 const plainObject = {};
@@ -87,7 +90,7 @@ const plainArray = [];
 /** The memory an exporter's interface describes: a new handle, with its queue object. */
 function consumeInterface(exporter) {
   const iface = exporter[SUAI];
-  if (typeof iface !== 'object' || iface === null || Array.isArray(iface)) {
+  if (typeof iface !== 'object' || iface === null || isArray(iface)) {
     throw typeError(`Argument ${display(exporter)} does not correctly expose \`${SUAI}\`: it must be an object.`, ErrorCode.SuaiMalformed);
   }
   const syclobj = iface.syclobj;
@@ -135,10 +138,12 @@ function factsOf(handle) {
  */
 const UNTIED_MAX = 64;
 // Own slots made at load: writing them later consults no prototype setter.
-const untied = Array.from({ length: UNTIED_MAX }, () => null);
+const untied = arrayFrom({ length: UNTIED_MAX }, () => null);
 let untiedCount = 0;
 let tieScheduled = false;
-const { queueMicrotask } = globalThis;
+// A bare vm context has no queueMicrotask: a resolved Promise runs the same turn.
+const resolved = globalThis.Promise.resolve();
+const queueMicrotask = typeof globalThis.queueMicrotask === 'function' ? globalThis.queueMicrotask : (task) => resolved.then(task);
 
 function tieLater(object) {
   untied[untiedCount++] = object;
@@ -430,7 +435,7 @@ class _Memory {
     if (typeof this !== 'object' || this === null || !(#handle in this)) throw invalidThis('_Memory', 'free');
     const handle = this.#handle;
     if (handle === null) return;
-    native.memFree(handle, this.#buffer);
+    native.memFree(handle);
     this.#handle = null;
     this.#buffer = undefined;
     this.#queue = undefined;
@@ -503,7 +508,7 @@ async function finish(promise, result, keepAlive) {
  * made from it hold the memory (not a handle waiting for GC).
  */
 function release(from) {
-  if (from.temporary) native.memFree(from.handle, undefined);
+  if (from.temporary) native.memFree(from.handle);
 }
 
 /** The source of `copyFromDevice[Async]`, with `copy_from_device`'s own argument check. */

@@ -50,8 +50,11 @@ const registries = [DEVICE_HANDLE, CONTEXT_HANDLE, QUEUE_HANDLE, MEMORY_HANDLE].
 );
 
 /** Ties the handle `id` of kind `kind` to `owner`: given back when `owner` is collected. */
+const register = FinalizationRegistry.prototype.register;
+const apply = Reflect.apply;
+
 function own(owner, kind, id) {
-  registries[kind].register(owner, id);
+  apply(register, registries[kind], [owner, id]);
   return id;
 }
 

@@ -7,7 +7,9 @@ const { Number, ArrayBuffer, SharedArrayBuffer, Uint8Array, Reflect, Object, Str
 const apply = Reflect.apply;
 const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 const isView = ArrayBuffer.isView;
-const isSafeInteger = Number.isSafeInteger;
+const { isSafeInteger, isInteger, isNaN } = Number;
+const { isArray } = Array;
+const { BigInt } = globalThis;
 const arrayBufferByteLength = getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
 const sharedByteLength = getOwnPropertyDescriptor(SharedArrayBuffer.prototype, 'byteLength').get;
 
@@ -28,7 +30,7 @@ const isSharedArrayBuffer = (value) => hasBrand(sharedByteLength, value);
 /** `typeof`, with `null` and arrays told apart. */
 function typeName(value) {
   if (value === null) return 'null';
-  if (Array.isArray(value)) return 'array';
+  if (isArray(value)) return 'array';
   return typeof value;
 }
 
@@ -49,17 +51,17 @@ function display(value) {
       return 'a function';
     default:
       if (value === null) return 'null';
-      return Array.isArray(value) ? 'an array' : 'an object';
+      return isArray(value) ? 'an array' : 'an object';
   }
 }
 
 /** What is wrong with a number or bigint as an integer, or `null` when nothing is. */
 function notInteger(value) {
   if (typeof value === 'bigint') return null;
-  if (Number.isNaN(value)) return 'NaN';
+  if (isNaN(value)) return 'NaN';
   if (value === Infinity) return 'Infinity';
   if (value === -Infinity) return '-Infinity';
-  if (!Number.isInteger(value)) return String(value);
+  if (!isInteger(value)) return String(value);
   if (!isSafeInteger(value)) return `${value} (beyond Number.MAX_SAFE_INTEGER: pass a bigint)`;
   return null;
 }
@@ -97,7 +99,7 @@ function alignmentArg(value) {
 /** A memset value: an integer 0..255, 0 when not given. */
 function fillValueArg(value) {
   if (value === undefined || value === null) return 0;
-  if (typeof value === 'number' && value >= 0 && value <= 255 && Number.isInteger(value)) return value;
+  if (typeof value === 'number' && value >= 0 && value <= 255 && isInteger(value)) return value;
   if (typeof value !== 'number' && typeof value !== 'bigint') {
     throw typeError(`memset value must be a number, not ${typeName(value)}`);
   }

@@ -17,7 +17,7 @@ use napi_derive::napi;
 use crate::error::MemoryError;
 use crate::js::async_ops::{HostSide, Operation, UsmTask};
 use crate::js::errors::OrThrow;
-use crate::js::ffi::{self, ExternalBufferError, HostBytes, TaskRef};
+use crate::js::ffi::{self, ExternalBufferError, HostBytes, JsRef, TaskRef};
 use crate::js::json;
 use crate::js::handles::{BufferLease, Handles, MemoryHandle};
 use crate::memory::consume::{consume, SyclObj};
@@ -396,22 +396,27 @@ pub fn mem_buffer<'env>(env: &'env Env, memory_id: f64) -> napi::Result<Unknown<
         Err(ExternalBufferError::TooLarge) => return Err(too_large_for_host(memory.nbytes(), ffi::MAX_BUFFER_LENGTH)).or_throw(env),
         Err(ExternalBufferError::Napi(err)) => return Err(err),
     };
+    // Weak: the buffer must stay collectable (its exporter may hold the memory object).
+    let reference = JsRef::weak(&buffer)?;
     if let Some(handle) = handles(env)?.memories.get(memory_id) {
-        handle.lease.replace(Some(lease));
+        handle.buffer.replace(Some((lease, reference)));
     }
     Ok(buffer)
 }
 
-/// Releases the memory now and gives the handle back. `buffer` is its zero-copy
-/// `ArrayBuffer`, if the JS layer made one: detached here, and only then does its lease
-/// let go (a buffer someone else detached, by transferring it, may still reach the
-/// memory). A handle already given back is a no-op.
-pub fn mem_free(env: &Env, memory_id: f64, buffer: Option<Unknown>) -> napi::Result<()> {
+/// Releases the memory now and gives the handle back. Its zero-copy `ArrayBuffer`, if
+/// it made one, is detached here, and only then does the buffer's lease let go (a buffer
+/// someone else detached, by transferring it, may still reach the memory). A handle
+/// already given back is a no-op.
+pub fn mem_free(env: &Env, memory_id: f64) -> napi::Result<()> {
     let Some(handle) = handles(env)?.memories.remove(memory_id) else { return Ok(()) };
-    if let (Some(lease), Some(buffer)) = (handle.lease.take(), buffer) {
-        if ffi::detach_arraybuffer(env, &buffer)? {
-            if let Ok(mut held) = lease.try_borrow_mut() {
-                held.take();
+    if let Some((lease, reference)) = handle.buffer.take() {
+        // A buffer already collected has let go of its lease itself.
+        if let Some(buffer) = reference.get_if_alive(env)? {
+            if ffi::detach_arraybuffer(env, &buffer)? {
+                if let Ok(mut held) = lease.try_borrow_mut() {
+                    held.take();
+                }
             }
         }
     }
@@ -498,7 +503,7 @@ fn fast_mem_allocate(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::
 }
 
 fn fast_mem_free(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
-    mem_free(env, ffi::f64_arg(env, &args[0])?, ffi::given(&args[1])?)?;
+    mem_free(env, ffi::f64_arg(env, &args[0])?)?;
     ffi::js_undefined(env)
 }
 

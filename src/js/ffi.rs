@@ -35,6 +35,24 @@ impl JsRef {
         Ok(JsRef { env: raw.env, reference })
     }
 
+    /// A weak reference: it does not keep `value` alive (see `get_if_alive`).
+    pub fn weak(value: &Unknown) -> napi::Result<Self> {
+        let raw = value.value();
+        let mut reference = ptr::null_mut();
+        // SAFETY: as in `new`, with an initial count of 0 (weak).
+        check(unsafe { sys::napi_create_reference(raw.env, raw.value, 0, &mut reference) }, "napi_create_reference")?;
+        Ok(JsRef { env: raw.env, reference })
+    }
+
+    /// The value, unless a weak reference's value was collected.
+    pub fn get_if_alive<'env>(&self, env: &'env Env) -> napi::Result<Option<Unknown<'env>>> {
+        let mut value = ptr::null_mut();
+        // SAFETY: the reference is live until `drop`, and `env` is the environment of this thread.
+        check(unsafe { sys::napi_get_reference_value(env.raw(), self.reference, &mut value) }, "napi_get_reference_value")?;
+        // SAFETY: a non-null `value` was just produced by Node-API for `env`.
+        Ok((!value.is_null()).then(|| unsafe { Unknown::from_raw_unchecked(env.raw(), value) }))
+    }
+
     pub fn get<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
         let mut value = ptr::null_mut();
         // SAFETY: the reference is live until `drop`, and `env` is the environment of this thread.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use napi::Env;
 
-use crate::js::ffi;
+use crate::js::ffi::{self, JsRef};
 use crate::js::slab::Slab;
 use crate::memory::allocation::Allocation;
 use crate::memory::usm::UsmMemory;
@@ -34,19 +34,20 @@ pub struct MemoryHandle {
     /// `ArrayBuffer`'s bytes only as backing-store statistics, which do not schedule
     /// collections.
     reported: i64,
-    /// The lease of the zero-copy `ArrayBuffer`, once made.
-    pub(crate) lease: Cell<Option<BufferLease>>,
+    /// The zero-copy `ArrayBuffer` (a weak reference), once made, with its lease: the
+    /// binding detaches exactly this buffer at `memFree` (never one the caller names).
+    pub(crate) buffer: Cell<Option<(BufferLease, JsRef)>>,
 }
 
 impl MemoryHandle {
     pub(crate) fn new(memory: UsmMemory) -> Self {
-        MemoryHandle { memory, reported: 0, lease: Cell::new(None) }
+        MemoryHandle { memory, reported: 0, buffer: Cell::new(None) }
     }
 
     pub(crate) fn allocated(env: &Env, memory: UsmMemory) -> Self {
         let reported = i64::try_from(memory.nbytes().min(REPORT_CAP)).unwrap_or(i64::MAX);
         ffi::adjust_external_memory(env, reported);
-        MemoryHandle { memory, reported, lease: Cell::new(None) }
+        MemoryHandle { memory, reported, buffer: Cell::new(None) }
     }
 
     /// Takes back what this handle reported to V8 (the handle is being given back).
@@ -64,4 +65,16 @@ pub struct Handles {
     pub(crate) contexts: Slab<Arc<dyn Context>>,
     pub(crate) queues: Slab<Arc<dyn Queue>>,
     pub(crate) memories: Slab<MemoryHandle>,
+}
+
+impl Handles {
+    /// At environment teardown the environment releases every reference itself; deleting
+    /// them then could touch it after that, so the buffers' references are forgotten.
+    pub(crate) fn forget_references(&mut self) {
+        self.memories.for_each(|handle| {
+            if let Some((_, reference)) = handle.buffer.take() {
+                std::mem::forget(reference);
+            }
+        });
+    }
 }

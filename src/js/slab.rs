@@ -74,6 +74,15 @@ impl<T> Slab<T> {
         Some(value)
     }
 
+    /// Calls `f` on every live value.
+    pub fn for_each(&mut self, mut f: impl FnMut(&mut T)) {
+        for entry in &mut self.entries {
+            if let Some(value) = entry.value.as_mut() {
+                f(value);
+            }
+        }
+    }
+
     /// Live values.
     pub fn live(&self) -> usize {
         self.entries.len() - self.vacant.len()

@@ -27,6 +27,8 @@ pub fn install(env: &Env, state: EnvState) -> napi::Result<()> {
     env.set_instance_data(state, (), |context| {
         let EnvState { builtins, handles } = context.value;
         std::mem::forget(builtins);
+        let mut handles = handles.into_inner();
+        handles.forget_references();
         drop(handles);
     })
 }
