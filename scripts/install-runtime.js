@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Installs Intel's SYCL runtime (with its OpenCL CPU device) from PyPI into a versioned
 // per-user cache, unless one is already there or an installed oneAPI is named by
-// ONEAPI_ROOT / CMPLR_ROOT / SYCL_ROOT. Idempotent and safe to run from several clones at once:
+// DPCTL_MEMORY_SYCL_ROOT / SYCL_ROOT / CMPLR_ROOT / ONEAPI_ROOT. Idempotent and safe to run from several clones at once:
 // it installs into a temporary folder and renames it into place.
 'use strict';
 const fs = require('node:fs');
@@ -36,7 +36,8 @@ function runtimeDir() {
 }
 
 function installedOneApi() {
-  for (const name of ['SYCL_ROOT', 'CMPLR_ROOT', 'ONEAPI_ROOT']) {
+  // The same variables, in the same order, as src/provider/sycl/locate.rs (ROOT_VARS).
+  for (const name of ['DPCTL_MEMORY_SYCL_ROOT', 'SYCL_ROOT', 'CMPLR_ROOT', 'ONEAPI_ROOT']) {
     const root = process.env[name];
     if (!root) continue;
     for (const candidate of [root, path.join(root, 'compiler', 'latest')]) {
