@@ -305,6 +305,14 @@ function cachedQueue(device) {
   } catch (error) {
     throw fromNative(error);
   }
+  return cachedQueueObject(queueId);
+}
+
+/**
+ * This realm's `SyclQueue` for `queueId`, a handle of a device's cached queue: the one
+ * object for that device (the handle is given back if there is one already).
+ */
+function cachedQueueObject(queueId) {
   const deviceId = native.queueDevice(queueId);
   const key = factsOf(deviceId).filterString;
   release(DEVICE_HANDLE, deviceId);
@@ -341,7 +349,7 @@ module.exports = {
   getDevices,
   getRuntimeDiagnostics,
   cachedQueue,
-  deviceHandle: (device) => deviceHandle(device),
+  cachedQueueObject,
   contextHandle: (context) => contextHandle(context),
   queueHandle: (queue) => queueHandle(queue),
   isDevice: (value) => isDevice(value),

@@ -4,12 +4,12 @@
 // never change (nbytes, kind, pointer, the zero-copy buffer once made) are fields;
 // options and `__sycl_usm_array_interface__` dictionaries are read here, before the
 // binding is called, so no user code runs while the binding holds a raw pointer.
-const { native, own, release: releaseHandle, DEVICE_HANDLE, QUEUE_HANDLE, MEMORY_HANDLE } = require('./native.js');
+const { native, own, MEMORY_HANDLE } = require('./native.js');
 const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis, CLONE_GUARD } = require('./errors.js');
 const { display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg } = require('./values.js');
 const devices = require('./device.js');
 
-const { INTERNAL, SyclQueue, cachedQueue, queueHandle, contextHandle, deviceHandle, isQueue, isContext, isDevice } = devices;
+const { INTERNAL, SyclQueue, cachedQueue, cachedQueueObject, queueHandle, contextHandle, isQueue, isContext, isDevice } = devices;
 const { ArrayBuffer, Uint8Array, Object, WeakMap, Symbol, Reflect } = globalThis;
 const apply = Reflect.apply;
 const setPrototypeOf = Object.setPrototypeOf;
@@ -113,11 +113,8 @@ function consumeInterface(exporter) {
   if (queue !== undefined) {
     queueObject = syclobj;
   } else if (filter !== undefined) {
-    const queueId = native.memQueue(handle);
-    const deviceId = native.queueDevice(queueId);
-    queueObject = cachedQueue(deviceId);
-    releaseHandle(DEVICE_HANDLE, deviceId);
-    releaseHandle(QUEUE_HANDLE, queueId);
+    // The binding resolved the filter to the device's cached queue.
+    queueObject = cachedQueueObject(native.memQueue(handle));
   } else {
     queueObject = new SyclQueue(INTERNAL, native.memQueue(handle));
   }

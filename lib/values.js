@@ -13,8 +13,6 @@ const { BigInt } = globalThis;
 const arrayBufferByteLength = getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
 const sharedByteLength = getOwnPropertyDescriptor(SharedArrayBuffer.prototype, 'byteLength').get;
 
-const MAX_SAFE_INTEGER = 9007199254740991;
-
 /** Brand checks: true only for a real buffer of any realm; no trap or getter runs. */
 function hasBrand(getter, value) {
   try {
@@ -130,13 +128,7 @@ function hostArg(value, what) {
   throw typeError(`${what} must be an ArrayBuffer, SharedArrayBuffer, TypedArray, DataView or Buffer, not ${display(value)}`);
 }
 
-/** The byte length of a value `hostArg` accepted. */
-function byteLengthOf(value) {
-  return isView(value) ? value.byteLength : apply(isArrayBuffer(value) ? arrayBufferByteLength : sharedByteLength, value, []);
-}
-
 module.exports = {
-  MAX_SAFE_INTEGER,
   typeName,
   display,
   nbytesArg,
@@ -145,7 +137,4 @@ module.exports = {
   boolArg,
   stringArg,
   hostArg,
-  byteLengthOf,
-  isArrayBuffer,
-  isSharedArrayBuffer,
 };

@@ -1,7 +1,8 @@
 //! The native binding: functions over handles (ids of the values in this environment's
-//! slabs, see `js::slab`), taking and returning primitives, ids and buffers. The JS classes in `lib/` own every object users see, read every
-//! option and dictionary, and make every error in their own realm; these functions only
-//! convert their arguments and call the Node-free model (`crate::memory`).
+//! slabs, see `js::slab`), taking and returning primitives, ids and buffers. The JS
+//! classes in `lib/` own every object users see, read every option and dictionary, and
+//! make every error in their own realm; these functions only convert their arguments
+//! and call the Node-free model (`crate::memory`).
 //!
 //! No user code can run here: the JS layer hands over only primitives, handles, host
 //! buffers and plain copies it made of interface fields.
@@ -100,14 +101,6 @@ pub fn release_handle(env: &Env, kind: u32, id: f64) -> napi::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Live handles of each kind, `[devices, contexts, queues, memories]` (tests use it).
-#[napi]
-pub fn live_handles(env: &Env) -> napi::Result<Vec<u32>> {
-    let handles = handles(env)?;
-    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-    Ok(vec![count(handles.devices.live()), count(handles.contexts.live()), count(handles.queues.live()), count(handles.memories.live())])
 }
 
 // ---------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ use std::ptr;
 
 use napi::bindgen_prelude::{BigInt, Unknown};
 use napi::JsValue;
-use napi::ValueType;
 use napi::{sys, Env};
 
 fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
@@ -372,14 +371,6 @@ pub fn u32_arg(env: &Env, value: &Unknown) -> napi::Result<u32> {
     // SAFETY: `value` is a live value of `env`; `number` is an out-pointer.
     check(unsafe { sys::napi_get_value_uint32(env.raw(), value.raw(), &mut number) }, "napi_get_value_uint32")?;
     Ok(number)
-}
-
-/// `value` unless it is `undefined` or `null`.
-pub fn given<'env>(value: &Unknown<'env>) -> napi::Result<Option<Unknown<'env>>> {
-    Ok(match value.get_type()? {
-        ValueType::Undefined | ValueType::Null => None,
-        _ => Some(*value),
-    })
 }
 
 /// A JS number.

@@ -84,6 +84,7 @@ impl<T> Slab<T> {
     }
 
     /// Live values.
+    #[cfg(test)]
     pub fn live(&self) -> usize {
         self.entries.len() - self.vacant.len()
     }
