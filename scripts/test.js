@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// Runs every test: the cargo tests of the Rust model and providers, then the ava suite,
-// streaming each runner's output as it comes. Ends with one line
-// "N passed, N failed, N skipped" that counts both.
+// Runs every test: the Rust lints (rustfmt, clippy), the cargo tests of the Rust model and
+// providers, then the ava suite, streaming each runner's output as it comes. Ends with one
+// line "N passed, N failed, N skipped" that counts them all (each lint counts as one test).
 'use strict';
 const path = require('node:path');
 const readline = require('node:readline');
@@ -40,6 +40,16 @@ async function cargo() {
   if (status !== 0 || !counted) broken = true;
 }
 
+/** A lint is one test: it passes when the command exits 0. */
+async function lint(name, args) {
+  const status = await stream('cargo', args, () => {});
+  if (status === 0) totals.passed += 1;
+  else {
+    totals.failed += 1;
+    console.log(`lint failed: ${name} (cargo ${args.join(' ')})`);
+  }
+}
+
 async function ava() {
   const args = [path.join(root, 'node_modules', 'ava', 'entrypoints', 'cli.mjs'), '--tap', ...process.argv.slice(2)];
   let counted = false;
@@ -56,7 +66,11 @@ async function ava() {
 }
 
 (async () => {
-  if (!process.env.DPCTL_MEMORY_SKIP_CARGO) await cargo();
+  if (!process.env.DPCTL_MEMORY_SKIP_CARGO) {
+    await lint('rustfmt', ['fmt', '--check']);
+    await lint('clippy', ['clippy', '--release', '--all-targets', '--', '-D', 'warnings']);
+    await cargo();
+  }
   await ava();
   console.log(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
   process.exit(broken || totals.failed > 0 ? 1 : 0);

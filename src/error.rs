@@ -173,20 +173,36 @@ impl MemoryError {
     pub fn class(&self) -> ErrorClass {
         use MemoryError::*;
         match self {
-            InvalidArgType(_) | NotUsm(_) | InvalidSyclObj(_) | InvalidFilter(_) | ConstructCallRequired(_) | InvalidThis(_) | NotCloneable(_) => {
-                ErrorClass::TypeError
-            }
+            InvalidArgType(_)
+            | NotUsm(_)
+            | InvalidSyclObj(_)
+            | InvalidFilter(_)
+            | ConstructCallRequired(_)
+            | InvalidThis(_)
+            | NotCloneable(_) => ErrorClass::TypeError,
             InterfaceMalformed { range: false, .. } => ErrorClass::TypeError,
             InterfaceMalformed { range: true, .. } => ErrorClass::RangeError,
-            InvalidSize(_) | InvalidAlignment(_) | InvalidFillValue(_) | OutOfBounds(_) | HostBufferTooLarge(_)
-            | DestinationTooSmall(_) | SourceTooLarge(_) => ErrorClass::RangeError,
+            InvalidSize(_)
+            | InvalidAlignment(_)
+            | InvalidFillValue(_)
+            | OutOfBounds(_)
+            | HostBufferTooLarge(_)
+            | DestinationTooSmall(_)
+            | SourceTooLarge(_) => ErrorClass::RangeError,
             UsmAllocation(_) => ErrorClass::UsmAllocation,
             QueueCreation(_) => ErrorClass::QueueCreation,
             DeviceNotFound(_) => ErrorClass::DeviceCreation,
-            Freed(_) | ForeignPointer(_) | KindMismatch(_) | UnknownUsmType(_) | NotHostAccessible(_)
-            | ReadOnly(_) | SyclRuntime(_) | CudaDriver(_) | ExternalBuffersUnsupported(_) | Busy(_) | Internal(_) => {
-                ErrorClass::Error
-            }
+            Freed(_)
+            | ForeignPointer(_)
+            | KindMismatch(_)
+            | UnknownUsmType(_)
+            | NotHostAccessible(_)
+            | ReadOnly(_)
+            | SyclRuntime(_)
+            | CudaDriver(_)
+            | ExternalBuffersUnsupported(_)
+            | Busy(_)
+            | Internal(_) => ErrorClass::Error,
         }
     }
 

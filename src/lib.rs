@@ -6,7 +6,7 @@
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod error;
+pub mod js;
 pub mod memory;
 pub mod provider;
 mod sync;
-pub mod js;

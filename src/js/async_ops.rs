@@ -15,8 +15,8 @@
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{ToNapiValue, Unknown};
-use napi::ScopedTask;
 use napi::Env;
+use napi::ScopedTask;
 
 use crate::error::MemoryError;
 use crate::js::errors::to_js_error;
@@ -55,7 +55,10 @@ impl HostSide {
             return Ok(direct);
         }
         let copy = bytes.with_slice(|src| Scratch::copy_of(src)).ok_or_else(|| {
-            to_js_error(env, MemoryError::UsmAllocation(format!("cannot allocate {} bytes of host memory", bytes.byte_length())))
+            to_js_error(
+                env,
+                MemoryError::UsmAllocation(format!("cannot allocate {} bytes of host memory", bytes.byte_length())),
+            )
         })?;
         Ok(HostSide::Bounce(Some(copy)))
     }
@@ -91,7 +94,8 @@ fn bounce_into(memory: &UsmMemory, staging: &mut Option<Scratch>) -> Result<(), 
     let len = usize::try_from(memory.nbytes())
         .map_err(|_| MemoryError::UsmAllocation(format!("{} bytes do not fit host memory", memory.nbytes())))?;
     let scratch = staging.insert(
-        Scratch::new(len).ok_or_else(|| MemoryError::UsmAllocation(format!("cannot allocate {len} bytes of host memory")))?,
+        Scratch::new(len)
+            .ok_or_else(|| MemoryError::UsmAllocation(format!("cannot allocate {len} bytes of host memory")))?,
     );
     memory.copy_to_host(scratch)
 }
@@ -102,9 +106,13 @@ impl<'task> ScopedTask<'task> for UsmTask {
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         Ok(match &mut self.operation {
-            Operation::ToHost { memory, host: HostSide::Direct { bytes, .. } } => bytes.with_slice(|dst| memory.copy_to_host(dst)),
+            Operation::ToHost { memory, host: HostSide::Direct { bytes, .. } } => {
+                bytes.with_slice(|dst| memory.copy_to_host(dst))
+            }
             Operation::ToHost { memory, host: HostSide::Bounce(staging) } => bounce_into(memory, staging),
-            Operation::FromHost { memory, host: HostSide::Direct { bytes, .. } } => bytes.with_slice(|src| memory.copy_from_host(src)),
+            Operation::FromHost { memory, host: HostSide::Direct { bytes, .. } } => {
+                bytes.with_slice(|src| memory.copy_from_host(src))
+            }
             Operation::FromHost { memory, host: HostSide::Bounce(Some(copy)) } => memory.copy_from_host(copy),
             Operation::FromHost { host: HostSide::Bounce(None), .. } => Ok(()),
             Operation::FromDevice { memory, source } => memory.copy_from_device(source),
@@ -114,7 +122,9 @@ impl<'task> ScopedTask<'task> for UsmTask {
 
     fn resolve(&mut self, env: &'task Env, output: Self::Output) -> napi::Result<Self::JsValue> {
         output.map_err(|err| to_js_error(env, err))?;
-        if let (Operation::ToHost { host: HostSide::Bounce(Some(staging)), .. }, Some(result)) = (&self.operation, &self.result) {
+        if let (Operation::ToHost { host: HostSide::Bounce(Some(staging)), .. }, Some(result)) =
+            (&self.operation, &self.result)
+        {
             // The destination may have been detached, transferred or shrunk meanwhile:
             // look at it afresh before writing.
             let target = result.get(env)?;

@@ -19,8 +19,8 @@ use crate::error::MemoryError;
 use crate::js::async_ops::{HostSide, Operation, UsmTask};
 use crate::js::errors::OrThrow;
 use crate::js::ffi::{self, ExternalBufferError, HostBytes, JsRef, TaskRef};
-use crate::js::json;
 use crate::js::handles::{BufferLease, Handles, MemoryHandle};
+use crate::js::json;
 use crate::memory::consume::{consume, SyclObj};
 use crate::memory::interface::{IfaceValue, RawInterface};
 use crate::memory::kind::UsmKind;
@@ -179,7 +179,12 @@ pub fn context_equals(env: &Env, a: f64, b: f64) -> napi::Result<bool> {
 /// `new SyclQueue(...)`: in the context `context_id` if given, on the device `device_id`
 /// or the device `filter` names, else on the default device (or the context's first).
 #[napi]
-pub fn queue_create(env: &Env, context_id: Option<f64>, device_id: Option<f64>, filter: Option<String>) -> napi::Result<f64> {
+pub fn queue_create(
+    env: &Env,
+    context_id: Option<f64>,
+    device_id: Option<f64>,
+    filter: Option<String>,
+) -> napi::Result<f64> {
     let context = context_id.map(|id| context(env, id)).transpose()?;
     let choice = match (device_id, filter) {
         (Some(id), _) => DeviceChoice::Device(device(env, id)?),
@@ -348,7 +353,11 @@ fn iface_value(value: Unknown, depth: u32) -> napi::Result<IfaceValue> {
 #[napi]
 pub fn mem_facts(env: &Env, memory_id: f64) -> napi::Result<Float64Array> {
     let memory = live_memory(env, memory_id)?;
-    let facts = vec![memory.nbytes() as f64, f64::from(memory.usm_type(None).enum_value()), f64::from(u8::from(memory.read_only()))];
+    let facts = vec![
+        memory.nbytes() as f64,
+        f64::from(memory.usm_type(None).enum_value()),
+        f64::from(u8::from(memory.read_only())),
+    ];
     Ok(Float64Array::new(facts))
 }
 
@@ -421,7 +430,11 @@ pub fn mem_free(env: &Env, memory_id: f64) -> napi::Result<()> {
 /// views (a SharedArrayBuffer as a `Uint8Array` over it).
 fn host_bytes(env: &Env, value: &Unknown, what: &str) -> napi::Result<HostBytes> {
     ffi::host_bytes(env, value)?
-        .ok_or_else(|| MemoryError::InvalidArgType(format!("{what} must be an ArrayBuffer, SharedArrayBuffer, TypedArray, DataView or Buffer")))
+        .ok_or_else(|| {
+            MemoryError::InvalidArgType(format!(
+                "{what} must be an ArrayBuffer, SharedArrayBuffer, TypedArray, DataView or Buffer"
+            ))
+        })
         .or_throw(env)
 }
 

@@ -53,7 +53,8 @@ pub const ERROR_CODES: &[(&str, &str)] = &[
 /// `ERROR_CODES` for the JS layer, as JSON: `{ name: code, ... }`.
 #[napi]
 pub fn error_codes() -> String {
-    let fields: Vec<(&str, String)> = ERROR_CODES.iter().map(|(name, code)| (*name, crate::js::json::string(code))).collect();
+    let fields: Vec<(&str, String)> =
+        ERROR_CODES.iter().map(|(name, code)| (*name, crate::js::json::string(code))).collect();
     crate::js::json::object(&fields)
 }
 
@@ -77,7 +78,8 @@ fn build(env: &Env, err: &MemoryError) -> napi::Result<napi::Error> {
 
 /// Turns a model error into the JS error napi-rs will throw.
 pub fn to_js_error(env: &Env, err: MemoryError) -> napi::Error {
-    build(env, &err).unwrap_or_else(|_| napi::Error::new(napi::Status::GenericFailure, format!("[{}] {err}", err.code())))
+    build(env, &err)
+        .unwrap_or_else(|_| napi::Error::new(napi::Status::GenericFailure, format!("[{}] {err}", err.code())))
 }
 
 pub trait OrThrow<T> {

@@ -46,16 +46,22 @@ impl JsRef {
     /// The value, unless a weak reference's value was collected.
     pub fn get_if_alive<'env>(&self, env: &'env Env) -> napi::Result<Option<Unknown<'env>>> {
         let mut value = ptr::null_mut();
-        // SAFETY: the reference is live until `drop`, and `env` is the environment of this thread.
-        check(unsafe { sys::napi_get_reference_value(env.raw(), self.reference, &mut value) }, "napi_get_reference_value")?;
+        check(
+            // SAFETY: the reference is live until `drop`, and `env` is the environment of this thread.
+            unsafe { sys::napi_get_reference_value(env.raw(), self.reference, &mut value) },
+            "napi_get_reference_value",
+        )?;
         // SAFETY: a non-null `value` was just produced by Node-API for `env`.
         Ok((!value.is_null()).then(|| unsafe { Unknown::from_raw_unchecked(env.raw(), value) }))
     }
 
     pub fn get<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
         let mut value = ptr::null_mut();
-        // SAFETY: the reference is live until `drop`, and `env` is the environment of this thread.
-        check(unsafe { sys::napi_get_reference_value(env.raw(), self.reference, &mut value) }, "napi_get_reference_value")?;
+        check(
+            // SAFETY: the reference is live until `drop`, and `env` is the environment of this thread.
+            unsafe { sys::napi_get_reference_value(env.raw(), self.reference, &mut value) },
+            "napi_get_reference_value",
+        )?;
         // SAFETY: `value` was just produced by Node-API for `env`.
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
     }
@@ -124,8 +130,11 @@ pub fn external_arraybuffer<'env, T: 'static>(
 /// `ArrayBuffer.prototype.transfer`), in which case the memory may still be reachable.
 pub fn detach_arraybuffer(env: &Env, buffer: &Unknown) -> napi::Result<bool> {
     let mut detached = false;
-    // SAFETY: `buffer` is a live ArrayBuffer value of `env`.
-    check(unsafe { sys::napi_is_detached_arraybuffer(env.raw(), buffer.raw(), &mut detached) }, "napi_is_detached_arraybuffer")?;
+    check(
+        // SAFETY: `buffer` is a live ArrayBuffer value of `env`.
+        unsafe { sys::napi_is_detached_arraybuffer(env.raw(), buffer.raw(), &mut detached) },
+        "napi_is_detached_arraybuffer",
+    )?;
     if detached {
         return Ok(false);
     }
@@ -207,16 +216,22 @@ pub fn host_bytes(env: &Env, value: &Unknown) -> napi::Result<Option<HostBytes>>
     check(unsafe { sys::napi_is_arraybuffer(env_raw, raw, &mut is) }, "napi_is_arraybuffer")?;
     if is {
         let (mut data, mut len) = (ptr::null_mut(), 0usize);
-        // SAFETY: see above.
-        check(unsafe { sys::napi_get_arraybuffer_info(env_raw, raw, &mut data, &mut len) }, "napi_get_arraybuffer_info")?;
+        check(
+            // SAFETY: see above.
+            unsafe { sys::napi_get_arraybuffer_info(env_raw, raw, &mut data, &mut len) },
+            "napi_get_arraybuffer_info",
+        )?;
         return Ok(Some(HostBytes { data: data.cast(), len, buffer: raw }));
     }
     // SAFETY: see above.
     check(unsafe { sys::napi_is_typedarray(env_raw, raw, &mut is) }, "napi_is_typedarray")?;
     if is {
-        let (mut kind, mut length, mut data, mut buffer, mut offset) = (0, 0usize, ptr::null_mut(), ptr::null_mut(), 0usize);
+        let (mut kind, mut length, mut data, mut buffer, mut offset) =
+            (0, 0usize, ptr::null_mut(), ptr::null_mut(), 0usize);
         // SAFETY: see above.
-        let status = unsafe { sys::napi_get_typedarray_info(env_raw, raw, &mut kind, &mut length, &mut data, &mut buffer, &mut offset) };
+        let status = unsafe {
+            sys::napi_get_typedarray_info(env_raw, raw, &mut kind, &mut length, &mut data, &mut buffer, &mut offset)
+        };
         check(status, "napi_get_typedarray_info")?;
         // A TypedArray kind newer than this addon is refused like any other non-buffer.
         let Some(element) = typed_array_element_size(kind) else { return Ok(None) };
@@ -228,7 +243,8 @@ pub fn host_bytes(env: &Env, value: &Unknown) -> napi::Result<Option<HostBytes>>
     if is {
         let (mut len, mut data, mut buffer, mut offset) = (0usize, ptr::null_mut(), ptr::null_mut(), 0usize);
         // SAFETY: see above.
-        let status = unsafe { sys::napi_get_dataview_info(env_raw, raw, &mut len, &mut data, &mut buffer, &mut offset) };
+        let status =
+            unsafe { sys::napi_get_dataview_info(env_raw, raw, &mut len, &mut data, &mut buffer, &mut offset) };
         check(status, "napi_get_dataview_info")?;
         return Ok(Some(HostBytes { data: data.cast(), len, buffer }));
     }
@@ -302,7 +318,6 @@ impl TaskBytes {
     }
 }
 
-
 /// A binding function that Node-API calls directly (see `define_fast`): the environment
 /// and the call's first four arguments (`undefined` where fewer were passed).
 pub type FastFn = for<'env> fn(&'env Env, &[Unknown<'env>; 4]) -> napi::Result<sys::napi_value>;
@@ -333,7 +348,8 @@ unsafe extern "C" fn fast_trampoline(env: sys::napi_env, info: sys::napi_callbac
             ptr::null_mut()
         }
         Err(_) => {
-            let error = napi::Error::new(napi::Status::GenericFailure, "dpctl-memory: internal error (a panic in the binding)");
+            let error =
+                napi::Error::new(napi::Status::GenericFailure, "dpctl-memory: internal error (a panic in the binding)");
             // SAFETY: as above.
             unsafe { napi::JsError::from(error).throw_into(env) };
             ptr::null_mut()
@@ -344,16 +360,30 @@ unsafe extern "C" fn fast_trampoline(env: sys::napi_env, info: sys::napi_callbac
 /// Defines `exports[name]` as a function Node-API calls without napi-rs's per-call
 /// machinery, for the few calls (allocate, free, small copies) where that machinery
 /// would cost more than the work.
-pub fn define_fast(env: &Env, exports: &mut napi::bindgen_prelude::Object, name: &str, function: FastFn) -> napi::Result<()> {
+pub fn define_fast(
+    env: &Env,
+    exports: &mut napi::bindgen_prelude::Object,
+    name: &str,
+    function: FastFn,
+) -> napi::Result<()> {
     let mut value = ptr::null_mut();
     // SAFETY: `name` outlives the call (Node-API copies it); the data pointer is a
     // function pointer, valid for the life of the process.
     let status = unsafe {
-        sys::napi_create_function(env.raw(), name.as_ptr().cast(), name.len() as isize, Some(fast_trampoline), function as *mut c_void, &mut value)
+        sys::napi_create_function(
+            env.raw(),
+            name.as_ptr().cast(),
+            name.len() as isize,
+            Some(fast_trampoline),
+            function as *mut c_void,
+            &mut value,
+        )
     };
     check(status, "napi_create_function")?;
     // SAFETY: `value` was just produced by Node-API for `env`.
-    napi::bindgen_prelude::JsObjectValue::set_named_property(exports, name, unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
+    napi::bindgen_prelude::JsObjectValue::set_named_property(exports, name, unsafe {
+        Unknown::from_raw_unchecked(env.raw(), value)
+    })
 }
 
 /// A number argument, or `ERR_INTERNAL`-style failure for anything else (the JS layer

@@ -7,8 +7,8 @@ use std::cell::RefCell;
 
 use napi::Env;
 
-use crate::js::handles::Handles;
 use crate::js::ffi::JsRef;
+use crate::js::handles::Handles;
 
 pub struct EnvState {
     /// `{ Uint8Array, makeError }`, taken at load time so that code which replaces

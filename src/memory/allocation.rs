@@ -101,7 +101,12 @@ pub fn unowned(ptr: Address, block_base: Address) -> MemoryError {
 /// allocate, the runtime's extent bounds it where the runtime knows one, and otherwise
 /// both ends must be USM memory of the base pointer's kind. `None`: foreign memory,
 /// which nothing here can keep alive.
-pub fn bind_view(context: &dyn Context, base_ptr: Address, ptr: Address, nbytes: u64) -> Result<Option<Arc<Allocation>>> {
+pub fn bind_view(
+    context: &dyn Context,
+    base_ptr: Address,
+    ptr: Address,
+    nbytes: u64,
+) -> Result<Option<Arc<Allocation>>> {
     match provenance(base_ptr) {
         Provenance::Owned(allocation) => {
             check_bounds(ptr, nbytes, Some((allocation.address(), allocation.nbytes())))?;
@@ -165,9 +170,7 @@ impl Allocation {
     /// its last owner left there (not zeroed, like `malloc`).
     pub fn new(queue: &Arc<dyn Queue>, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Arc<Self>> {
         if nbytes == 0 {
-            return Err(MemoryError::InvalidSize(
-                "Number of bytes of request allocation must be positive.".into(),
-            ));
+            return Err(MemoryError::InvalidSize("Number of bytes of request allocation must be positive.".into()));
         }
         if kind == UsmKind::Unknown {
             return Err(MemoryError::UsmAllocation("cannot allocate memory of unknown USM kind".into()));

@@ -18,7 +18,9 @@ use proptest::test_runner::{Config as ProptestConfig, RngSeed};
 
 use crate::error::{ErrorClass, MemoryError};
 use crate::memory::allocation::{bind_view, provenance, Allocation, Provenance};
-use crate::memory::interface::{check_bounds, parse_interface, pointer_not_bound, typestr_itemsize, IfaceValue, RawInterface};
+use crate::memory::interface::{
+    check_bounds, parse_interface, pointer_not_bound, typestr_itemsize, IfaceValue, RawInterface,
+};
 use crate::memory::kind::UsmKind;
 use crate::memory::pool::fake::{FakeContext, FakeDevice};
 use crate::memory::pool::{pool, size_class, MAX_POOLED_ALIGNMENT};
@@ -46,8 +48,17 @@ fn config() -> ProptestConfig {
 /// What the model expects: the described range, or the code and class of the error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Expect {
-    Range { base: u64, ptr: u64, nbytes: u64, itemsize: u64, read_only: bool },
-    Error { code: &'static str, range: bool },
+    Range {
+        base: u64,
+        ptr: u64,
+        nbytes: u64,
+        itemsize: u64,
+        read_only: bool,
+    },
+    Error {
+        code: &'static str,
+        range: bool,
+    },
     /// The resolver's own error, unchanged.
     Resolver,
 }
@@ -239,9 +250,13 @@ fn actual(raw: &RawInterface, resolver_fails: bool) -> (Expect, bool, Option<u64
         }
     });
     let expect = match result {
-        Ok(p) => {
-            Expect::Range { base: p.base_ptr, ptr: p.ptr, nbytes: p.nbytes, itemsize: p.itemsize, read_only: p.read_only }
-        }
+        Ok(p) => Expect::Range {
+            base: p.base_ptr,
+            ptr: p.ptr,
+            nbytes: p.nbytes,
+            itemsize: p.itemsize,
+            read_only: p.read_only,
+        },
         Err(MemoryError::ForeignPointer(_)) if resolver_fails => Expect::Resolver,
         Err(e) => {
             let range = match e.class() {
@@ -296,7 +311,9 @@ fn bigint() -> impl Strategy<Value = i128> {
 }
 
 fn typestr() -> impl Strategy<Value = String> {
-    let valid = prop::sample::select(vec!["?", "b1", "i1", "u1", "i2", "u2", "f2", "i4", "u4", "f4", "i8", "u8", "f8", "c8", "c16"]);
+    let valid = prop::sample::select(vec![
+        "?", "b1", "i1", "u1", "i2", "u2", "f2", "i4", "u4", "f4", "i8", "u8", "f8", "c8", "c16",
+    ]);
     let order = prop::sample::select(vec!["", "<", ">", "|", "="]);
     prop_oneof![
         12 => (order, valid).prop_map(|(o, v)| format!("{o}{v}")),
@@ -368,7 +385,8 @@ fn raw_interface() -> impl Strategy<Value = RawInterface> {
     ];
     let small = (-64i64..64).prop_map(|v| Number(v as f64));
     let offset = prop_oneof![6 => Just(Missing), 12 => small, 2 => (-64i64..64).prop_map(|v| BigInt(i128::from(v))), 1 => bigint().prop_map(BigInt), 1 => value()];
-    let version = prop_oneof![16 => Just(Number(1.0)), 4 => Just(BigInt(1)), 1 => value(), 1 => number().prop_map(Number)];
+    let version =
+        prop_oneof![16 => Just(Number(1.0)), 4 => Just(BigInt(1)), 1 => value(), 1 => number().prop_map(Number)];
     let typestr = prop_oneof![20 => typestr().prop_map(Str), 1 => value()];
     (offset, version, data, prop::bool::weighted(0.97), shape, typestr, strides).prop_map(
         |(offset, version, data, syclobj_present, shape, typestr, (matched, strides))| {
@@ -447,8 +465,15 @@ impl Allocations {
             if slot.superseded || start >= slot.address + slot.block || slot.address >= end {
                 continue;
             }
-            assert!(slot.handles.is_empty(), "a new allocation at {start:#x} overlaps a live one at {:#x}", slot.address);
-            assert!(slot.pooled && slot.address == start && slot.block == block, "only a cached block of the same class is reused");
+            assert!(
+                slot.handles.is_empty(),
+                "a new allocation at {start:#x} overlaps a live one at {:#x}",
+                slot.address
+            );
+            assert!(
+                slot.pooled && slot.address == start && slot.block == block,
+                "only a cached block of the same class is reused"
+            );
             slot.superseded = true;
         }
         self.slots.push(Slot { address: a.address(), nbytes, block, pooled, handles: vec![a], superseded: false });
@@ -481,19 +506,33 @@ impl Allocations {
         match expected {
             Where::Owned(i) => {
                 let slot = &self.slots[i];
-                let inside = ptr >= slot.address && u128::from(ptr) + u128::from(nbytes) <= u128::from(slot.address + slot.nbytes);
+                let inside = ptr >= slot.address
+                    && u128::from(ptr) + u128::from(nbytes) <= u128::from(slot.address + slot.nbytes);
                 match result {
                     Ok(Some(owner)) => {
-                        prop_assert!(inside, "a view of {nbytes} bytes at {ptr:#x} leaves the allocation at {:#x} of {} bytes", slot.address, slot.nbytes);
+                        prop_assert!(
+                            inside,
+                            "a view of {nbytes} bytes at {ptr:#x} leaves the allocation at {:#x} of {} bytes",
+                            slot.address,
+                            slot.nbytes
+                        );
                         prop_assert!(Arc::ptr_eq(&owner, &slot.handles[0]), "the view holds another allocation");
-                        prop_assert!(owner.address() <= ptr && u128::from(ptr) + u128::from(nbytes) <= u128::from(owner.address() + owner.nbytes()));
+                        prop_assert!(
+                            owner.address() <= ptr
+                                && u128::from(ptr) + u128::from(nbytes) <= u128::from(owner.address() + owner.nbytes())
+                        );
                     }
-                    Err(MemoryError::OutOfBounds(_)) => prop_assert!(!inside, "a view inside the allocation is refused"),
+                    Err(MemoryError::OutOfBounds(_)) => {
+                        prop_assert!(!inside, "a view inside the allocation is refused")
+                    }
                     other => prop_assert!(false, "bind_view gave {other:?} for a pointer of a live allocation"),
                 }
             }
             // The slack and cached blocks: never a view, whatever the range.
-            Where::Unowned => prop_assert!(matches!(result, Err(MemoryError::OutOfBounds(_))), "bind_view gave {result:?} for unowned memory"),
+            Where::Unowned => prop_assert!(
+                matches!(result, Err(MemoryError::OutOfBounds(_))),
+                "bind_view gave {result:?} for unowned memory"
+            ),
             // The fake knows no extent and calls every pointer Unknown: an unowned view.
             Where::Foreign => prop_assert!(matches!(result, Ok(None)), "bind_view gave {result:?} for foreign memory"),
         }
@@ -503,13 +542,23 @@ impl Allocations {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Allocate { kind: usize, nbytes: u64, alignment: u64 },
+    Allocate {
+        kind: usize,
+        nbytes: u64,
+        alignment: u64,
+    },
     /// Drops one of the case's references to a slot.
     Release(usize),
     /// Takes another reference (a view of the memory object).
     Share(usize),
     /// A view: the base pointer relative to a slot, and the range relative to the base.
-    View { slot: usize, place: u8, delta: u64, start: i64, nbytes: u64 },
+    View {
+        slot: usize,
+        place: u8,
+        delta: u64,
+        start: i64,
+        nbytes: u64,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -665,7 +714,13 @@ fn interface_props_the_model_knows_the_reference_examples() {
         typestr: Str(typestr.into()),
         strides: strides.map_or(Null, |s| List(s.iter().map(|&v| Number(v as f64)).collect())),
     };
-    let range = |ptr: u64, nbytes: u64, itemsize: u64| Expect::Range { base: 0x10_0000, ptr: 0x10_0000 + ptr, nbytes, itemsize, read_only: false };
+    let range = |ptr: u64, nbytes: u64, itemsize: u64| Expect::Range {
+        base: 0x10_0000,
+        ptr: 0x10_0000 + ptr,
+        nbytes,
+        itemsize,
+        read_only: false,
+    };
     // dpctl's test_suai_non_contig_1D / _2D, and the reference's <f4 example.
     assert_eq!(model(&raw(&[10], Some(&[2]), 8, "|u1"), false).0, range(8, 19, 1));
     assert_eq!(model(&raw(&[2, 2], Some(&[10, -2]), 9, "|u1"), false).0, range(7, 13, 1));

@@ -248,12 +248,7 @@ impl KindPool {
 
     /// Takes out the least recently released block: `(address, size)`.
     fn evict_oldest(&mut self) -> Option<(Address, u64)> {
-        let class = self
-            .classes
-            .iter()
-            .filter_map(|(&class, queue)| queue.front().map(|c| (c.seq, class)))
-            .min()?
-            .1;
+        let class = self.classes.iter().filter_map(|(&class, queue)| queue.front().map(|c| (c.seq, class))).min()?.1;
         let queue = self.classes.get_mut(&class)?;
         let cached = queue.pop_front()?;
         if queue.is_empty() {
@@ -386,7 +381,10 @@ impl Deferred {
 fn fresh(queue: &Arc<dyn Queue>, kind: UsmKind, size: u64, alignment: u64) -> Result<Address> {
     let address = queue.allocate(kind, size, alignment)?;
     if address == 0 {
-        return Err(MemoryError::UsmAllocation(format!("USM allocation failed: {size} bytes of {} memory", kind.name())));
+        return Err(MemoryError::UsmAllocation(format!(
+            "USM allocation failed: {size} bytes of {} memory",
+            kind.name()
+        )));
     }
     Ok(address)
 }
@@ -581,7 +579,8 @@ static GLOBAL: OnceLock<Pool> = OnceLock::new();
 /// The process's pool, made at first use ([`ENV_VAR`] is read then, once).
 pub fn pool() -> &'static Pool {
     GLOBAL.get_or_init(|| {
-        Pool::new(enabled_from(std::env::var_os(ENV_VAR).as_deref()), Limits::default()).with_spare(crate::provider::trim_spare)
+        Pool::new(enabled_from(std::env::var_os(ENV_VAR).as_deref()), Limits::default())
+            .with_spare(crate::provider::trim_spare)
     })
 }
 
@@ -850,7 +849,10 @@ mod tests {
         assert_eq!(a, Block { address: a.address, size: MIB, pooled: true });
         assert_eq!(pool.stats().host, KindStats { misses: 1, in_use_bytes: MIB, ..Default::default() });
         pool.release(&dyn_ctx(&ctx), UsmKind::Host, a);
-        assert_eq!(pool.stats().host, KindStats { misses: 1, cached_blocks: 1, cached_bytes: MIB, ..Default::default() });
+        assert_eq!(
+            pool.stats().host,
+            KindStats { misses: 1, cached_blocks: 1, cached_bytes: MIB, ..Default::default() }
+        );
         assert_eq!(pool.cached_range(a.address + 100), Some((a.address, MIB)));
         let b = pool.acquire(&queue, UsmKind::Host, MIB - 1000, 0).unwrap();
         assert_eq!(b, a, "same class: the cached block");

@@ -47,9 +47,8 @@ impl Registry {
                         Ok(selector) => {
                             for (index, device) in cuda_devices.into_iter().enumerate() {
                                 let info = device.info();
-                                let keep = selector
-                                    .as_ref()
-                                    .is_none_or(|s| s.keeps(&info.backend, info.device_type, index));
+                                let keep =
+                                    selector.as_ref().is_none_or(|s| s.keeps(&info.backend, info.device_type, index));
                                 if keep {
                                     devices.push(device);
                                 }
@@ -95,11 +94,7 @@ impl Registry {
     pub fn select(&self, filter_text: Option<&str>) -> Result<Arc<dyn Device>> {
         let all: Vec<Arc<dyn Device>> = self.devices.iter().map(|e| e.device.clone()).collect();
         let chosen = match filter_text {
-            None => all
-                .iter()
-                .find(|d| d.info().device_type == DeviceType::Gpu)
-                .or_else(|| all.first())
-                .cloned(),
+            None => all.iter().find(|d| d.info().device_type == DeviceType::Gpu).or_else(|| all.first()).cloned(),
             Some(text) => {
                 let parsed = filter::parse_filter(text)?;
                 filter::select(&parsed, &all, device_key).cloned()
@@ -174,7 +169,11 @@ impl Registry {
         let made = match context {
             Some(context) => {
                 let device = named.unwrap_or_else(|| {
-                    context.devices().into_iter().next().ok_or_else(|| MemoryError::QueueCreation("the context has no devices".into()))
+                    context
+                        .devices()
+                        .into_iter()
+                        .next()
+                        .ok_or_else(|| MemoryError::QueueCreation("the context has no devices".into()))
                 });
                 device.and_then(|device| context.create_queue(&device))
             }

@@ -204,9 +204,9 @@ impl UsmMemory {
         let len = usize::try_from(src.nbytes)
             .map_err(|_| MemoryError::UsmAllocation(format!("{} bytes do not fit host memory", src.nbytes)))?;
         let mut staging = Vec::new();
-        staging.try_reserve_exact(len).map_err(|_| {
-            MemoryError::UsmAllocation(format!("cannot allocate {len} bytes of host staging memory"))
-        })?;
+        staging
+            .try_reserve_exact(len)
+            .map_err(|_| MemoryError::UsmAllocation(format!("cannot allocate {len} bytes of host staging memory")))?;
         staging.resize(len, 0);
         src.queue.memcpy(staging.as_mut_ptr() as Address, src.address, src.nbytes)?;
         self.queue.memcpy(self.address, staging.as_ptr() as Address, src.nbytes)

@@ -5,8 +5,8 @@ use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::provider::workers::{run_all, Workers};
-use crate::sync::lock;
 use crate::provider::Address;
+use crate::sync::lock;
 
 /// Copies `nbytes` from `src` to `dst` with the CPU. Same contract as `Queue::memcpy`:
 /// the caller guarantees both ranges are valid, host-accessible, and not in use by a
@@ -78,7 +78,8 @@ impl Kept {
     /// The smallest block of `len` to `2 * len` bytes.
     fn take(&mut self, len: usize) -> Option<Vec<u8>> {
         let fits = |block: &Vec<u8>| block.len() >= len && block.len() <= len.saturating_mul(2);
-        let index = (0..self.blocks.len()).filter(|&i| fits(&self.blocks[i].0)).min_by_key(|&i| self.blocks[i].0.len())?;
+        let index =
+            (0..self.blocks.len()).filter(|&i| fits(&self.blocks[i].0)).min_by_key(|&i| self.blocks[i].0.len())?;
         let (block, _) = self.blocks.swap_remove(index);
         self.bytes = self.bytes.saturating_sub(block.len());
         Some(block)

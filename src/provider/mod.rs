@@ -12,8 +12,8 @@ use crate::memory::kind::UsmKind;
 
 pub mod cuda;
 mod host;
-pub(crate) mod workers;
 pub mod sycl;
+pub(crate) mod workers;
 
 pub(crate) use host::{host_memcpy_parallel, host_memset, Scratch};
 

@@ -52,10 +52,7 @@ impl Workers {
         let started = (0..count)
             .filter(|i| {
                 let receiver = receiver.clone();
-                std::thread::Builder::new()
-                    .name(format!("dpctl-memory-copy-{i}"))
-                    .spawn(move || work(receiver))
-                    .is_ok()
+                std::thread::Builder::new().name(format!("dpctl-memory-copy-{i}")).spawn(move || work(receiver)).is_ok()
             })
             .count();
         (started > 0).then_some(Workers { sender })

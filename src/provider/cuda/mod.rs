@@ -38,11 +38,11 @@ use cudarc::driver::sys::{
 };
 
 use self::driver::{CurrentContext, Driver, CUDA_SUCCESS};
-use self::staging::{Direction, Stager, StagingConfig};
 use self::logic::{
     admit_managed, align_up, allocation_failure, base_alignment, classify_pointer, format_driver_version, padded_plan,
     plan_allocation,
 };
+use self::staging::{Direction, Stager, StagingConfig};
 use crate::error::{MemoryError, Result};
 use crate::memory::kind::UsmKind;
 use crate::provider::{Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue};

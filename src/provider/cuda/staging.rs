@@ -19,8 +19,8 @@ use super::driver::{CurrentContext, Driver, CUDA_SUCCESS};
 use super::CtxHandle;
 use crate::error::{MemoryError, Result};
 use crate::provider::workers::{run_all, workers, Job};
-use crate::sync::lock;
 use crate::provider::Address;
+use crate::sync::lock;
 
 /// Tunables, read once from the environment (for measurement). The defaults come from
 /// `bench/staging-sweep.js` on the H200 machine: a direct copy wins up to 8 MiB (15.9 vs
@@ -125,7 +125,13 @@ impl Stager {
     /// lane on this thread and the others on the persistent copy workers. The caller
     /// guarantees both ranges are valid for the whole call, and holds the context's
     /// staging lock (the buffers serve one copy at a time).
-    pub(super) fn copy(self: &Arc<Self>, direction: Direction, host: usize, device: Address, nbytes: usize) -> Result<()> {
+    pub(super) fn copy(
+        self: &Arc<Self>,
+        direction: Direction,
+        host: usize,
+        device: Address,
+        nbytes: usize,
+    ) -> Result<()> {
         let lanes = self.buffers.len() / 2;
         let used = lanes.min(nbytes.div_ceil(self.chunk)).max(1);
         let results: Arc<Mutex<Vec<Result<()>>>> = Arc::new(Mutex::new(Vec::with_capacity(used)));
@@ -235,7 +241,6 @@ impl Drop for Stager {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {
