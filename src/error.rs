@@ -14,6 +14,10 @@ pub enum ErrorClass {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[allow(
+    dead_code,
+    reason = "some variants are raised by the JS layer only; they are listed for the one table of codes"
+)]
 pub enum MemoryError {
     /// An argument of the wrong JS type.
     #[error("{0}")]

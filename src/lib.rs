@@ -5,8 +5,10 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
-pub mod error;
+pub(crate) mod error;
+pub(crate) mod host;
 pub mod js;
-pub mod memory;
-pub mod provider;
+pub(crate) mod memory;
+pub(crate) mod provider;
+pub(crate) mod runtime;
 mod sync;

@@ -19,11 +19,11 @@ use napi::Env;
 use napi::ScopedTask;
 
 use crate::error::MemoryError;
+use crate::host::Scratch;
 use crate::js::errors::to_js_error;
 use crate::js::ffi::{HostBytes, TaskBytes, TaskRef};
 use crate::memory::allocation::{owning_allocation, Allocation};
 use crate::memory::usm::UsmMemory;
-use crate::provider::Scratch;
 
 /// Where the host bytes of a copy are while the worker runs.
 pub(crate) enum HostSide {
@@ -67,7 +67,7 @@ impl HostSide {
 /// A host-to-host copy of equal lengths, over several threads when large.
 fn copy_host(dst: &mut [u8], src: &[u8]) {
     let len = dst.len().min(src.len()) as u64;
-    crate::provider::host_memcpy_parallel(dst.as_mut_ptr() as u64, src.as_ptr() as u64, len);
+    crate::host::host_memcpy_parallel(dst.as_mut_ptr() as u64, src.as_ptr() as u64, len);
 }
 
 pub(crate) enum Operation {

@@ -23,10 +23,16 @@ use crate::js::handles::{BufferLease, Handles, MemoryHandle};
 use crate::js::json;
 use crate::memory::consume::{consume, SyclObj};
 use crate::memory::interface::{IfaceValue, RawInterface};
-use crate::memory::kind::UsmKind;
-use crate::memory::registry::{registry, DeviceChoice};
+use crate::memory::registry::{registry_with, DeviceChoice, Registry};
 use crate::memory::usm::{too_large_for_host, Adopted, UsmMemory};
-use crate::provider::{Context, Device, Queue};
+use crate::runtime::UsmKind;
+use crate::runtime::{Context, Device, Queue};
+
+/// The process's device registry over every provider (the binding is where the
+/// providers are named; the model only sees the runtime interface).
+fn registry() -> &'static Registry {
+    registry_with(crate::provider::load_all)
+}
 
 fn busy_error() -> MemoryError {
     MemoryError::Busy("this memory object is in use by a call that has not returned".into())
@@ -311,7 +317,7 @@ pub fn mem_consume(
         (None, None, Some(text)) => SyclObj::Filter(text),
         (None, None, None) => SyclObj::Invalid,
     };
-    let memory = consume(&raw, syclobj, &shown).or_throw(env)?;
+    let memory = consume(registry(), &raw, syclobj, &shown).or_throw(env)?;
     memory_handle(env, MemoryHandle::new(memory))
 }
 

@@ -159,13 +159,6 @@ pub struct HostBytes {
 }
 
 impl HostBytes {
-    /// The `ArrayBuffer` or `SharedArrayBuffer` that holds the bytes (read by Node-API,
-    /// never through a JS property a user could redefine).
-    pub fn buffer<'env>(&self, env: &'env Env) -> Unknown<'env> {
-        // SAFETY: `buffer` came from Node-API for this call's `env` and is still in scope.
-        unsafe { Unknown::from_raw_unchecked(env.raw(), self.buffer) }
-    }
-
     pub fn address(&self) -> u64 {
         self.data as u64
     }
@@ -182,15 +175,6 @@ impl HostBytes {
         let status = unsafe { sys::napi_is_arraybuffer(env.raw(), self.buffer, &mut is_arraybuffer) };
         check(status, "napi_is_arraybuffer")?;
         Ok(!is_arraybuffer)
-    }
-
-    /// Whether the bytes are those of `value` itself (its own buffer).
-    pub fn is_buffer_of(&self, env: &Env, value: &Unknown) -> napi::Result<bool> {
-        let mut same = false;
-        // SAFETY: both are live values of `env`; `same` is an out-pointer.
-        let status = unsafe { sys::napi_strict_equals(env.raw(), self.buffer, value.raw(), &mut same) };
-        check(status, "napi_strict_equals")?;
-        Ok(same)
     }
 
     /// Runs `f` over the bytes. `f` must not call into JS (which could detach or free

@@ -11,7 +11,7 @@ use crate::js::ffi::{self, JsRef};
 use crate::js::slab::Slab;
 use crate::memory::allocation::Allocation;
 use crate::memory::usm::UsmMemory;
-use crate::provider::{Context, Device, Queue};
+use crate::runtime::{Context, Device, Queue};
 
 /// What keeps the memory under a zero-copy `ArrayBuffer` alive while the engine can
 /// still reach it: the allocation, when it is ours (foreign memory is kept alive by the

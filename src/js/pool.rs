@@ -4,9 +4,9 @@
 
 use napi_derive::napi;
 
+use crate::host::Scratch;
 use crate::js::json;
 use crate::memory::pool::{pool, KindStats};
-use crate::provider::Scratch;
 
 fn kind_stats(stats: KindStats) -> String {
     json::object(&[

@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::error::{MemoryError, Result};
 use crate::memory::interface::check_bounds;
-use crate::memory::kind::UsmKind;
 use crate::memory::pool::{pool, Block};
-use crate::provider::{Address, Context, Queue};
+use crate::runtime::UsmKind;
+use crate::runtime::{Address, Context, Queue};
 
 /// Address ranges of every live allocation this process made, for bounds checks of
 /// interfaces that point into them (SYCL cannot tell an allocation's extent).
@@ -152,7 +152,6 @@ pub struct Allocation {
     /// The size asked for: what users, bounds checks and `provenance` see.
     nbytes: u64,
     kind: UsmKind,
-    queue: Arc<dyn Queue>,
     context: Arc<dyn Context>,
     /// The block under it (at least `nbytes`; the size class when pooled).
     block: Block,
@@ -182,8 +181,7 @@ impl Allocation {
         }
         let block = pool().acquire(queue, kind, nbytes, alignment)?;
         let address = block.address;
-        let allocation =
-            Arc::new(Allocation { address, nbytes, kind, queue: queue.clone(), context: queue.context(), block });
+        let allocation = Arc::new(Allocation { address, nbytes, kind, context: queue.context(), block });
         let entry = LiveEntry { size: nbytes, block: block.size, allocation: Arc::downgrade(&allocation) };
         live().insert(address, entry);
         Ok(allocation)
@@ -197,15 +195,8 @@ impl Allocation {
         self.nbytes
     }
 
-    pub fn kind(&self) -> UsmKind {
-        self.kind
-    }
-
-    pub fn queue(&self) -> &Arc<dyn Queue> {
-        &self.queue
-    }
-
     /// Bytes of the block under the allocation (the pool's size class, at least `nbytes`).
+    #[cfg(test)]
     pub fn block_size(&self) -> u64 {
         self.block.size
     }
@@ -234,7 +225,7 @@ impl Drop for Allocation {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::memory::pool::fake::{FakeContext, FakeDevice};
+    use crate::runtime::fake::{FakeContext, FakeDevice};
 
     fn range_of(ptr: Address) -> Option<(Address, u64)> {
         match provenance(ptr) {

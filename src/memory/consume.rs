@@ -10,10 +10,10 @@ use std::sync::Arc;
 use crate::error::{MemoryError, Result};
 use crate::memory::allocation::{bind_view, provenance, runtime_slack, unowned, Provenance};
 use crate::memory::interface::{parse_interface, pointer_not_bound, syclobj_invalid, RawInterface};
-use crate::memory::kind::UsmKind;
-use crate::memory::registry::registry;
+use crate::memory::registry::Registry;
 use crate::memory::usm::UsmMemory;
-use crate::provider::{Address, Context, Queue};
+use crate::runtime::UsmKind;
+use crate::runtime::{Address, Context, Queue};
 
 /// What the interface's `syclobj` named.
 pub enum SyclObj {
@@ -26,8 +26,8 @@ pub enum SyclObj {
 
 /// Memory described by `raw`, whose `syclobj` is `syclobj` (`shown`: how messages write
 /// it). The view holds the allocation under it when this process made that allocation.
-pub fn consume(raw: &RawInterface, syclobj: SyclObj, shown: &str) -> Result<UsmMemory> {
-    let parsed = parse_interface(raw, |ptr| resolve(syclobj, ptr, shown))?;
+pub fn consume(registry: &Registry, raw: &RawInterface, syclobj: SyclObj, shown: &str) -> Result<UsmMemory> {
+    let parsed = parse_interface(raw, |ptr| resolve(registry, syclobj, ptr, shown))?;
     let queue = parsed.queue;
     let owner = bind_view(&*queue.context(), parsed.base_ptr, parsed.ptr, parsed.nbytes)?;
     Ok(UsmMemory::from_interface(parsed.ptr, parsed.nbytes, queue, owner, parsed.read_only))
@@ -35,15 +35,15 @@ pub fn consume(raw: &RawInterface, syclobj: SyclObj, shown: &str) -> Result<UsmM
 
 /// `syclobj` as a queue the pointer is valid in. A foreign pointer is an error here,
 /// never an abort.
-fn resolve(syclobj: SyclObj, ptr: Address, shown: &str) -> Result<Arc<dyn Queue>> {
+fn resolve(registry: &Registry, syclobj: SyclObj, ptr: Address, shown: &str) -> Result<Arc<dyn Queue>> {
     // What `syclobj` names comes first (a filter string that names no device is that
     // error, whatever the pointer), then the pointer.
     let (queue, context) = match syclobj {
         SyclObj::Queue(queue) => (Some(queue), None),
         SyclObj::Context(context) => (None, Some(context)),
         SyclObj::Filter(text) => {
-            let device = registry().select(Some(&text)).map_err(MemoryError::into_queue_creation)?;
-            (Some(registry().cached_queue(&device)?), None)
+            let device = registry.select(Some(&text)).map_err(MemoryError::into_queue_creation)?;
+            (Some(registry.cached_queue(&device)?), None)
         }
         SyclObj::Invalid => return Err(syclobj_invalid(shown)),
     };
@@ -87,7 +87,7 @@ fn resolve(syclobj: SyclObj, ptr: Address, shown: &str) -> Result<Arc<dyn Queue>
 mod tests {
     use super::*;
     use crate::memory::interface::IfaceValue;
-    use crate::memory::pool::fake::{FakeContext, FakeDevice};
+    use crate::runtime::fake::{FakeContext, FakeDevice};
 
     fn raw(data: u64, nbytes: u64, offset: i64) -> RawInterface {
         RawInterface {
@@ -103,17 +103,18 @@ mod tests {
 
     #[test]
     fn a_view_of_our_allocation_holds_it_and_stays_inside_it() {
+        let registry = Registry::new(Vec::new(), None);
         let context = FakeContext::new(2001, FakeDevice::new(1 << 34, 1 << 34));
         let queue = context.queue();
         let base = UsmMemory::allocate(&queue, UsmKind::Host, 100, 0).unwrap();
-        let view = consume(&raw(base.address() + 10, 50, 0), SyclObj::Queue(queue.clone()), "q").unwrap();
+        let view = consume(&registry, &raw(base.address() + 10, 50, 0), SyclObj::Queue(queue.clone()), "q").unwrap();
         assert_eq!((view.address(), view.nbytes()), (base.address() + 10, 50));
         assert!(Arc::ptr_eq(view.owner().unwrap(), base.owner().unwrap()));
-        let past = consume(&raw(base.address() + 10, 91, 0), SyclObj::Queue(queue.clone()), "q");
+        let past = consume(&registry, &raw(base.address() + 10, 91, 0), SyclObj::Queue(queue.clone()), "q");
         assert!(matches!(past, Err(MemoryError::OutOfBounds(_))));
-        let slack = consume(&raw(base.address() + 100, 100, -100), SyclObj::Queue(queue.clone()), "q");
+        let slack = consume(&registry, &raw(base.address() + 100, 100, -100), SyclObj::Queue(queue.clone()), "q");
         assert!(matches!(slack, Err(MemoryError::OutOfBounds(_))), "never from a block's slack");
-        let invalid = consume(&raw(base.address(), 1, 0), SyclObj::Invalid, "null");
+        let invalid = consume(&registry, &raw(base.address(), 1, 0), SyclObj::Invalid, "null");
         assert!(matches!(invalid, Err(MemoryError::InterfaceMalformed { .. })));
     }
 }

@@ -8,7 +8,7 @@
 use std::fmt;
 
 use crate::error::{MemoryError, Result};
-use crate::provider::DeviceType;
+use crate::runtime::DeviceType;
 
 /// The backends filter strings and `ONEAPI_DEVICE_SELECTOR` name.
 pub const BACKENDS: [&str; 5] = ["opencl", "level_zero", "cuda", "hip", "native_cpu"];
@@ -47,6 +47,7 @@ pub struct DeviceFilter {
 
 impl DeviceFilter {
     /// Same as [`parse_filter`].
+    #[cfg(test)]
     pub fn parse(filter: &str) -> Result<DeviceFilter> {
         parse_filter(filter)
     }
@@ -201,6 +202,7 @@ pub struct Selector {
 }
 
 impl Selector {
+    #[cfg(test)]
     pub fn terms(&self) -> &[SelectorTerm] {
         &self.terms
     }

@@ -21,10 +21,10 @@ use crate::memory::allocation::{bind_view, provenance, Allocation, Provenance};
 use crate::memory::interface::{
     check_bounds, parse_interface, pointer_not_bound, typestr_itemsize, IfaceValue, RawInterface,
 };
-use crate::memory::kind::UsmKind;
-use crate::memory::pool::fake::{FakeContext, FakeDevice};
 use crate::memory::pool::{pool, size_class, MAX_POOLED_ALIGNMENT};
-use crate::provider::{Context, Queue};
+use crate::runtime::fake::{FakeContext, FakeDevice};
+use crate::runtime::UsmKind;
+use crate::runtime::{Context, Queue};
 
 use IfaceValue::{BigInt, Bool, List, Missing, Null, Number, Other, String as Str};
 

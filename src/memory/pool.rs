@@ -78,8 +78,8 @@ use std::ffi::OsStr;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::error::{MemoryError, Result};
-use crate::memory::kind::UsmKind;
-use crate::provider::{Address, Context, Queue};
+use crate::runtime::UsmKind;
+use crate::runtime::{Address, Context, Queue};
 
 /// The environment variable that turns the pool off (`0`, `false`, `off`, `no`).
 pub const ENV_VAR: &str = "DPCTL_MEMORY_POOL";
@@ -185,6 +185,7 @@ pub struct PoolStats {
 }
 
 impl PoolStats {
+    #[cfg(test)]
     pub fn kind(&self, kind: UsmKind) -> KindStats {
         match kind {
             UsmKind::Device => self.device,
@@ -413,6 +414,7 @@ impl Pool {
         Pool { spare, ..self }
     }
 
+    #[cfg(test)]
     pub fn enabled(&self) -> bool {
         self.enabled
     }
@@ -574,196 +576,27 @@ impl Pool {
     }
 }
 
+/// Host memory kept for copies elsewhere: idle scratch of async copies and what the
+/// providers stage through.
+fn trim_spare() -> u64 {
+    let providers = crate::memory::registry::loaded().map_or(0, |registry| registry.trim_spare());
+    crate::host::Scratch::trim_idle().saturating_add(providers)
+}
+
 static GLOBAL: OnceLock<Pool> = OnceLock::new();
 
 /// The process's pool, made at first use ([`ENV_VAR`] is read then, once).
 pub fn pool() -> &'static Pool {
     GLOBAL.get_or_init(|| {
-        Pool::new(enabled_from(std::env::var_os(ENV_VAR).as_deref()), Limits::default())
-            .with_spare(crate::provider::trim_spare)
+        Pool::new(enabled_from(std::env::var_os(ENV_VAR).as_deref()), Limits::default()).with_spare(trim_spare)
     })
-}
-
-/// A fake provider for tests: counts allocations and frees, catches double frees.
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
-pub(crate) mod fake {
-    use std::any::Any;
-    use std::collections::BTreeMap;
-    use std::sync::{Arc, Mutex, Weak};
-
-    use crate::error::{MemoryError, Result};
-    use crate::memory::kind::UsmKind;
-    use crate::provider::{Address, Context, Device, DeviceInfo, DeviceType, Queue};
-
-    pub struct FakeDevice {
-        info: DeviceInfo,
-    }
-
-    impl FakeDevice {
-        pub fn new(global_mem_size: u64, max_mem_alloc_size: u64) -> Arc<Self> {
-            Arc::new(FakeDevice {
-                info: DeviceInfo {
-                    name: "fake".into(),
-                    vendor: "test".into(),
-                    backend: "fake".into(),
-                    device_type: DeviceType::Cpu,
-                    driver_version: "0".into(),
-                    global_mem_size,
-                    max_mem_alloc_size,
-                    aspects: vec![],
-                },
-            })
-        }
-    }
-
-    impl Device for FakeDevice {
-        fn info(&self) -> &DeviceInfo {
-            &self.info
-        }
-        fn same_device(&self, other: &dyn Device) -> bool {
-            std::ptr::addr_eq(self, other)
-        }
-        fn default_context(&self) -> Result<Arc<dyn Context>> {
-            Err(MemoryError::QueueCreation("fake".into()))
-        }
-        fn create_context(&self) -> Result<Arc<dyn Context>> {
-            Err(MemoryError::QueueCreation("fake".into()))
-        }
-        fn as_any(&self) -> &dyn Any {
-            self
-        }
-    }
-
-    #[derive(Default)]
-    pub struct Counts {
-        pub allocations: u64,
-        pub frees: Vec<Address>,
-        pub bad_frees: u64,
-        pub live: BTreeMap<Address, u64>,
-        next: u64,
-        /// Allocations fail when live bytes would exceed this.
-        pub capacity: Option<u64>,
-        /// Added to addresses of alignment-0 requests (simulates a runtime that only
-        /// aligns to this by default).
-        pub misalign: u64,
-    }
-
-    /// Shared between wrappers of one fake context (like the SYCL provider's `Arc`s).
-    pub struct Shared {
-        pub id: u64,
-        pub counts: Mutex<Counts>,
-    }
-
-    pub struct FakeContext {
-        me: Weak<FakeContext>,
-        pub device: Arc<FakeDevice>,
-        pub shared: Arc<Shared>,
-    }
-
-    impl FakeContext {
-        pub fn new(id: u64, device: Arc<FakeDevice>) -> Arc<Self> {
-            let shared = Arc::new(Shared { id, counts: Mutex::new(Counts { next: id << 40, ..Counts::default() }) });
-            Self::wrap(device, shared)
-        }
-
-        /// A second `Arc` of the same context.
-        pub fn wrap(device: Arc<FakeDevice>, shared: Arc<Shared>) -> Arc<Self> {
-            Arc::new_cyclic(|me| FakeContext { me: me.clone(), device, shared })
-        }
-
-        pub fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
-            self.shared.counts.lock().unwrap()
-        }
-
-        pub fn queue(self: &Arc<Self>) -> Arc<dyn Queue> {
-            Arc::new(FakeQueue { context: self.clone() })
-        }
-    }
-
-    impl Context for FakeContext {
-        fn devices(&self) -> Vec<Arc<dyn Device>> {
-            vec![self.device.clone() as Arc<dyn Device>]
-        }
-        fn same_context(&self, other: &dyn Context) -> bool {
-            other.as_any().downcast_ref::<FakeContext>().is_some_and(|o| o.shared.id == self.shared.id)
-        }
-        fn create_queue(&self, _device: &Arc<dyn Device>) -> Result<Arc<dyn Queue>> {
-            Ok(self.me.upgrade().unwrap().queue())
-        }
-        fn pointer_kind(&self, ptr: Address) -> UsmKind {
-            // Every non-null pointer counts as host memory of this context: enough for
-            // consumers' "is it bound to the context" check.
-            if ptr == 0 {
-                UsmKind::Unknown
-            } else {
-                UsmKind::Host
-            }
-        }
-        fn pointer_device(&self, _ptr: Address) -> Result<Arc<dyn Device>> {
-            Ok(self.device.clone())
-        }
-        fn address_range(&self, _ptr: Address) -> Option<(Address, u64)> {
-            None
-        }
-        fn free(&self, ptr: Address) -> Result<()> {
-            let mut counts = self.counts();
-            if counts.live.remove(&ptr).is_none() {
-                counts.bad_frees += 1;
-                return Err(MemoryError::ForeignPointer(format!("{ptr:#x}")));
-            }
-            counts.frees.push(ptr);
-            Ok(())
-        }
-        fn as_any(&self) -> &dyn Any {
-            self
-        }
-    }
-
-    pub struct FakeQueue {
-        pub context: Arc<FakeContext>,
-    }
-
-    impl Queue for FakeQueue {
-        fn context(&self) -> Arc<dyn Context> {
-            self.context.clone()
-        }
-        fn device(&self) -> Arc<dyn Device> {
-            self.context.device.clone()
-        }
-        fn allocate(&self, _kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Address> {
-            let mut counts = self.context.counts();
-            let live: u64 = counts.live.values().sum();
-            if counts.capacity.is_some_and(|cap| live + nbytes > cap) {
-                return Err(MemoryError::UsmAllocation(format!("out of memory: {nbytes} bytes")));
-            }
-            let base = counts.next;
-            counts.next += nbytes.div_ceil(1 << 16) * (1 << 16) + (1 << 16);
-            let address = if alignment == 0 { base + counts.misalign } else { base };
-            counts.allocations += 1;
-            counts.live.insert(address, nbytes);
-            Ok(address)
-        }
-        fn memcpy(&self, _dst: Address, _src: Address, _nbytes: u64) -> Result<()> {
-            Ok(())
-        }
-        fn memset(&self, _dst: Address, _value: u8, _nbytes: u64) -> Result<()> {
-            Ok(())
-        }
-        fn wait(&self) -> Result<()> {
-            Ok(())
-        }
-        fn as_any(&self) -> &dyn Any {
-            self
-        }
-    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::fake::{FakeContext, FakeDevice};
     use super::*;
+    use crate::runtime::fake::{FakeContext, FakeDevice};
 
     const GLOBAL_MEM: u64 = 64 * GIB;
 

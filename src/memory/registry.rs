@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{MemoryError, Result};
 use crate::memory::filter;
-use crate::provider::{self, Context, Device, DeviceType, Queue};
+use crate::runtime::{Context, Device, DeviceType, Provider, ProviderLoad, Queue};
 
 pub struct RegisteredDevice {
     pub device: Arc<dyn Device>,
@@ -18,46 +18,55 @@ pub struct Registry {
     devices: Vec<RegisteredDevice>,
     /// Why each provider that did not load did not load, for messages.
     unavailable: Vec<String>,
+    /// The providers that loaded (their spare memory is trimmed through them).
+    providers: Vec<Arc<dyn Provider>>,
     cached_queues: Mutex<HashMap<usize, Arc<dyn Queue>>>,
 }
 
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
 
-/// The registry, loading the providers on first use.
-pub fn registry() -> &'static Registry {
-    REGISTRY.get_or_init(Registry::load)
+/// The process's registry, made from what `load` returns on first use (the binding passes
+/// `provider::load_all`; the model never names a provider).
+pub fn registry_with(load: impl FnOnce() -> Vec<ProviderLoad>) -> &'static Registry {
+    REGISTRY.get_or_init(|| Registry::new(load(), std::env::var("ONEAPI_DEVICE_SELECTOR").ok().as_deref()))
+}
+
+/// The process's registry, if it was made.
+pub fn loaded() -> Option<&'static Registry> {
+    REGISTRY.get()
 }
 
 impl Registry {
-    fn load() -> Registry {
+    /// The devices of `providers`, in their order. A provider superseded by a device an
+    /// earlier one listed is left out; `selector` (`ONEAPI_DEVICE_SELECTOR`) filters the
+    /// devices of providers whose runtime does not apply it itself.
+    pub fn new(providers: Vec<ProviderLoad>, selector: Option<&str>) -> Registry {
         let mut devices: Vec<Arc<dyn Device>> = Vec::new();
         let mut unavailable = Vec::new();
-        match provider::sycl::load() {
-            Ok(sycl) => devices.extend(sycl.devices()),
-            Err(err) => unavailable.push(format!("SYCL: {err}")),
-        }
-        // A SYCL runtime with a CUDA backend already shows the NVIDIA devices.
-        let sycl_has_cuda = devices.iter().any(|d| d.info().backend == "cuda");
-        if !sycl_has_cuda {
-            match provider::cuda::load() {
-                Ok(cuda) => {
-                    let cuda_devices = cuda.devices();
-                    let selector = std::env::var("ONEAPI_DEVICE_SELECTOR").ok();
-                    match selector.as_deref().map(filter::parse_selector).transpose() {
-                        Ok(selector) => {
-                            for (index, device) in cuda_devices.into_iter().enumerate() {
-                                let info = device.info();
-                                let keep =
-                                    selector.as_ref().is_none_or(|s| s.keeps(&info.backend, info.device_type, index));
-                                if keep {
-                                    devices.push(device);
-                                }
-                            }
-                        }
-                        Err(err) => unavailable.push(format!("CUDA: ONEAPI_DEVICE_SELECTOR: {err}")),
-                    }
+        let mut loaded = Vec::new();
+        for ProviderLoad { name, provider } in providers {
+            let provider = match provider {
+                Ok(provider) => provider,
+                Err(err) => {
+                    unavailable.push(format!("{name}: {err}"));
+                    continue;
                 }
-                Err(err) => unavailable.push(format!("CUDA: {err}")),
+            };
+            if devices.iter().any(|d| provider.superseded_by(d.as_ref())) {
+                continue;
+            }
+            let listed = provider.devices();
+            loaded.push(provider.clone());
+            if provider.applies_device_selector() {
+                devices.extend(listed);
+                continue;
+            }
+            match selector.map(filter::parse_selector).transpose() {
+                Ok(selector) => devices.extend(listed.into_iter().enumerate().filter_map(|(index, device)| {
+                    let info = device.info();
+                    selector.as_ref().is_none_or(|s| s.keeps(&info.backend, info.device_type, index)).then_some(device)
+                })),
+                Err(err) => unavailable.push(format!("{name}: ONEAPI_DEVICE_SELECTOR: {err}")),
             }
         }
         let registered = (0..devices.len())
@@ -66,9 +75,15 @@ impl Registry {
                 filter_string: filter::filter_string(&devices, i, device_key).unwrap_or_default(),
             })
             .collect();
-        Registry { devices: registered, unavailable, cached_queues: Mutex::new(HashMap::new()) }
+        Registry { devices: registered, unavailable, providers: loaded, cached_queues: Mutex::new(HashMap::new()) }
     }
 
+    /// Frees the host memory every provider keeps for copies and can make again.
+    pub fn trim_spare(&self) -> u64 {
+        self.providers.iter().fold(0u64, |sum, provider| sum.saturating_add(provider.trim_spare()))
+    }
+
+    #[cfg(test)]
     pub fn devices(&self) -> &[RegisteredDevice] {
         &self.devices
     }
@@ -183,12 +198,6 @@ impl Registry {
         };
         made.map_err(MemoryError::into_queue_creation)
     }
-
-    /// The cached queue of the default device.
-    pub fn default_queue(&self) -> Result<Arc<dyn Queue>> {
-        let device = self.select(None)?;
-        self.cached_queue(&device)
-    }
 }
 
 /// The device a queue is made for.
@@ -211,8 +220,8 @@ mod tests {
     use std::any::Any;
 
     use super::*;
-    use crate::memory::pool::fake::{FakeContext, FakeDevice};
-    use crate::provider::{Context, DeviceInfo};
+    use crate::runtime::fake::{FakeContext, FakeDevice, FakeProvider};
+    use crate::runtime::{Context, DeviceInfo};
 
     /// A device whose default context hands out a new fake queue per `create_queue`.
     struct QueueingDevice {
@@ -249,6 +258,7 @@ mod tests {
         let registry = Registry {
             devices: vec![RegisteredDevice { device: registered.clone(), filter_string: "fake:cpu:0".into() }],
             unavailable: vec![],
+            providers: vec![],
             cached_queues: Mutex::new(HashMap::new()),
         };
         let first = registry.cached_queue(&registered).unwrap();
@@ -261,5 +271,43 @@ mod tests {
         assert!(!Arc::ptr_eq(&qa, &first) && !Arc::ptr_eq(&qb, &first));
         assert!(!Arc::ptr_eq(&qa, &registry.cached_queue(&a).unwrap()), "unregistered devices are not cached");
         assert!(Arc::ptr_eq(&first, &registry.cached_queue(&registered).unwrap()));
+    }
+
+    fn load(name: &'static str, provider: FakeProvider) -> ProviderLoad {
+        ProviderLoad { name, provider: Ok(Arc::new(provider)) }
+    }
+
+    fn backends(registry: &Registry) -> Vec<String> {
+        registry.devices().iter().map(|d| d.filter_string.clone()).collect()
+    }
+
+    #[test]
+    fn providers_are_plug_ins_with_their_own_rules() {
+        let sycl = || FakeProvider {
+            devices: vec![FakeDevice::on("opencl", DeviceType::Cpu), FakeDevice::on("cuda", DeviceType::Gpu)],
+            superseded_by_backend: None,
+            applies_device_selector: true,
+        };
+        let cuda = || FakeProvider {
+            devices: vec![FakeDevice::on("cuda", DeviceType::Gpu), FakeDevice::on("cuda", DeviceType::Gpu)],
+            superseded_by_backend: Some("cuda"),
+            applies_device_selector: false,
+        };
+        // A runtime that already lists the CUDA devices leaves the CUDA provider out.
+        let both = Registry::new(vec![load("SYCL", sycl()), load("CUDA", cuda())], None);
+        assert_eq!(backends(&both), ["opencl:cpu:0", "cuda:gpu:0"]);
+        // Without it, the CUDA provider's devices follow, filtered by the selector the
+        // registry applies for it (and not for the provider whose runtime applies it).
+        let opencl_only = FakeProvider { devices: vec![FakeDevice::on("opencl", DeviceType::Cpu)], ..sycl() };
+        let selected = Registry::new(vec![load("SYCL", opencl_only), load("CUDA", cuda())], Some("cuda:1"));
+        assert_eq!(backends(&selected), ["opencl:cpu:0", "cuda:gpu:0"]);
+        assert_eq!(selected.devices().len(), 2);
+        // A provider that did not load, and a selector that cannot be parsed, say why.
+        let failed = ProviderLoad { name: "CUDA", provider: Err(MemoryError::QueueCreation("no driver".into())) };
+        let broken = Registry::new(vec![failed, load("X", cuda())], Some("::"));
+        assert!(broken.devices().is_empty());
+        assert_eq!(broken.unavailable().len(), 2);
+        assert!(broken.unavailable()[0].starts_with("CUDA: "), "{:?}", broken.unavailable());
+        assert!(broken.unavailable()[1].starts_with("X: ONEAPI_DEVICE_SELECTOR: "), "{:?}", broken.unavailable());
     }
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
 use crate::memory::allocation::Allocation;
-use crate::memory::kind::UsmKind;
-use crate::provider::{Address, Context, Queue};
+use crate::runtime::UsmKind;
+use crate::runtime::{Address, Context, Queue};
 
 /// Copies up to this size between host memory and host-accessible USM are done by the
 /// CPU directly: a runtime call costs several microseconds (40 us for 4 KiB on the SYCL
@@ -95,16 +95,11 @@ impl UsmMemory {
         UsmMemory { address, nbytes, kind, cpu_access, queue, owner, read_only }
     }
 
-    /// The USM kind in the memory's own context.
-    pub fn kind(&self) -> UsmKind {
-        self.kind
-    }
-
     /// A copy of `nbytes` between this memory and host memory: by the CPU where it can
     /// reach the memory (see `CpuAccess`), else through the queue.
     fn host_transfer(&self, dst: Address, src: Address, nbytes: u64) -> Result<()> {
         if self.cpu_access.covers(nbytes) {
-            crate::provider::host_memcpy_parallel(dst, src, nbytes);
+            crate::host::host_memcpy_parallel(dst, src, nbytes);
             return Ok(());
         }
         self.queue.memcpy(dst, src, nbytes)
@@ -190,7 +185,7 @@ impl UsmMemory {
         if self.cpu_access.covers(src.nbytes) && src.cpu_access.covers(src.nbytes) {
             // Both sides are host memory (e.g. on a CPU device): no runtime call, and no
             // staging even across contexts.
-            crate::provider::host_memcpy_parallel(self.address, src.address, src.nbytes);
+            crate::host::host_memcpy_parallel(self.address, src.address, src.nbytes);
             return Ok(());
         }
         let same_context = self.queue.context().same_context(src.queue.context().as_ref());
@@ -215,22 +210,10 @@ impl UsmMemory {
     pub fn memset(&self, value: u8) -> Result<()> {
         self.check_writable()?;
         if self.cpu_access.covers(self.nbytes) && self.nbytes <= DIRECT_HOST_COPY_MAX {
-            crate::provider::host_memset(self.address, value, self.nbytes);
+            crate::host::host_memset(self.address, value, self.nbytes);
             return Ok(());
         }
         self.queue.memset(self.address, value, self.nbytes)
-    }
-
-    /// A host copy of the whole memory.
-    pub fn to_vec(&self) -> Result<Vec<u8>> {
-        let len = usize::try_from(self.nbytes)
-            .map_err(|_| MemoryError::UsmAllocation(format!("{} bytes do not fit host memory", self.nbytes)))?;
-        let mut out = Vec::new();
-        out.try_reserve_exact(len)
-            .map_err(|_| MemoryError::UsmAllocation(format!("cannot allocate {len} bytes of host memory")))?;
-        out.resize(len, 0);
-        self.copy_to_host(&mut out)?;
-        Ok(out)
     }
 
     /// The memory of `source` as memory of `kind`, as the constructors

@@ -1,121 +1,13 @@
-//! The provider interface: what the Node-free model needs from a runtime that hands out
-//! USM memory. Two implementations: SYCL (through the C++ shim) and CUDA (driver API).
-//!
-//! Addresses are `u64` (they travel to JS as BigInt). Every call that touches memory is
-//! synchronous unless its name says otherwise: when it returns `Ok`, the work is done.
+//! The providers: implementations of the runtime interface (`crate::runtime`). SYCL goes
+//! through the C++ shim; CUDA through the driver API. Each loads on its own; a provider
+//! that cannot load (no runtime, no driver) says why and leaves the others working.
 
-use std::any::Any;
-use std::sync::Arc;
+use crate::runtime::ProviderLoad;
 
-use crate::error::Result;
-use crate::memory::kind::UsmKind;
+pub(crate) mod cuda;
+pub(crate) mod sycl;
 
-pub mod cuda;
-mod host;
-pub mod sycl;
-pub(crate) mod workers;
-
-pub(crate) use host::{host_memcpy_parallel, host_memset, Scratch};
-
-/// Frees the host memory the providers keep for copies and can make again: idle scratch
-/// of async copies and the pinned staging buffers of CUDA contexts. Returns the bytes.
-pub(crate) fn trim_spare() -> u64 {
-    Scratch::trim_idle().saturating_add(cuda::trim_staging())
-}
-
-pub type Address = u64;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DeviceType {
-    Cpu,
-    Gpu,
-    Accelerator,
-    Custom,
-    Unknown,
-}
-
-impl DeviceType {
-    /// The name SYCL filter strings use.
-    pub fn name(self) -> &'static str {
-        match self {
-            DeviceType::Cpu => "cpu",
-            DeviceType::Gpu => "gpu",
-            DeviceType::Accelerator => "accelerator",
-            DeviceType::Custom => "custom",
-            DeviceType::Unknown => "unknown",
-        }
-    }
-}
-
-/// What a device says about itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeviceInfo {
-    pub name: String,
-    pub vendor: String,
-    /// Backend as filter strings write it: `opencl`, `level_zero`, `cuda`, `hip`, ...
-    pub backend: String,
-    pub device_type: DeviceType,
-    pub driver_version: String,
-    pub global_mem_size: u64,
-    pub max_mem_alloc_size: u64,
-    /// SYCL aspect names (`usm_device_allocations`, `usm_host_allocations`, `fp64`, ...).
-    pub aspects: Vec<String>,
-}
-
-pub trait Device: Send + Sync + Any {
-    fn info(&self) -> &DeviceInfo;
-    /// Same physical device (and same provider).
-    fn same_device(&self, other: &dyn Device) -> bool;
-    /// The context every default queue on this device shares (SYCL: the platform's
-    /// default context; CUDA: the primary context).
-    fn default_context(&self) -> Result<Arc<dyn Context>>;
-    /// A context of its own, distinct from the default one.
-    fn create_context(&self) -> Result<Arc<dyn Context>>;
-    /// Whether the device's own memory is plain host memory the CPU can read and write
-    /// (a CPU device: the device is the host). Then copies need no runtime call.
-    fn device_memory_is_host_memory(&self) -> bool {
-        false
-    }
-    fn as_any(&self) -> &dyn Any;
-}
-
-pub trait Context: Send + Sync + Any {
-    fn devices(&self) -> Vec<Arc<dyn Device>>;
-    fn same_context(&self, other: &dyn Context) -> bool;
-    /// A new queue (CUDA: a stream) on `device`, which must be one of `devices()`.
-    fn create_queue(&self, device: &Arc<dyn Device>) -> Result<Arc<dyn Queue>>;
-    /// USM kind of `ptr` in this context; `Unknown` for any address the context does not
-    /// own (stack, heap, another context's memory, 0). Never fails, never aborts.
-    fn pointer_kind(&self, ptr: Address) -> UsmKind;
-    /// The device a USM pointer of this context belongs to; an error for a foreign pointer.
-    fn pointer_device(&self, ptr: Address) -> Result<Arc<dyn Device>>;
-    /// `(base, size)` of the allocation holding `ptr`, where the runtime can tell
-    /// (CUDA: `cuMemGetAddressRange`). `None` when it cannot.
-    fn address_range(&self, ptr: Address) -> Option<(Address, u64)>;
-    /// Frees memory this context allocated.
-    fn free(&self, ptr: Address) -> Result<()>;
-    fn as_any(&self) -> &dyn Any;
-}
-
-pub trait Queue: Send + Sync + Any {
-    fn context(&self) -> Arc<dyn Context>;
-    fn device(&self) -> Arc<dyn Device>;
-    /// Allocates `nbytes` of `kind` memory (never `Unknown`). `alignment` 0 means the
-    /// runtime's default; otherwise a power of two. Refuses what cannot be given safely
-    /// (CUDA: managed memory beyond the device's free memory).
-    fn allocate(&self, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Address>;
-    /// Copies `nbytes` from `src` to `dst`; either may be USM memory of this queue's
-    /// context or plain host memory. Returns when the copy is complete.
-    fn memcpy(&self, dst: Address, src: Address, nbytes: u64) -> Result<()>;
-    /// Fills `nbytes` at `dst` with `value`. Returns when done.
-    fn memset(&self, dst: Address, value: u8, nbytes: u64) -> Result<()>;
-    fn wait(&self) -> Result<()>;
-    fn as_any(&self) -> &dyn Any;
-}
-
-/// A source of devices. Enumerated once per process.
-pub trait Provider: Send + Sync {
-    /// Short name for messages (`sycl`, `cuda`).
-    fn name(&self) -> &'static str;
-    fn devices(&self) -> Vec<Arc<dyn Device>>;
+/// Every provider, loaded, in the registry's order: SYCL's devices first, then CUDA's.
+pub(crate) fn load_all() -> Vec<ProviderLoad> {
+    vec![ProviderLoad { name: "SYCL", provider: sycl::load() }, ProviderLoad { name: "CUDA", provider: cuda::load() }]
 }

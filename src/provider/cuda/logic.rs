@@ -3,7 +3,7 @@
 use cudarc::driver::sys::CUmemorytype;
 
 use crate::error::{MemoryError, Result};
-use crate::memory::kind::UsmKind;
+use crate::runtime::UsmKind;
 
 /// Alignment `cuMemAlloc` and `cuMemAllocManaged` guarantee (the CUDA programming guide
 /// promises at least 256 bytes).

@@ -44,8 +44,8 @@ use self::logic::{
 };
 use self::staging::{Direction, Stager, StagingConfig};
 use crate::error::{MemoryError, Result};
-use crate::memory::kind::UsmKind;
-use crate::provider::{Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue};
+use crate::runtime::UsmKind;
+use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue};
 use crate::sync::lock;
 
 static DRIVER: OnceLock<Driver> = OnceLock::new();
@@ -127,12 +127,17 @@ struct CudaProvider {
 }
 
 impl Provider for CudaProvider {
-    fn name(&self) -> &'static str {
-        "cuda"
-    }
-
     fn devices(&self) -> Vec<Arc<dyn Device>> {
         self.devices.iter().map(|d| d.clone() as Arc<dyn Device>).collect()
+    }
+
+    /// A SYCL runtime with a CUDA backend already lists the NVIDIA devices.
+    fn superseded_by(&self, device: &dyn Device) -> bool {
+        device.info().backend == "cuda"
+    }
+
+    fn trim_spare(&self) -> u64 {
+        trim_staging()
     }
 }
 
@@ -697,10 +702,6 @@ impl Queue for CudaQueue {
     fn wait(&self) -> Result<()> {
         let _current = self.context.current()?;
         self.sync()
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -18,8 +18,8 @@ use cudarc::driver::sys::{CUstream, CUstream_flags, CU_MEMHOSTALLOC_PORTABLE};
 use super::driver::{CurrentContext, Driver, CUDA_SUCCESS};
 use super::CtxHandle;
 use crate::error::{MemoryError, Result};
-use crate::provider::workers::{run_all, workers, Job};
-use crate::provider::Address;
+use crate::host::workers::{run_all, workers, Job};
+use crate::runtime::Address;
 use crate::sync::lock;
 
 /// Tunables, read once from the environment (for measurement). The defaults come from

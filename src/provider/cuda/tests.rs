@@ -60,7 +60,6 @@ fn load_without_driver_is_an_error_not_a_panic() {
     match first {
         Ok(p) => {
             assert!(present, "load() succeeded without a driver library?");
-            assert_eq!(p.name(), "cuda");
             assert!(!p.devices().is_empty());
             eprintln!("CUDA driver present: {} device(s); no-driver assertion skipped", p.devices().len());
         }

@@ -93,8 +93,10 @@ pub struct Shim {
     _sycl: Library,
     _shim: Library,
     /// The runtime root the libraries came from.
+    #[cfg_attr(not(test), allow(dead_code, reason = "read by the tests of where the runtime came from"))]
     pub runtime_root: PathBuf,
     /// The shim file that was loaded.
+    #[cfg_attr(not(test), allow(dead_code, reason = "read by the tests of where the runtime came from"))]
     pub shim_path: PathBuf,
     last_error: unsafe extern "C" fn() -> *const c_char,
     get_devices: DeviceListFn,

@@ -22,6 +22,7 @@ pub const LIBSYCL: &str = "libsycl.so.8";
 pub const ROOT_VARS: [&str; 4] = ["DPCTL_MEMORY_SYCL_ROOT", "SYCL_ROOT", "CMPLR_ROOT", "ONEAPI_ROOT"];
 
 /// Every environment variable the search reads (for `cargo:rerun-if-env-changed`).
+#[allow(dead_code, reason = "read by build.rs, which includes this file")]
 pub const SEARCH_VARS: [&str; 7] = [
     "DPCTL_MEMORY_SYCL_ROOT",
     "SYCL_ROOT",
@@ -36,6 +37,7 @@ pub const SEARCH_VARS: [&str; 7] = [
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Need {
     /// `include/sycl/sycl.hpp` and `lib/libsycl.so` (to compile and link the shim).
+    #[allow(dead_code, reason = "build.rs, which includes this file, asks for it")]
     Headers,
     /// `lib/libsycl.so.8` (to load the runtime).
     Library,

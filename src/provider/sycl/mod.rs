@@ -11,16 +11,14 @@ use std::any::Any;
 use std::sync::{Arc, OnceLock, Weak};
 
 use crate::error::{MemoryError, Result};
-use crate::memory::kind::UsmKind;
-use crate::provider::{Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue};
+use crate::runtime::UsmKind;
+use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue};
 
 mod ffi;
 pub mod locate;
 
 #[cfg(test)]
 mod tests;
-
-pub use ffi::INSTALL_HINT;
 
 /// The provider, loaded once per process (a failed load is remembered too).
 static PROVIDER: OnceLock<Result<Arc<SyclProvider>>> = OnceLock::new();
@@ -34,6 +32,7 @@ pub fn load() -> Result<Arc<dyn Provider>> {
 
 /// Where the loaded runtime and shim came from: `(runtime root, shim file)`, once
 /// [`load`] has succeeded (for diagnostics).
+#[cfg(test)]
 pub fn loaded_from() -> Option<(&'static std::path::Path, &'static std::path::Path)> {
     match PROVIDER.get() {
         Some(Ok(_)) => ffi::shim().ok().map(|s| (s.runtime_root.as_path(), s.shim_path.as_path())),
@@ -77,12 +76,13 @@ pub struct SyclProvider {
 }
 
 impl Provider for SyclProvider {
-    fn name(&self) -> &'static str {
-        "sycl"
-    }
-
     fn devices(&self) -> Vec<Arc<dyn Device>> {
         self.devices.iter().map(|d| Arc::clone(d) as Arc<dyn Device>).collect()
+    }
+
+    /// The SYCL runtime reads `ONEAPI_DEVICE_SELECTOR` itself.
+    fn applies_device_selector(&self) -> bool {
+        true
     }
 }
 
@@ -321,9 +321,5 @@ impl Queue for SyclQueue {
     fn wait(&self) -> Result<()> {
         let _one_at_a_time = self.cpu_device_guard();
         self.handle.wait().map_err(|e| runtime_error("waiting for the SYCL queue", e))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -10,7 +10,7 @@ use super::*;
 /// has no SYCL runtime at all. A runtime that is present but fails to load fails the test.
 fn cpu_device() -> Option<(Arc<dyn Provider>, Arc<dyn Device>)> {
     if let Err(searched) = locate::locate(locate::Need::Library) {
-        eprintln!("SKIPPED: no SYCL runtime installed (searched: {}); {INSTALL_HINT}", searched.join("; "));
+        eprintln!("SKIPPED: no SYCL runtime installed (searched: {}); {}", searched.join("; "), ffi::INSTALL_HINT);
         return None;
     }
     let provider = match load() {
@@ -46,7 +46,6 @@ const KINDS: [UsmKind; 3] = [UsmKind::Device, UsmKind::Shared, UsmKind::Host];
 #[test]
 fn enumerates_devices_with_their_facts() {
     let Some((provider, device)) = cpu_device() else { return };
-    assert_eq!(provider.name(), "sycl");
     let info = device.info();
     eprintln!("opencl:cpu device: {info:?}");
     assert!(!info.name.is_empty());

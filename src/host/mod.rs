@@ -4,8 +4,10 @@
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::provider::workers::{run_all, Workers};
-use crate::provider::Address;
+pub(crate) mod workers;
+
+use crate::host::workers::{run_all, Workers};
+use crate::runtime::Address;
 use crate::sync::lock;
 
 /// Copies `nbytes` from `src` to `dst` with the CPU. Same contract as `Queue::memcpy`:
@@ -290,7 +292,7 @@ pub(crate) fn host_memcpy_parallel(dst: Address, src: Address, nbytes: u64) {
     }
     // Slices on 4 KiB boundaries, so threads never share a page.
     let slice = nbytes.div_ceil(threads).next_multiple_of(4096);
-    copy_slices(dst, src, nbytes, slice, crate::provider::workers::workers());
+    copy_slices(dst, src, nbytes, slice, crate::host::workers::workers());
 }
 
 /// Copies `slice`-sized pieces of a non-overlapping range, the first on this thread and
@@ -300,7 +302,7 @@ fn copy_slices(dst: Address, src: Address, nbytes: u64, slice: u64, workers: Opt
         .step_by(slice as usize)
         .map(|start| {
             let len = slice.min(nbytes - start);
-            Box::new(move || host_memcpy(dst + start, src + start, len)) as crate::provider::workers::Job
+            Box::new(move || host_memcpy(dst + start, src + start, len)) as crate::host::workers::Job
         })
         .collect();
     run_all(workers, jobs);
@@ -422,7 +424,7 @@ mod tests {
     fn slices_are_copied_with_or_without_workers() {
         let n = (5 << 20) | 77;
         let src: Vec<u8> = (0..n).map(|i| (i * 13 % 251) as u8).collect();
-        for workers in [None, crate::provider::workers::workers()] {
+        for workers in [None, crate::host::workers::workers()] {
             let mut dst = vec![0u8; n];
             copy_slices(dst.as_mut_ptr() as Address, src.as_ptr() as Address, n as u64, 1 << 20, workers);
             assert!(dst == src);

@@ -1,0 +1,199 @@
+//! A fake provider for tests: counts allocations and frees, catches double frees.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::error::{MemoryError, Result};
+use crate::runtime::UsmKind;
+use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Queue};
+
+pub struct FakeDevice {
+    info: DeviceInfo,
+}
+
+impl FakeDevice {
+    pub fn new(global_mem_size: u64, max_mem_alloc_size: u64) -> Arc<Self> {
+        Self::of(DeviceInfo {
+            name: "fake".into(),
+            vendor: "test".into(),
+            backend: "fake".into(),
+            device_type: DeviceType::Cpu,
+            driver_version: "0".into(),
+            global_mem_size,
+            max_mem_alloc_size,
+            aspects: vec![],
+        })
+    }
+
+    pub fn of(info: DeviceInfo) -> Arc<Self> {
+        Arc::new(FakeDevice { info })
+    }
+
+    /// A device of `backend` and `device_type`, for the registry's tests.
+    pub fn on(backend: &str, device_type: DeviceType) -> Arc<Self> {
+        let mut info = Self::new(1 << 30, 1 << 30).info.clone();
+        info.backend = backend.into();
+        info.device_type = device_type;
+        Self::of(info)
+    }
+}
+
+/// A provider of fixed devices with the properties the registry asks about.
+pub struct FakeProvider {
+    pub devices: Vec<Arc<FakeDevice>>,
+    /// Superseded by an earlier device of this backend.
+    pub superseded_by_backend: Option<&'static str>,
+    pub applies_device_selector: bool,
+}
+
+impl crate::runtime::Provider for FakeProvider {
+    fn devices(&self) -> Vec<Arc<dyn Device>> {
+        self.devices.iter().map(|d| d.clone() as Arc<dyn Device>).collect()
+    }
+    fn superseded_by(&self, device: &dyn Device) -> bool {
+        self.superseded_by_backend.is_some_and(|backend| device.info().backend == backend)
+    }
+    fn applies_device_selector(&self) -> bool {
+        self.applies_device_selector
+    }
+}
+
+impl Device for FakeDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+    fn same_device(&self, other: &dyn Device) -> bool {
+        std::ptr::addr_eq(self, other)
+    }
+    fn default_context(&self) -> Result<Arc<dyn Context>> {
+        Err(MemoryError::QueueCreation("fake".into()))
+    }
+    fn create_context(&self) -> Result<Arc<dyn Context>> {
+        Err(MemoryError::QueueCreation("fake".into()))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[derive(Default)]
+pub struct Counts {
+    pub allocations: u64,
+    pub frees: Vec<Address>,
+    pub bad_frees: u64,
+    pub live: BTreeMap<Address, u64>,
+    next: u64,
+    /// Allocations fail when live bytes would exceed this.
+    pub capacity: Option<u64>,
+    /// Added to addresses of alignment-0 requests (simulates a runtime that only
+    /// aligns to this by default).
+    pub misalign: u64,
+}
+
+/// Shared between wrappers of one fake context (like the SYCL provider's `Arc`s).
+pub struct Shared {
+    pub id: u64,
+    pub counts: Mutex<Counts>,
+}
+
+pub struct FakeContext {
+    me: Weak<FakeContext>,
+    pub device: Arc<FakeDevice>,
+    pub shared: Arc<Shared>,
+}
+
+impl FakeContext {
+    pub fn new(id: u64, device: Arc<FakeDevice>) -> Arc<Self> {
+        let shared = Arc::new(Shared { id, counts: Mutex::new(Counts { next: id << 40, ..Counts::default() }) });
+        Self::wrap(device, shared)
+    }
+
+    /// A second `Arc` of the same context.
+    pub fn wrap(device: Arc<FakeDevice>, shared: Arc<Shared>) -> Arc<Self> {
+        Arc::new_cyclic(|me| FakeContext { me: me.clone(), device, shared })
+    }
+
+    pub fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.shared.counts.lock().unwrap()
+    }
+
+    pub fn queue(self: &Arc<Self>) -> Arc<dyn Queue> {
+        Arc::new(FakeQueue { context: self.clone() })
+    }
+}
+
+impl Context for FakeContext {
+    fn devices(&self) -> Vec<Arc<dyn Device>> {
+        vec![self.device.clone() as Arc<dyn Device>]
+    }
+    fn same_context(&self, other: &dyn Context) -> bool {
+        other.as_any().downcast_ref::<FakeContext>().is_some_and(|o| o.shared.id == self.shared.id)
+    }
+    fn create_queue(&self, _device: &Arc<dyn Device>) -> Result<Arc<dyn Queue>> {
+        Ok(self.me.upgrade().unwrap().queue())
+    }
+    fn pointer_kind(&self, ptr: Address) -> UsmKind {
+        // Every non-null pointer counts as host memory of this context: enough for
+        // consumers' "is it bound to the context" check.
+        if ptr == 0 {
+            UsmKind::Unknown
+        } else {
+            UsmKind::Host
+        }
+    }
+    fn pointer_device(&self, _ptr: Address) -> Result<Arc<dyn Device>> {
+        Ok(self.device.clone())
+    }
+    fn address_range(&self, _ptr: Address) -> Option<(Address, u64)> {
+        None
+    }
+    fn free(&self, ptr: Address) -> Result<()> {
+        let mut counts = self.counts();
+        if counts.live.remove(&ptr).is_none() {
+            counts.bad_frees += 1;
+            return Err(MemoryError::ForeignPointer(format!("{ptr:#x}")));
+        }
+        counts.frees.push(ptr);
+        Ok(())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+pub struct FakeQueue {
+    pub context: Arc<FakeContext>,
+}
+
+impl Queue for FakeQueue {
+    fn context(&self) -> Arc<dyn Context> {
+        self.context.clone()
+    }
+    fn device(&self) -> Arc<dyn Device> {
+        self.context.device.clone()
+    }
+    fn allocate(&self, _kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Address> {
+        let mut counts = self.context.counts();
+        let live: u64 = counts.live.values().sum();
+        if counts.capacity.is_some_and(|cap| live + nbytes > cap) {
+            return Err(MemoryError::UsmAllocation(format!("out of memory: {nbytes} bytes")));
+        }
+        let base = counts.next;
+        counts.next += nbytes.div_ceil(1 << 16) * (1 << 16) + (1 << 16);
+        let address = if alignment == 0 { base + counts.misalign } else { base };
+        counts.allocations += 1;
+        counts.live.insert(address, nbytes);
+        Ok(address)
+    }
+    fn memcpy(&self, _dst: Address, _src: Address, _nbytes: u64) -> Result<()> {
+        Ok(())
+    }
+    fn memset(&self, _dst: Address, _value: u8, _nbytes: u64) -> Result<()> {
+        Ok(())
+    }
+    fn wait(&self) -> Result<()> {
+        Ok(())
+    }
+}

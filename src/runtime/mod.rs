@@ -1,0 +1,136 @@
+//! The runtime interface, the bottom of the crate: what the Node-free model needs from a
+//! runtime that hands out USM memory, and the plain types both sides speak (USM kinds,
+//! addresses, device descriptions). `memory/` programs against these traits;
+//! `provider/` implements them (SYCL through the C++ shim, CUDA through the driver API).
+//! Neither imports the other: the binding hands the loaded providers to the registry.
+//!
+//! Addresses are `u64` (they travel to JS as BigInt). Every call that touches memory is
+//! synchronous unless its name says otherwise: when it returns `Ok`, the work is done.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use crate::error::Result;
+
+#[cfg(test)]
+pub(crate) mod fake;
+pub(crate) mod kind;
+
+pub(crate) use kind::UsmKind;
+
+pub type Address = u64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceType {
+    Cpu,
+    Gpu,
+    Accelerator,
+    Custom,
+    Unknown,
+}
+
+impl DeviceType {
+    /// The name SYCL filter strings use.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceType::Cpu => "cpu",
+            DeviceType::Gpu => "gpu",
+            DeviceType::Accelerator => "accelerator",
+            DeviceType::Custom => "custom",
+            DeviceType::Unknown => "unknown",
+        }
+    }
+}
+
+/// What a device says about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub vendor: String,
+    /// Backend as filter strings write it: `opencl`, `level_zero`, `cuda`, `hip`, ...
+    pub backend: String,
+    pub device_type: DeviceType,
+    pub driver_version: String,
+    pub global_mem_size: u64,
+    pub max_mem_alloc_size: u64,
+    /// SYCL aspect names (`usm_device_allocations`, `usm_host_allocations`, `fp64`, ...).
+    pub aspects: Vec<String>,
+}
+
+pub trait Device: Send + Sync + Any {
+    fn info(&self) -> &DeviceInfo;
+    /// Same physical device (and same provider).
+    fn same_device(&self, other: &dyn Device) -> bool;
+    /// The context every default queue on this device shares (SYCL: the platform's
+    /// default context; CUDA: the primary context).
+    fn default_context(&self) -> Result<Arc<dyn Context>>;
+    /// A context of its own, distinct from the default one.
+    fn create_context(&self) -> Result<Arc<dyn Context>>;
+    /// Whether the device's own memory is plain host memory the CPU can read and write
+    /// (a CPU device: the device is the host). Then copies need no runtime call.
+    fn device_memory_is_host_memory(&self) -> bool {
+        false
+    }
+    fn as_any(&self) -> &dyn Any;
+}
+
+pub trait Context: Send + Sync + Any {
+    fn devices(&self) -> Vec<Arc<dyn Device>>;
+    fn same_context(&self, other: &dyn Context) -> bool;
+    /// A new queue (CUDA: a stream) on `device`, which must be one of `devices()`.
+    fn create_queue(&self, device: &Arc<dyn Device>) -> Result<Arc<dyn Queue>>;
+    /// USM kind of `ptr` in this context; `Unknown` for any address the context does not
+    /// own (stack, heap, another context's memory, 0). Never fails, never aborts.
+    fn pointer_kind(&self, ptr: Address) -> UsmKind;
+    /// The device a USM pointer of this context belongs to; an error for a foreign pointer.
+    fn pointer_device(&self, ptr: Address) -> Result<Arc<dyn Device>>;
+    /// `(base, size)` of the allocation holding `ptr`, where the runtime can tell
+    /// (CUDA: `cuMemGetAddressRange`). `None` when it cannot.
+    fn address_range(&self, ptr: Address) -> Option<(Address, u64)>;
+    /// Frees memory this context allocated.
+    fn free(&self, ptr: Address) -> Result<()>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+pub trait Queue: Send + Sync + Any {
+    fn context(&self) -> Arc<dyn Context>;
+    fn device(&self) -> Arc<dyn Device>;
+    /// Allocates `nbytes` of `kind` memory (never `Unknown`). `alignment` 0 means the
+    /// runtime's default; otherwise a power of two. Refuses what cannot be given safely
+    /// (CUDA: managed memory beyond the device's free memory).
+    fn allocate(&self, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Address>;
+    /// Copies `nbytes` from `src` to `dst`; either may be USM memory of this queue's
+    /// context or plain host memory. Returns when the copy is complete.
+    fn memcpy(&self, dst: Address, src: Address, nbytes: u64) -> Result<()>;
+    /// Fills `nbytes` at `dst` with `value`. Returns when done.
+    fn memset(&self, dst: Address, value: u8, nbytes: u64) -> Result<()>;
+    fn wait(&self) -> Result<()>;
+}
+
+/// A source of devices. Enumerated once per process.
+pub trait Provider: Send + Sync {
+    fn devices(&self) -> Vec<Arc<dyn Device>>;
+    /// Whether this provider's devices are already listed when an earlier provider lists
+    /// `device` (a SYCL runtime with a CUDA backend shows the NVIDIA devices the CUDA
+    /// provider would list again). Then the registry leaves this provider out.
+    fn superseded_by(&self, _device: &dyn Device) -> bool {
+        false
+    }
+    /// Whether the runtime under this provider applies `ONEAPI_DEVICE_SELECTOR` to its
+    /// own devices (a SYCL runtime does). When not, the registry applies it.
+    fn applies_device_selector(&self) -> bool {
+        false
+    }
+    /// Frees host memory the provider keeps for copies and can make again (staging
+    /// buffers); returns the bytes freed.
+    fn trim_spare(&self) -> u64 {
+        0
+    }
+}
+
+/// A provider that loaded, or why it did not.
+pub struct ProviderLoad {
+    /// The provider's name, for messages when it did not load.
+    pub name: &'static str,
+    pub provider: Result<Arc<dyn Provider>>,
+}
