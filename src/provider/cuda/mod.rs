@@ -29,15 +29,13 @@ mod staging;
 
 use std::any::Any;
 use std::collections::BTreeMap;
-use std::ffi::{c_int, c_void, CStr};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use cudarc::driver::sys::{
-    CUcontext, CUctx_flags, CUdevice, CUdevice_attribute, CUdeviceptr, CUmemAttach_flags, CUpointer_attribute,
-    CUstream, CUstream_flags, CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE,
+    CUdevice, CUdevice_attribute, CUmemAttach_flags, CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE,
 };
 
-use self::driver::{CurrentContext, Driver, CUDA_SUCCESS};
+use self::driver::{ContextHandle, CurrentContext, Driver, Stream};
 use self::logic::{
     admit_managed, align_up, allocation_failure, base_alignment, classify_pointer, format_driver_version, padded_plan,
     plan_allocation,
@@ -48,7 +46,6 @@ use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue};
 use crate::sync::lock;
 
-static DRIVER: OnceLock<Driver> = OnceLock::new();
 static PROVIDER: OnceLock<Result<Arc<CudaProvider>>> = OnceLock::new();
 /// Serialises "check free memory, then allocate managed memory" across the process, so two
 /// threads cannot both pass the admission check with the same free bytes.
@@ -64,57 +61,11 @@ pub fn load() -> Result<Arc<dyn Provider>> {
     }
 }
 
-fn no_driver_message() -> String {
-    let mut names: Vec<String> = Vec::new();
-    for n in cudarc::get_lib_name_candidates("cuda") {
-        if !names.contains(&n) {
-            names.push(n);
-        }
-    }
-    format!(
-        "CUDA driver library not found (tried {}). Install the NVIDIA driver, or add the directory \
-         that holds libcuda.so.1 to LD_LIBRARY_PATH.",
-        names.join(", ")
-    )
-}
-
-fn open_driver() -> Result<&'static Driver> {
-    if let Some(d) = DRIVER.get() {
-        return Ok(d);
-    }
-    // SAFETY: only dlopen()s the candidate names of the driver library and closes them
-    // again; it calls no function of the library.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err(MemoryError::CudaDriver(no_driver_message()));
-    }
-    // cudarc's `culib()` panics when no candidate loads; it was just found present, and
-    // catch_unwind covers the library vanishing in between.
-    // SAFETY: loading libcuda runs only its own initialisers, as any CUDA program does.
-    let lib = std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::culib() })
-        .map_err(|_| MemoryError::CudaDriver(no_driver_message()))?;
-    // SAFETY: `lib` is the CUDA driver library loaded by cudarc.
-    let driver = unsafe { Driver::resolve(lib) }.map_err(|e| {
-        MemoryError::CudaDriver(format!("{e}; the NVIDIA driver is too old for this addon (CUDA 12 or newer needed)"))
-    })?;
-    Ok(DRIVER.get_or_init(|| driver))
-}
-
 fn init() -> Result<Arc<CudaProvider>> {
-    let driver = open_driver()?;
-    // SAFETY: cuInit takes flags (must be 0) and may be called any number of times.
-    let r = unsafe { (driver.cuInit)(0) };
-    if r != CUDA_SUCCESS {
-        return Err(MemoryError::CudaDriver(format!(
-            "{} (is an NVIDIA GPU visible to this process?)",
-            driver.failure("cuInit", r)
-        )));
-    }
-    let mut version: c_int = 0;
-    // SAFETY: valid out-pointer.
-    driver.check("cuDriverGetVersion", unsafe { (driver.cuDriverGetVersion)(&mut version) })?;
-    let mut count: c_int = 0;
-    // SAFETY: valid out-pointer; the driver is initialised.
-    driver.check("cuDeviceGetCount", unsafe { (driver.cuDeviceGetCount)(&mut count) })?;
+    let driver = driver::open()?;
+    driver.init().map_err(|e| MemoryError::CudaDriver(format!("{e} (is an NVIDIA GPU visible to this process?)")))?;
+    let version = driver.driver_version()?;
+    let count = driver.device_count()?;
     if count <= 0 {
         return Err(MemoryError::CudaDriver("the CUDA driver reports no devices".into()));
     }
@@ -141,24 +92,6 @@ impl Provider for CudaProvider {
     }
 }
 
-/// A `CUcontext` handle that may cross threads.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct CtxHandle(CUcontext);
-// SAFETY: CUDA driver handles are plain identifiers valid on every thread of the process;
-// the driver API is thread-safe, and we make the context current on the calling thread
-// (`CurrentContext`) before each call that needs it.
-unsafe impl Send for CtxHandle {}
-// SAFETY: as above; the handle itself is never mutated.
-unsafe impl Sync for CtxHandle {}
-
-/// A `CUstream` handle that may cross threads.
-#[derive(Clone, Copy)]
-struct StreamHandle(CUstream);
-// SAFETY: as for CtxHandle: streams may be used from any thread with their context current.
-unsafe impl Send for StreamHandle {}
-// SAFETY: as above.
-unsafe impl Sync for StreamHandle {}
-
 pub(crate) struct CudaDevice {
     me: Weak<CudaDevice>,
     driver: &'static Driver,
@@ -172,26 +105,10 @@ pub(crate) struct CudaDevice {
 
 impl CudaDevice {
     fn open(driver: &'static Driver, ordinal: i32, driver_version: i32) -> Result<Arc<Self>> {
-        let mut handle: CUdevice = 0;
-        // SAFETY: valid out-pointer; ordinal < cuDeviceGetCount.
-        driver.check("cuDeviceGet", unsafe { (driver.cuDeviceGet)(&mut handle, ordinal) })?;
-        let mut name_buf = [0u8; 256];
-        // SAFETY: the buffer holds `len` bytes; the driver writes a NUL-terminated name
-        // of at most `len` bytes.
-        let r = unsafe { (driver.cuDeviceGetName)(name_buf.as_mut_ptr().cast(), name_buf.len() as c_int, handle) };
-        driver.check("cuDeviceGetName", r)?;
-        let name = CStr::from_bytes_until_nul(&name_buf)
-            .map(|c| c.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| String::from_utf8_lossy(&name_buf).into_owned());
-        let mut total: usize = 0;
-        // SAFETY: valid out-pointer and device handle.
-        driver.check("cuDeviceTotalMem", unsafe { (driver.cuDeviceTotalMem)(&mut total, handle) })?;
-        let attr = |a: CUdevice_attribute| -> Result<i32> {
-            let mut v: c_int = 0;
-            // SAFETY: valid out-pointer and device handle; `a` is a CUdevice_attribute value.
-            let r = unsafe { (driver.cuDeviceGetAttribute)(&mut v, a as c_int, handle) };
-            driver.check("cuDeviceGetAttribute", r).map(|_| v)
-        };
+        let handle = driver.device(ordinal)?;
+        let name = driver.device_name(handle)?;
+        let total = driver.device_total_mem(handle)?;
+        let attr = |a: CUdevice_attribute| driver.device_attribute(handle, a);
         let cc = (
             attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
             attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
@@ -244,34 +161,17 @@ impl Device for CudaDevice {
             return Ok(ctx.clone());
         }
         let device = self.arc()?;
-        let mut handle: CUcontext = std::ptr::null_mut();
-        // SAFETY: valid out-pointer and device handle. Retaining does not make the context
-        // current; the matching release is in CudaContext's Drop.
-        let r = unsafe { (self.driver.cuDevicePrimaryCtxRetain)(&mut handle, self.handle) };
-        self.driver.check("cuDevicePrimaryCtxRetain", r)?;
-        let ctx = CudaContext::new(self.driver, device, CtxHandle(handle), ContextOwnership::Primary);
+        // The matching release is in CudaContext's Drop.
+        let handle = self.driver.primary_ctx_retain(self.handle)?;
+        let ctx = CudaContext::new(self.driver, device, handle, ContextOwnership::Primary);
         *primary = Some(ctx.clone());
         Ok(ctx)
     }
 
     fn create_context(&self) -> Result<Arc<dyn Context>> {
         let device = self.arc()?;
-        let create = self.driver.cuCtxCreate.ok_or_else(|| {
-            MemoryError::CudaDriver("this CUDA driver has no cuCtxCreate_v2: cannot make a separate context".into())
-        })?;
-        let mut handle: CUcontext = std::ptr::null_mut();
-        let flags = CUctx_flags::CU_CTX_SCHED_AUTO as u32 | CUctx_flags::CU_CTX_MAP_HOST as u32;
-        // SAFETY: valid out-pointer, documented flags and a valid device handle.
-        let r = unsafe { create(&mut handle, flags, self.handle) };
-        self.driver.check("cuCtxCreate", r)?;
-        // cuCtxCreate pushed the new context on this thread's stack: pop it so the thread
-        // is left as it was.
-        let mut popped: CUcontext = std::ptr::null_mut();
-        // SAFETY: pops the context cuCtxCreate just pushed on this thread.
-        let r = unsafe { (self.driver.cuCtxPopCurrent)(&mut popped) };
-        let ctx = CudaContext::new(self.driver, device, CtxHandle(handle), ContextOwnership::Created);
-        self.driver.check("cuCtxPopCurrent", r)?;
-        Ok(ctx)
+        let handle = self.driver.ctx_create(self.handle)?;
+        Ok(CudaContext::new(self.driver, device, handle, ContextOwnership::Created))
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -301,7 +201,7 @@ pub(crate) struct CudaContext {
     me: Weak<CudaContext>,
     driver: &'static Driver,
     device: Arc<CudaDevice>,
-    handle: CtxHandle,
+    handle: ContextHandle,
     ownership: ContextOwnership,
     /// Allocations by the address handed out.
     allocations: Mutex<BTreeMap<u64, Allocation>>,
@@ -337,7 +237,7 @@ impl CudaContext {
     fn new(
         driver: &'static Driver,
         device: Arc<CudaDevice>,
-        handle: CtxHandle,
+        handle: ContextHandle,
         ownership: ContextOwnership,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| CudaContext {
@@ -351,8 +251,8 @@ impl CudaContext {
         })
     }
 
-    fn current(&self) -> Result<CurrentContext<'static>> {
-        CurrentContext::push(self.driver, self.handle.0)
+    fn current(&self) -> Result<CurrentContext> {
+        Ok(self.driver.push(self.handle)?)
     }
 
     /// The allocation of ours that holds `ptr`, as `(handed-out address, allocation)`.
@@ -367,8 +267,8 @@ impl CudaContext {
     fn staged_copy(&self, direction: Direction, host: u64, device: Address, nbytes: usize) -> Result<()> {
         let mut stager = lock(&self.stager);
         if stager.is_none() {
-            let _current = self.current()?;
-            *stager = Some(Arc::new(Stager::new(self.driver, self.handle, StagingConfig::get())?));
+            let current = self.current()?;
+            *stager = Some(Arc::new(Stager::new(&current, StagingConfig::get())?));
             lock(&STAGED).push(self.me.clone());
         }
         match stager.as_ref() {
@@ -399,9 +299,9 @@ impl CudaContext {
             return Err(MemoryError::UsmAllocation("cannot allocate USM memory of kind 'unknown'".into()));
         }
         let mut plan = plan_allocation(nbytes, alignment, base_alignment(kind))?;
-        let _current = self.current()?;
+        let current = self.current()?;
         loop {
-            let raw = self.raw_alloc(kind, plan.request)?;
+            let raw = self.raw_alloc(&current, kind, plan.request)?;
             match align_up(raw, plan.align) {
                 Some(user) if plan.padded || user == raw => {
                     lock(&self.allocations).insert(user, Allocation { raw, size: nbytes, kind });
@@ -410,7 +310,8 @@ impl CudaContext {
                 _ => {
                     // The driver gave less alignment than it promises, or (padded) an
                     // address that cannot be aligned: give it back and retry padded once.
-                    let _ = self.raw_free(kind, raw);
+                    // SAFETY: `raw` was allocated just above, never handed out nor recorded.
+                    let _ = unsafe { self.raw_free(&current, kind, raw) };
                     if plan.padded {
                         return Err(MemoryError::UsmAllocation(format!(
                             "the CUDA driver returned 0x{raw:x}, which cannot be aligned to {}",
@@ -423,94 +324,65 @@ impl CudaContext {
         }
     }
 
-    /// One driver allocation of `request` bytes; this context must be current.
-    fn raw_alloc(&self, kind: UsmKind, request: u64) -> Result<u64> {
-        let d = self.driver;
+    /// One driver allocation of `request` bytes in the current context.
+    fn raw_alloc(&self, current: &CurrentContext, kind: UsmKind, request: u64) -> Result<u64> {
         let size = usize::try_from(request)
             .map_err(|_| MemoryError::UsmAllocation(format!("cannot allocate {request} bytes on this platform")))?;
-        let (call, r, ptr) = match kind {
-            UsmKind::Device => {
-                let mut p: CUdeviceptr = 0;
-                // SAFETY: valid out-pointer; the context is current.
-                let r = unsafe { (d.cuMemAlloc)(&mut p, size) };
-                ("cuMemAlloc", r, p)
-            }
-            UsmKind::Host => {
-                let mut p: *mut c_void = std::ptr::null_mut();
-                let flags = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE;
-                // SAFETY: valid out-pointer and documented flags; the context is current.
-                let r = unsafe { (d.cuMemHostAlloc)(&mut p, size, flags) };
-                ("cuMemHostAlloc", r, p as u64)
-            }
+        let allocated = match kind {
+            UsmKind::Device => current.mem_alloc(size),
+            UsmKind::Host => current
+                .mem_host_alloc(size, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE)
+                .map(|p| p.as_ptr() as u64),
             UsmKind::Shared => {
                 let _admission = lock(&MANAGED_ADMISSION);
-                let (free, _) = d.mem_info().map_err(|e| {
+                let (free, _) = current.mem_info().map_err(|e| {
                     MemoryError::UsmAllocation(format!("cannot check free memory before a managed allocation: {e}"))
                 })?;
                 admit_managed(request, free)?;
-                let mut p: CUdeviceptr = 0;
-                let flags = CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32;
-                // SAFETY: valid out-pointer and flags; the context is current; the request
-                // fits in the device's free memory (checked just above).
-                let r = unsafe { (d.cuMemAllocManaged)(&mut p, size, flags) };
-                ("cuMemAllocManaged", r, p)
+                current.mem_alloc_managed(size, CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL)
             }
             UsmKind::Unknown => {
                 return Err(MemoryError::UsmAllocation("cannot allocate USM memory of kind 'unknown'".into()))
             }
         };
-        if r != CUDA_SUCCESS {
-            let mem = if kind == UsmKind::Host { None } else { d.mem_info().ok() };
-            return Err(allocation_failure(call, request, &d.describe(r), mem));
-        }
-        if ptr == 0 {
-            return Err(MemoryError::UsmAllocation(format!("{call} of {request} bytes returned NULL")));
-        }
-        Ok(ptr)
+        allocated.map_err(|e| {
+            if e.returned_null() {
+                return MemoryError::UsmAllocation(format!("{} of {request} bytes returned NULL", e.call()));
+            }
+            let mem = if kind == UsmKind::Host { None } else { current.mem_info().ok() };
+            allocation_failure(e.call(), request, &e.description(), mem)
+        })
     }
 
-    /// Gives a driver allocation back; this context must be current.
-    fn raw_free(&self, kind: UsmKind, raw: u64) -> Result<()> {
-        let d = self.driver;
+    /// Gives a driver allocation back, in the current context.
+    ///
+    /// # Safety
+    /// `raw` is what `raw_alloc` returned for `kind` in this context, given back once, with
+    /// no access to it in flight or to follow.
+    unsafe fn raw_free(&self, current: &CurrentContext, kind: UsmKind, raw: u64) -> Result<()> {
         if kind == UsmKind::Host {
-            // SAFETY: `raw` came from cuMemHostAlloc in this context and is freed once
-            // (it was just taken out of the allocation table, or never entered it).
-            d.check("cuMemFreeHost", unsafe { (d.cuMemFreeHost)(raw as *mut c_void) })
+            // SAFETY: `raw` came from cuMemHostAlloc in this context (see `# Safety`).
+            Ok(unsafe { current.mem_free_host(raw as *mut std::ffi::c_void) }?)
         } else {
-            // SAFETY: `raw` came from cuMemAlloc/cuMemAllocManaged in this context and is
-            // freed once, as above.
-            d.check("cuMemFree", unsafe { (d.cuMemFree)(raw) })
+            // SAFETY: `raw` came from cuMemAlloc/cuMemAllocManaged in this context (see
+            // `# Safety`).
+            Ok(unsafe { current.mem_free(raw) }?)
         }
     }
 
     /// What the driver says of `ptr`: its kind when it belongs to this context, else
     /// `Unknown`. Never fails.
     fn driver_pointer_kind(&self, ptr: u64) -> UsmKind {
-        let Ok(_current) = self.current() else {
+        let Ok(current) = self.current() else {
             return UsmKind::Unknown;
         };
-        // Each value gets 8 zeroed bytes, whatever width the driver writes (int, unsigned
-        // int, bool or a pointer): reading the low bytes is then always defined.
-        let mut attrs = [
-            CUpointer_attribute::CU_POINTER_ATTRIBUTE_CONTEXT as c_int,
-            CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE as c_int,
-            CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED as c_int,
-        ];
-        let mut values = [0u64; 3];
-        let base = values.as_mut_ptr();
-        let mut data: [*mut c_void; 3] = [base.cast(), base.wrapping_add(1).cast(), base.wrapping_add(2).cast()];
-        // SAFETY: `attrs` and `data` hold 3 entries each, every data pointer points to 8
-        // writable bytes; cuPointerGetAttributes accepts any address (it reports unknown
-        // memory with zeroed values rather than failing).
-        let r = unsafe { (self.driver.cuPointerGetAttributes)(3, attrs.as_mut_ptr(), data.as_mut_ptr(), ptr) };
-        if r != CUDA_SUCCESS {
+        let Ok(attributes) = current.pointer_attributes(ptr) else {
+            return UsmKind::Unknown;
+        };
+        if attributes.context == 0 || attributes.context != self.handle.as_raw() {
             return UsmKind::Unknown;
         }
-        let owner = values[0] as usize;
-        if owner == 0 || owner != self.handle.0 as usize {
-            return UsmKind::Unknown;
-        }
-        classify_pointer(values[1] as u32, values[2] != 0)
+        classify_pointer(attributes.memory_type, attributes.is_managed)
     }
 
     /// `cuMemGetAddressRange` for a pointer the driver says belongs to this context.
@@ -518,12 +390,8 @@ impl CudaContext {
         if self.driver_pointer_kind(ptr) == UsmKind::Unknown {
             return None;
         }
-        let _current = self.current().ok()?;
-        let (mut base, mut size): (CUdeviceptr, usize) = (0, 0);
-        // SAFETY: valid out-pointers; the driver checks `ptr` and returns an error code for
-        // an address it does not know.
-        let r = unsafe { (self.driver.cuMemGetAddressRange)(&mut base, &mut size, ptr) };
-        (r == CUDA_SUCCESS && base != 0 && size != 0).then_some((base, size as u64))
+        let (base, size) = self.current().ok()?.mem_get_address_range(ptr).ok()?;
+        (base != 0 && size != 0).then_some((base, size as u64))
     }
 }
 
@@ -545,14 +413,9 @@ impl Context for CudaContext {
         }
         let context =
             self.me.upgrade().ok_or_else(|| MemoryError::QueueCreation("CUDA context already released".into()))?;
-        let _current = self.current().map_err(|e| MemoryError::QueueCreation(e.to_string()))?;
-        let mut stream: CUstream = std::ptr::null_mut();
-        // SAFETY: valid out-pointer and flags; the context is current.
-        let r = unsafe { (self.driver.cuStreamCreate)(&mut stream, CUstream_flags::CU_STREAM_NON_BLOCKING as u32) };
-        if r != CUDA_SUCCESS {
-            return Err(MemoryError::QueueCreation(self.driver.failure("cuStreamCreate", r)));
-        }
-        Ok(Arc::new(CudaQueue { driver: self.driver, context, stream: StreamHandle(stream) }))
+        let current = self.current().map_err(|e| MemoryError::QueueCreation(e.to_string()))?;
+        let stream = current.stream_create().map_err(|e| MemoryError::QueueCreation(e.to_string()))?;
+        Ok(Arc::new(CudaQueue { stream, context }))
     }
 
     fn pointer_kind(&self, ptr: Address) -> UsmKind {
@@ -592,8 +455,10 @@ impl Context for CudaContext {
                 "0x{ptr:x} was not allocated by this CUDA context, or was already freed"
             )));
         };
-        let _current = self.current()?;
-        self.raw_free(a.kind, a.raw)
+        let current = self.current()?;
+        // SAFETY: `a` was just taken out of the table, so it is given back once; the model
+        // frees only memory no copy is using.
+        unsafe { self.raw_free(&current, a.kind, a.raw) }
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -607,39 +472,35 @@ impl Drop for CudaContext {
         drop(lock(&self.stager).take());
         let leftovers: Vec<Allocation> = std::mem::take(&mut *lock(&self.allocations)).into_values().collect();
         if !leftovers.is_empty() {
-            if let Ok(_current) = self.current() {
+            if let Ok(current) = self.current() {
                 for a in leftovers {
-                    let _ = self.raw_free(a.kind, a.raw);
+                    // SAFETY: taken out of the table, so given back once; no queue of this
+                    // context is left to use them (each holds an Arc of it).
+                    let _ = unsafe { self.raw_free(&current, a.kind, a.raw) };
                 }
             }
         }
-        let d = self.driver;
+        // No stream, pinned buffer or guard of this context is left: queues hold an Arc of
+        // it, the staging buffers were dropped above, and every push is popped before the
+        // call that pushed it returns.
         match self.ownership {
             ContextOwnership::Primary => {
-                // SAFETY: balances the one cuDevicePrimaryCtxRetain of this object.
-                let _ = unsafe { (d.cuDevicePrimaryCtxRelease)(self.device.handle) };
+                // SAFETY: balances the one retain of this object (`default_context`).
+                let _ = unsafe { self.driver.primary_ctx_release(self.device.handle) };
             }
             ContextOwnership::Created => {
-                // SAFETY: destroys the context this object created, once; it is current on
-                // no thread (every push is popped before the call that pushed it returns).
-                let _ = unsafe { (d.cuCtxDestroy)(self.handle.0) };
+                // SAFETY: destroys the context this object created, once (see above).
+                let _ = unsafe { self.driver.ctx_destroy(self.handle) };
             }
         }
     }
 }
 
 pub(crate) struct CudaQueue {
-    driver: &'static Driver,
+    // Declared before `context`: the stream is destroyed (with its context pushed) before
+    // the queue's Arc of the context is dropped.
+    stream: Stream,
     context: Arc<CudaContext>,
-    stream: StreamHandle,
-}
-
-impl CudaQueue {
-    fn sync(&self) -> Result<()> {
-        // SAFETY: the stream belongs to the current context and is alive (destroyed in Drop).
-        let r = unsafe { (self.driver.cuStreamSynchronize)(self.stream.0) };
-        self.driver.check("cuStreamSynchronize", r)
-    }
 }
 
 impl Queue for CudaQueue {
@@ -666,18 +527,16 @@ impl Queue for CudaQueue {
                 return self.context.staged_copy(direction, host, device, size);
             }
         }
-        let _current = self.context.current()?;
-        // SAFETY: with unified addressing the driver infers each side's memory from its
-        // address; the caller guarantees both ranges are valid for `nbytes` (USM memory of
+        let current = self.context.current()?;
+        // SAFETY: the caller guarantees both ranges are valid for `nbytes` (USM memory of
         // this context or live host memory) and stay so until we have synchronised below.
-        let r = unsafe { (self.driver.cuMemcpyAsync)(dst, src, size, self.stream.0) };
-        if r != CUDA_SUCCESS {
-            return Err(MemoryError::CudaDriver(format!(
+        unsafe { current.memcpy_async(dst, src, size, &self.stream) }.map_err(|e| {
+            MemoryError::CudaDriver(format!(
                 "cuMemcpyAsync of {nbytes} bytes from 0x{src:x} to 0x{dst:x} failed: {}",
-                self.driver.describe(r)
-            )));
-        }
-        self.sync()
+                e.description()
+            ))
+        })?;
+        Ok(current.synchronize(&self.stream)?)
     }
 
     fn memset(&self, dst: Address, value: u8, nbytes: u64) -> Result<()> {
@@ -686,32 +545,20 @@ impl Queue for CudaQueue {
         }
         let size = usize::try_from(nbytes)
             .map_err(|_| MemoryError::CudaDriver(format!("cannot fill {nbytes} bytes on this platform")))?;
-        let _current = self.context.current()?;
+        let current = self.context.current()?;
         // SAFETY: the caller guarantees `dst..dst+nbytes` is device-accessible memory of
         // this context; the fill is complete when the synchronisation below returns.
-        let r = unsafe { (self.driver.cuMemsetD8Async)(dst, value, size, self.stream.0) };
-        if r != CUDA_SUCCESS {
-            return Err(MemoryError::CudaDriver(format!(
+        unsafe { current.memset_d8_async(dst, value, size, &self.stream) }.map_err(|e| {
+            MemoryError::CudaDriver(format!(
                 "cuMemsetD8Async of {nbytes} bytes at 0x{dst:x} failed: {}",
-                self.driver.describe(r)
-            )));
-        }
-        self.sync()
+                e.description()
+            ))
+        })?;
+        Ok(current.synchronize(&self.stream)?)
     }
 
     fn wait(&self) -> Result<()> {
-        let _current = self.context.current()?;
-        self.sync()
-    }
-}
-
-impl Drop for CudaQueue {
-    fn drop(&mut self) {
-        if let Ok(_current) = self.context.current() {
-            // SAFETY: the stream was created in this context and is destroyed exactly once;
-            // work still queued (none: every operation synchronises) would finish first.
-            let _ = unsafe { (self.driver.cuStreamDestroy)(self.stream.0) };
-        }
+        Ok(self.context.current()?.synchronize(&self.stream)?)
     }
 }
 

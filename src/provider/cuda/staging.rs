@@ -10,13 +10,11 @@
 //! memcpy into (or out of) the other. Lanes run concurrently, so the copy engine always
 //! has work queued. Buffers and streams are made once per context and kept.
 
-use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::sys::{CUstream, CUstream_flags, CU_MEMHOSTALLOC_PORTABLE};
+use cudarc::driver::sys::CU_MEMHOSTALLOC_PORTABLE;
 
-use super::driver::{CurrentContext, Driver, CUDA_SUCCESS};
-use super::CtxHandle;
+use super::driver::{ContextHandle, CurrentContext, Driver, PinnedHost, Stream};
 use crate::error::{MemoryError, Result};
 use crate::host::workers::{run_all, workers, Job};
 use crate::runtime::Address;
@@ -62,26 +60,22 @@ pub(super) enum Direction {
     DeviceToHost,
 }
 
+/// One pinned buffer and the stream its copies run on. The stream is declared first, so
+/// it is destroyed before the buffer is freed.
 struct PinnedBuffer {
-    ptr: *mut u8,
-    stream: CUstream,
+    stream: Stream,
+    host: PinnedHost,
 }
 
-/// One context's staging buffers.
+/// One context's staging buffers. Shared by the lanes of one copy at a time (the context's
+/// staging lock); each lane touches only its own two buffers and streams.
 pub(super) struct Stager {
     driver: &'static Driver,
-    context: CtxHandle,
+    context: ContextHandle,
     chunk: usize,
     /// `2 * lanes` buffers: lane `t` uses `2t` and `2t + 1`.
     buffers: Vec<PinnedBuffer>,
 }
-
-// SAFETY: the pinned pointers and streams are process-wide driver objects usable from any
-// thread with the context current; the Stager is only used under its context's mutex.
-unsafe impl Send for Stager {}
-// SAFETY: during `copy` the lanes share the Stager read-only, and each lane touches only
-// its own two buffers and streams, so no buffer is used by two threads at once.
-unsafe impl Sync for Stager {}
 
 /// The part of a copy one lane does, with raw addresses so it can cross threads.
 #[derive(Clone, Copy)]
@@ -95,25 +89,16 @@ struct LaneJob {
 }
 
 impl Stager {
-    /// Makes the buffers and streams. The context must be current on this thread.
-    pub(super) fn new(driver: &'static Driver, context: CtxHandle, config: StagingConfig) -> Result<Stager> {
-        let mut stager = Stager { driver, context, chunk: config.chunk, buffers: Vec::new() };
+    /// Makes the buffers and streams in the current context.
+    pub(super) fn new(current: &CurrentContext, config: StagingConfig) -> Result<Stager> {
+        let mut buffers = Vec::with_capacity(config.lanes * 2);
         for _ in 0..config.lanes * 2 {
-            let mut ptr: *mut c_void = std::ptr::null_mut();
-            // SAFETY: valid out-pointer; the context is current.
-            let r = unsafe { (driver.cuMemHostAlloc)(&mut ptr, config.chunk, CU_MEMHOSTALLOC_PORTABLE) };
-            driver.check("cuMemHostAlloc (staging buffer)", r)?;
-            let mut stream: CUstream = std::ptr::null_mut();
-            // SAFETY: valid out-pointer and flags; the context is current.
-            let r = unsafe { (driver.cuStreamCreate)(&mut stream, CUstream_flags::CU_STREAM_NON_BLOCKING as u32) };
-            if r != CUDA_SUCCESS {
-                // SAFETY: frees the buffer just allocated, which nothing else holds.
-                let _ = unsafe { (driver.cuMemFreeHost)(ptr) };
-                return Err(MemoryError::CudaDriver(driver.failure("cuStreamCreate (staging)", r)));
-            }
-            stager.buffers.push(PinnedBuffer { ptr: ptr.cast(), stream });
+            let host = PinnedHost::new(current, config.chunk, CU_MEMHOSTALLOC_PORTABLE)
+                .map_err(|e| e.during("staging buffer"))?;
+            let stream = current.stream_create().map_err(|e| e.during("staging"))?;
+            buffers.push(PinnedBuffer { stream, host });
         }
-        Ok(stager)
+        Ok(Stager { driver: current.driver(), context: current.context(), chunk: config.chunk, buffers })
     }
 
     /// Bytes of pinned memory the buffers hold.
@@ -155,7 +140,7 @@ impl Stager {
     }
 
     fn run_lane(&self, job: LaneJob) -> Result<()> {
-        let _current = CurrentContext::push(self.driver, self.context.0)?;
+        let current = self.driver.push(self.context)?;
         let buffers = [&self.buffers[2 * job.lane], &self.buffers[2 * job.lane + 1]];
         // Chunks of this lane: (offset, length).
         let chunks = (job.lane..)
@@ -169,7 +154,7 @@ impl Stager {
                 let slot = n % 2;
                 let buffer = buffers[slot];
                 // The buffer's previous transfer must be complete before it is reused.
-                self.sync(buffer.stream)?;
+                sync(&current, buffer)?;
                 if let Some((prev_offset, prev_len)) = pending[slot].take() {
                     if job.direction == Direction::DeviceToHost {
                         self.drain(buffer, job.host + prev_offset, prev_len);
@@ -179,17 +164,30 @@ impl Stager {
                     Direction::HostToDevice => {
                         // SAFETY: the caller vouches for `host..host+nbytes`; the pinned
                         // buffer holds `chunk >= len` bytes and its last DMA is complete.
-                        unsafe { std::ptr::copy_nonoverlapping((job.host + offset) as *const u8, buffer.ptr, len) };
-                        self.enqueue(job.device + offset as u64, buffer.ptr as Address, len, buffer.stream)?;
+                        unsafe {
+                            std::ptr::copy_nonoverlapping((job.host + offset) as *const u8, buffer.host.as_ptr(), len)
+                        };
+                        // SAFETY: the caller vouches for the device range; the pinned buffer
+                        // holds `len` bytes; both stay valid until the stream is synchronised
+                        // (below, or at the buffer's next use).
+                        unsafe {
+                            current.memcpy_async(job.device + offset as u64, buffer.address(), len, &buffer.stream)
+                        }
+                        .map_err(|e| e.during("staged"))?;
                     }
                     Direction::DeviceToHost => {
-                        self.enqueue(buffer.ptr as Address, job.device + offset as u64, len, buffer.stream)?;
+                        // SAFETY: as above; nothing reads the pinned buffer until the stream
+                        // is synchronised.
+                        unsafe {
+                            current.memcpy_async(buffer.address(), job.device + offset as u64, len, &buffer.stream)
+                        }
+                        .map_err(|e| e.during("staged"))?;
                     }
                 }
                 pending[slot] = Some((offset, len));
             }
             for (slot, buffer) in buffers.iter().enumerate() {
-                self.sync(buffer.stream)?;
+                sync(&current, buffer)?;
                 if let Some((offset, len)) = pending[slot].take() {
                     if job.direction == Direction::DeviceToHost {
                         self.drain(buffer, job.host + offset, len);
@@ -201,7 +199,7 @@ impl Stager {
         if result.is_err() {
             // Leave no DMA running into or out of memory the caller may reuse.
             for buffer in buffers {
-                let _ = self.sync(buffer.stream);
+                let _ = sync(&current, buffer);
             }
         }
         result
@@ -210,36 +208,19 @@ impl Stager {
     fn drain(&self, buffer: &PinnedBuffer, host: usize, len: usize) {
         // SAFETY: the DMA into the buffer is complete (its stream was synchronised); the
         // caller vouches for the host range.
-        unsafe { std::ptr::copy_nonoverlapping(buffer.ptr, host as *mut u8, len) };
-    }
-
-    fn enqueue(&self, dst: Address, src: Address, len: usize, stream: CUstream) -> Result<()> {
-        // SAFETY: both ranges are valid for `len` bytes (pinned buffer and the caller's
-        // device range) until the stream is synchronised.
-        let r = unsafe { (self.driver.cuMemcpyAsync)(dst, src, len, stream) };
-        self.driver.check("cuMemcpyAsync (staged)", r)
-    }
-
-    fn sync(&self, stream: CUstream) -> Result<()> {
-        // SAFETY: a live stream of the current context.
-        let r = unsafe { (self.driver.cuStreamSynchronize)(stream) };
-        self.driver.check("cuStreamSynchronize (staged)", r)
+        unsafe { std::ptr::copy_nonoverlapping(buffer.host.as_ptr(), host as *mut u8, len) };
     }
 }
 
-impl Drop for Stager {
-    fn drop(&mut self) {
-        if let Ok(_current) = CurrentContext::push(self.driver, self.context.0) {
-            for buffer in self.buffers.drain(..) {
-                // SAFETY: each stream and buffer was made by `new` and is released once;
-                // nothing is queued (every copy synchronises before returning).
-                unsafe {
-                    let _ = (self.driver.cuStreamDestroy)(buffer.stream);
-                    let _ = (self.driver.cuMemFreeHost)(buffer.ptr.cast());
-                }
-            }
-        }
+impl PinnedBuffer {
+    fn address(&self) -> Address {
+        self.host.as_ptr() as Address
     }
+}
+
+/// Waits for the buffer's stream.
+fn sync(current: &CurrentContext, buffer: &PinnedBuffer) -> Result<()> {
+    current.synchronize(&buffer.stream).map_err(|e| e.during("staged"))
 }
 
 #[cfg(test)]
