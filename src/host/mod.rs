@@ -7,29 +7,30 @@ use std::time::{Duration, Instant};
 pub(crate) mod workers;
 
 use crate::host::workers::{run_all, Workers};
-use crate::runtime::Address;
+use crate::runtime::{ReadBytes, WriteBytes};
 use crate::sync::lock;
 
-/// Copies `nbytes` from `src` to `dst` with the CPU. Same contract as `Queue::memcpy`:
-/// the caller guarantees both ranges are valid, host-accessible, and not in use by a
-/// device while the copy runs (every operation of this library has completed when it
-/// returns). The ranges may overlap.
-pub(crate) fn host_memcpy(dst: Address, src: Address, nbytes: u64) {
-    if nbytes == 0 || dst == src {
+/// Copies all of `src` into the start of `dst` (at most `dst.len()` bytes) with the CPU.
+/// Both ranges must be memory the host can reach (host memory, USM host or shared
+/// memory, or any USM memory of a CPU device). The ranges may overlap (as `memmove`).
+pub(crate) fn host_memcpy(dst: WriteBytes<'_>, src: ReadBytes<'_>) {
+    let nbytes = src.len().min(dst.len());
+    if nbytes == 0 || dst.address() == src.address() {
         return;
     }
-    // SAFETY: the caller's guarantee above; `copy` (memmove) tolerates overlap, as a copy
-    // from a memory object into its own `buffer` would have.
-    unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, nbytes as usize) };
+    // SAFETY: both ranges are valid for `nbytes` bytes (their constructors' contract);
+    // `copy` (memmove) tolerates overlap, as a copy from a memory object into its own
+    // `buffer` would have.
+    unsafe { std::ptr::copy(src.address() as *const u8, dst.address() as *mut u8, nbytes as usize) };
 }
 
-/// Fills `nbytes` at `dst` with `value` with the CPU. Same contract as `host_memcpy`.
-pub(crate) fn host_memset(dst: Address, value: u8, nbytes: u64) {
-    if nbytes == 0 {
+/// Fills `dst` with `value` with the CPU (memory the host can reach, as `host_memcpy`).
+pub(crate) fn host_memset(dst: WriteBytes<'_>, value: u8) {
+    if dst.is_empty() {
         return;
     }
-    // SAFETY: the caller's guarantee that `dst..dst+nbytes` is valid host-accessible memory.
-    unsafe { std::ptr::write_bytes(dst as *mut u8, value, nbytes as usize) };
+    // SAFETY: `dst` is valid for writes of its length (its constructor's contract).
+    unsafe { std::ptr::write_bytes(dst.address() as *mut u8, value, dst.len() as usize) };
 }
 
 /// `len` zero bytes on the heap, or `None` when there is no such memory. Large blocks
@@ -230,9 +231,9 @@ impl Scratch {
     }
 
     /// A copy of `src` (over several threads when large).
-    pub(crate) fn copy_of(src: &[u8]) -> Option<Scratch> {
-        let mut scratch = Scratch::new(src.len())?;
-        host_memcpy_parallel(scratch.as_mut_ptr() as Address, src.as_ptr() as Address, src.len() as u64);
+    pub(crate) fn copy_of(src: ReadBytes<'_>) -> Option<Scratch> {
+        let mut scratch = Scratch::new(usize::try_from(src.len()).ok()?)?;
+        host_memcpy_parallel(WriteBytes::of_slice(&mut scratch), src);
         Some(scratch)
     }
 
@@ -281,28 +282,36 @@ fn copy_threads() -> u64 {
 }
 
 /// `host_memcpy` spread over the machine's cores for large copies, as the SYCL CPU
-/// runtime does with its own memcpy (one core moves about 9-10 GB/s here). Overlapping
+/// runtime does with its own memcpy (one core moves about 9-10 GB/s). Overlapping
 /// ranges are copied by one thread, as `memmove`.
-pub(crate) fn host_memcpy_parallel(dst: Address, src: Address, nbytes: u64) {
+pub(crate) fn host_memcpy_parallel(dst: WriteBytes<'_>, src: ReadBytes<'_>) {
+    let nbytes = src.len().min(dst.len());
     let threads = copy_threads().min(nbytes / PER_THREAD_MIN).max(1);
-    let overlap = dst < src.saturating_add(nbytes) && src < dst.saturating_add(nbytes);
-    if nbytes < PARALLEL_MIN || threads == 1 || overlap {
-        host_memcpy(dst, src, nbytes);
+    if nbytes < PARALLEL_MIN || threads == 1 || src.overlaps(&dst) {
+        host_memcpy(dst, src);
         return;
     }
     // Slices on 4 KiB boundaries, so threads never share a page.
     let slice = nbytes.div_ceil(threads).next_multiple_of(4096);
-    copy_slices(dst, src, nbytes, slice, crate::host::workers::workers());
+    copy_slices(dst.address(), src.address(), nbytes, slice, crate::host::workers::workers());
 }
 
-/// Copies `slice`-sized pieces of a non-overlapping range, the first on this thread and
-/// the others on `workers` (on this thread too where there are none).
-fn copy_slices(dst: Address, src: Address, nbytes: u64, slice: u64, workers: Option<&Workers>) {
+/// Copies `slice`-sized pieces of a non-overlapping range of `nbytes`, the first on this
+/// thread and the others on `workers` (on this thread too where there are none).
+/// `run_all` returns only when every piece is copied, within the borrows of the ranges
+/// `host_memcpy_parallel` was given, which is what makes the pieces below valid.
+fn copy_slices(dst: u64, src: u64, nbytes: u64, slice: u64, workers: Option<&Workers>) {
     let jobs = (0..nbytes)
         .step_by(slice as usize)
         .map(|start| {
             let len = slice.min(nbytes - start);
-            Box::new(move || host_memcpy(dst + start, src + start, len)) as crate::host::workers::Job
+            Box::new(move || {
+                // SAFETY: a piece inside the two ranges `host_memcpy_parallel` was given,
+                // which outlive this job (`run_all` waits for every job).
+                let (dst, src) =
+                    unsafe { (WriteBytes::from_raw(dst + start, len), ReadBytes::from_raw(src + start, len)) };
+                host_memcpy(dst, src)
+            }) as crate::host::workers::Job
         })
         .collect();
     run_all(workers, jobs);
@@ -318,19 +327,26 @@ mod tests {
         let n = 9 << 20 | 123;
         let src: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
         let mut dst = vec![0u8; n];
-        host_memcpy_parallel(dst.as_mut_ptr() as Address, src.as_ptr() as Address, n as u64);
+        host_memcpy_parallel(WriteBytes::of_slice(&mut dst), ReadBytes::of_slice(&src));
         assert!(dst == src);
         // Shift the buffer right by 1000 bytes within itself.
         let mut buf = src.clone();
-        let base = buf.as_mut_ptr() as Address;
-        host_memcpy_parallel(base + 1000, base, (n - 1000) as u64);
+        let whole = WriteBytes::of_slice(&mut buf);
+        // SAFETY: both ranges lie inside `buf`, which outlives the copy.
+        let (to, from) = unsafe {
+            (
+                WriteBytes::from_raw(whole.address() + 1000, (n - 1000) as u64),
+                whole.as_read().prefix((n - 1000) as u64).unwrap(),
+            )
+        };
+        host_memcpy_parallel(to, from);
         assert!(buf[1000..] == src[..n - 1000]);
     }
 
     #[test]
     fn heap_copies_are_exact_and_zeroed_blocks_are_zero() {
         let src: Vec<u8> = (0..(9 << 20)).map(|i| (i % 253) as u8).collect();
-        assert!(Scratch::copy_of(&src).is_some_and(|copy| *copy == src[..]));
+        assert!(Scratch::copy_of(ReadBytes::of_slice(&src)).is_some_and(|copy| *copy == src[..]));
         // A reused block serves a shorter request with the right length.
         assert!(Scratch::new(8 << 20).is_some_and(|block| block.len() == 8 << 20));
         assert!(zeroed_bytes(5 << 20).is_some_and(|zeros| zeros.len() == 5 << 20 && zeros.iter().all(|&b| b == 0)));
@@ -426,7 +442,7 @@ mod tests {
         let src: Vec<u8> = (0..n).map(|i| (i * 13 % 251) as u8).collect();
         for workers in [None, crate::host::workers::workers()] {
             let mut dst = vec![0u8; n];
-            copy_slices(dst.as_mut_ptr() as Address, src.as_ptr() as Address, n as u64, 1 << 20, workers);
+            copy_slices(dst.as_mut_ptr() as u64, src.as_ptr() as u64, n as u64, 1 << 20, workers);
             assert!(dst == src);
         }
     }

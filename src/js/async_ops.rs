@@ -24,6 +24,7 @@ use crate::js::errors::to_js_error;
 use crate::js::ffi::{HostBytes, TaskBytes, TaskRef};
 use crate::memory::allocation::{owning_allocation, Allocation};
 use crate::memory::usm::UsmMemory;
+use crate::runtime::{ReadBytes, WriteBytes};
 
 /// Where the host bytes of a copy are while the worker runs.
 pub(crate) enum HostSide {
@@ -54,7 +55,7 @@ impl HostSide {
         if let Some(direct) = HostSide::direct(env, bytes)? {
             return Ok(direct);
         }
-        let copy = bytes.with_slice(|src| Scratch::copy_of(src)).ok_or_else(|| {
+        let copy = bytes.with_bytes(|src| Scratch::copy_of(src.as_read())).ok_or_else(|| {
             to_js_error(
                 env,
                 MemoryError::UsmAllocation(format!("cannot allocate {} bytes of host memory", bytes.byte_length())),
@@ -62,12 +63,6 @@ impl HostSide {
         })?;
         Ok(HostSide::Bounce(Some(copy)))
     }
-}
-
-/// A host-to-host copy of equal lengths, over several threads when large.
-fn copy_host(dst: &mut [u8], src: &[u8]) {
-    let len = dst.len().min(src.len()) as u64;
-    crate::host::host_memcpy_parallel(dst.as_mut_ptr() as u64, src.as_ptr() as u64, len);
 }
 
 pub(crate) enum Operation {
@@ -97,7 +92,7 @@ fn bounce_into(memory: &UsmMemory, staging: &mut Option<Scratch>) -> Result<(), 
         Scratch::new(len)
             .ok_or_else(|| MemoryError::UsmAllocation(format!("cannot allocate {len} bytes of host memory")))?,
     );
-    memory.copy_to_host(scratch)
+    memory.copy_to_host(WriteBytes::of_slice(scratch))
 }
 
 impl<'task> ScopedTask<'task> for UsmTask {
@@ -107,13 +102,15 @@ impl<'task> ScopedTask<'task> for UsmTask {
     fn compute(&mut self) -> napi::Result<Self::Output> {
         Ok(match &mut self.operation {
             Operation::ToHost { memory, host: HostSide::Direct { bytes, .. } } => {
-                bytes.with_slice(|dst| memory.copy_to_host(dst))
+                bytes.with_bytes(|dst| memory.copy_to_host(dst))
             }
             Operation::ToHost { memory, host: HostSide::Bounce(staging) } => bounce_into(memory, staging),
             Operation::FromHost { memory, host: HostSide::Direct { bytes, .. } } => {
-                bytes.with_slice(|src| memory.copy_from_host(src))
+                bytes.with_bytes(|src| memory.copy_from_host(src.as_read()))
             }
-            Operation::FromHost { memory, host: HostSide::Bounce(Some(copy)) } => memory.copy_from_host(copy),
+            Operation::FromHost { memory, host: HostSide::Bounce(Some(copy)) } => {
+                memory.copy_from_host(ReadBytes::of_slice(copy))
+            }
             Operation::FromHost { host: HostSide::Bounce(None), .. } => Ok(()),
             Operation::FromDevice { memory, source } => memory.copy_from_device(source),
             Operation::Memset { memory, value } => memory.memset(*value),
@@ -138,7 +135,7 @@ impl<'task> ScopedTask<'task> for UsmTask {
                     )),
                 ));
             };
-            bytes.with_slice(|dst| copy_host(dst, staging));
+            bytes.with_bytes(|dst| crate::host::host_memcpy_parallel(dst, ReadBytes::of_slice(staging)));
         }
         ().into_unknown(env)
     }

@@ -9,6 +9,8 @@ use napi::bindgen_prelude::{BigInt, Unknown};
 use napi::JsValue;
 use napi::{sys, Env};
 
+use crate::runtime::WriteBytes;
+
 fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
     if status == sys::Status::napi_ok {
         Ok(())
@@ -177,15 +179,13 @@ impl HostBytes {
         Ok(!is_arraybuffer)
     }
 
-    /// Runs `f` over the bytes. `f` must not call into JS (which could detach or free
-    /// the buffer); the model's copies never do.
-    pub fn with_slice<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        if self.data.is_null() || self.len == 0 {
-            return f(&mut []);
-        }
+    /// Runs `f` over the bytes (a range, never a slice: a `SharedArrayBuffer` may be
+    /// written by another thread meanwhile). `f` must not call into JS (which could
+    /// detach or free the buffer); the model's copies never do.
+    pub fn with_bytes<R>(&self, f: impl FnOnce(WriteBytes<'_>) -> R) -> R {
         // SAFETY: Node-API reported `len` bytes at `data` for a buffer that the calling
         // JS frame keeps alive, and no JS runs (so nothing detaches it) until `f` returns.
-        f(unsafe { std::slice::from_raw_parts_mut(self.data, self.len) })
+        f(unsafe { WriteBytes::from_raw(self.data as u64, self.len as u64) })
     }
 }
 
@@ -291,14 +291,11 @@ impl TaskBytes {
         TaskBytes { data: bytes.data, len: bytes.len }
     }
 
-    pub fn with_slice<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        if self.data.is_null() || self.len == 0 {
-            return f(&mut []);
-        }
-        // SAFETY: see `unsafe impl Send`: the memory outlives the task, and no JS code
-        // touches it through the worker's slice (JS may read or write it meanwhile, as
-        // with any shared memory; the bytes are plain data).
-        f(unsafe { std::slice::from_raw_parts_mut(self.data, self.len) })
+    /// Runs `f` over the bytes (a range: JS may read or write them meanwhile, as with any
+    /// shared memory).
+    pub fn with_bytes<R>(&self, f: impl FnOnce(WriteBytes<'_>) -> R) -> R {
+        // SAFETY: see `unsafe impl Send`: the memory outlives the task.
+        f(unsafe { WriteBytes::from_raw(self.data as u64, self.len as u64) })
     }
 }
 

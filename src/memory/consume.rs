@@ -30,7 +30,10 @@ pub fn consume(registry: &Registry, raw: &RawInterface, syclobj: SyclObj, shown:
     let parsed = parse_interface(raw, |ptr| resolve(registry, syclobj, ptr, shown))?;
     let queue = parsed.queue;
     let owner = bind_view(&*queue.context(), parsed.base_ptr, parsed.ptr, parsed.nbytes)?;
-    Ok(UsmMemory::from_interface(parsed.ptr, parsed.nbytes, queue, owner, parsed.read_only))
+    // SAFETY: `parse_interface` and `bind_view` checked that the range is USM memory of
+    // the queue's context, inside `owner` when this process allocated it (the view holds
+    // it); foreign memory is kept alive by the interface's exporter, as dpctl trusts.
+    Ok(unsafe { UsmMemory::from_interface(parsed.ptr, parsed.nbytes, queue, owner, parsed.read_only) })
 }
 
 /// `syclobj` as a queue the pointer is valid in. A foreign pointer is an error here,

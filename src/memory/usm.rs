@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::error::{MemoryError, Result};
 use crate::memory::allocation::Allocation;
 use crate::runtime::UsmKind;
-use crate::runtime::{Address, Context, Queue};
+use crate::runtime::{Address, Context, Queue, ReadBytes, WriteBytes};
 
 /// Copies up to this size between host memory and host-accessible USM are done by the
 /// CPU directly: a runtime call costs several microseconds (40 us for 4 KiB on the SYCL
@@ -83,7 +83,13 @@ impl UsmMemory {
     /// Memory described by an interface. `owner` is the allocation under it when this
     /// process made that allocation (kept alive by the view), else `None` (the JS object
     /// that exposed the interface keeps it alive).
-    pub fn from_interface(
+    ///
+    /// # Safety
+    /// `address..address + nbytes` is USM memory of `queue`'s context that stays
+    /// allocated while the result (or a clone) lives: inside `owner` when there is one
+    /// (the view holds it), else memory whose exporter keeps it alive, as dpctl trusts an
+    /// interface's `syclobj` owner to.
+    pub unsafe fn from_interface(
         address: Address,
         nbytes: u64,
         queue: Arc<dyn Queue>,
@@ -95,14 +101,21 @@ impl UsmMemory {
         UsmMemory { address, nbytes, kind, cpu_access, queue, owner, read_only }
     }
 
-    /// A copy of `nbytes` between this memory and host memory: by the CPU where it can
-    /// reach the memory (see `CpuAccess`), else through the queue.
-    fn host_transfer(&self, dst: Address, src: Address, nbytes: u64) -> Result<()> {
-        if self.cpu_access.covers(nbytes) {
-            crate::host::host_memcpy_parallel(dst, src, nbytes);
+    /// The memory's bytes, for copies.
+    fn bytes(&self) -> WriteBytes<'_> {
+        // SAFETY: every constructor makes the range valid for as long as the object lives
+        // (an allocation it holds, or `from_interface`'s contract).
+        unsafe { WriteBytes::from_raw(self.address, self.nbytes) }
+    }
+
+    /// A copy between this memory and host memory: by the CPU where it can reach the
+    /// memory (see `CpuAccess`), else through the queue.
+    fn host_transfer(&self, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()> {
+        if self.cpu_access.covers(src.len()) {
+            crate::host::host_memcpy_parallel(dst, src);
             return Ok(());
         }
-        self.queue.memcpy(dst, src, nbytes)
+        self.queue.memcpy(dst, src)
     }
 
     pub fn address(&self) -> Address {
@@ -144,20 +157,20 @@ impl UsmMemory {
     }
 
     /// Copies all `nbytes` into the start of `dst`, which must be at least that long.
-    pub fn copy_to_host(&self, dst: &mut [u8]) -> Result<()> {
-        if (dst.len() as u64) < self.nbytes {
+    pub fn copy_to_host(&self, dst: WriteBytes<'_>) -> Result<()> {
+        if dst.len() < self.nbytes {
             return Err(MemoryError::DestinationTooSmall(format!(
                 "Destination object is too small to accommodate {} bytes (it has {})",
                 self.nbytes,
                 dst.len()
             )));
         }
-        self.host_transfer(dst.as_mut_ptr() as Address, self.address, self.nbytes)
+        self.host_transfer(dst, self.bytes().as_read())
     }
 
     /// Writes `src` at offset 0; a shorter source leaves the tail unchanged.
-    pub fn copy_from_host(&self, src: &[u8]) -> Result<()> {
-        let len = src.len() as u64;
+    pub fn copy_from_host(&self, src: ReadBytes<'_>) -> Result<()> {
+        let len = src.len();
         if len > self.nbytes {
             return Err(MemoryError::SourceTooLarge(format!(
                 "Source object is too large to be accommodated in {} bytes buffer (it has {len})",
@@ -168,7 +181,7 @@ impl UsmMemory {
         if len == 0 {
             return Ok(());
         }
-        self.host_transfer(self.address, src.as_ptr() as Address, len)
+        self.host_transfer(self.bytes(), src)
     }
 
     /// Copies all of `src` to offset 0 of this memory, through the host when the two
@@ -185,16 +198,15 @@ impl UsmMemory {
         if self.cpu_access.covers(src.nbytes) && src.cpu_access.covers(src.nbytes) {
             // Both sides are host memory (e.g. on a CPU device): no runtime call, and no
             // staging even across contexts.
-            crate::host::host_memcpy_parallel(self.address, src.address, src.nbytes);
+            crate::host::host_memcpy_parallel(self.bytes(), src.bytes().as_read());
             return Ok(());
         }
         let same_context = self.queue.context().same_context(src.queue.context().as_ref());
         // Overlapping ranges (a view copied into its own allocation) go through the host:
         // a runtime copy of overlapping ranges is undefined (memcpy, not memmove).
-        let overlap = self.address < src.address.saturating_add(src.nbytes)
-            && src.address < self.address.saturating_add(src.nbytes);
+        let overlap = src.bytes().as_read().overlaps(&self.bytes());
         if same_context && !overlap {
-            return self.queue.memcpy(self.address, src.address, src.nbytes);
+            return self.queue.memcpy(self.bytes(), src.bytes().as_read());
         }
         let len = usize::try_from(src.nbytes)
             .map_err(|_| MemoryError::UsmAllocation(format!("{} bytes do not fit host memory", src.nbytes)))?;
@@ -203,17 +215,17 @@ impl UsmMemory {
             .try_reserve_exact(len)
             .map_err(|_| MemoryError::UsmAllocation(format!("cannot allocate {len} bytes of host staging memory")))?;
         staging.resize(len, 0);
-        src.queue.memcpy(staging.as_mut_ptr() as Address, src.address, src.nbytes)?;
-        self.queue.memcpy(self.address, staging.as_ptr() as Address, src.nbytes)
+        src.queue.memcpy(WriteBytes::of_slice(&mut staging), src.bytes().as_read())?;
+        self.queue.memcpy(self.bytes(), ReadBytes::of_slice(&staging))
     }
 
     pub fn memset(&self, value: u8) -> Result<()> {
         self.check_writable()?;
         if self.cpu_access.covers(self.nbytes) && self.nbytes <= DIRECT_HOST_COPY_MAX {
-            crate::host::host_memset(self.address, value, self.nbytes);
+            crate::host::host_memset(self.bytes(), value);
             return Ok(());
         }
-        self.queue.memset(self.address, value, self.nbytes)
+        self.queue.memset(self.bytes(), value)
     }
 
     /// The memory of `source` as memory of `kind`, as the constructors

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{MemoryError, Result};
 use crate::runtime::UsmKind;
-use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Queue};
+use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Queue, ReadBytes, WriteBytes};
 
 pub struct FakeDevice {
     info: DeviceInfo,
@@ -149,7 +149,7 @@ impl Context for FakeContext {
     fn address_range(&self, _ptr: Address) -> Option<(Address, u64)> {
         None
     }
-    fn free(&self, ptr: Address) -> Result<()> {
+    unsafe fn free(&self, ptr: Address) -> Result<()> {
         let mut counts = self.counts();
         if counts.live.remove(&ptr).is_none() {
             counts.bad_frees += 1;
@@ -187,13 +187,38 @@ impl Queue for FakeQueue {
         counts.live.insert(address, nbytes);
         Ok(address)
     }
-    fn memcpy(&self, _dst: Address, _src: Address, _nbytes: u64) -> Result<()> {
-        Ok(())
+    fn memcpy(&self, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()> {
+        src.copy_len(&dst).map(|_| ())
     }
-    fn memset(&self, _dst: Address, _value: u8, _nbytes: u64) -> Result<()> {
+    fn memset(&self, _dst: WriteBytes<'_>, _value: u8) -> Result<()> {
         Ok(())
     }
     fn wait(&self) -> Result<()> {
         Ok(())
     }
+}
+
+/// The runtime calls by raw address, for the providers' own tests, which pass addresses
+/// they have just allocated (or deliberately bad ones, to see them refused).
+pub trait RawCalls {
+    fn memcpy_raw(&self, dst: Address, src: Address, nbytes: u64) -> Result<()>;
+    fn memset_raw(&self, dst: Address, value: u8, nbytes: u64) -> Result<()>;
+}
+
+impl<Q: Queue + ?Sized> RawCalls for Q {
+    fn memcpy_raw(&self, dst: Address, src: Address, nbytes: u64) -> Result<()> {
+        // SAFETY: test code; see the trait's documentation.
+        let (dst, src) = unsafe { (WriteBytes::from_raw(dst, nbytes), ReadBytes::from_raw(src, nbytes)) };
+        self.memcpy(dst, src)
+    }
+    fn memset_raw(&self, dst: Address, value: u8, nbytes: u64) -> Result<()> {
+        // SAFETY: test code; see the trait's documentation.
+        self.memset(unsafe { WriteBytes::from_raw(dst, nbytes) }, value)
+    }
+}
+
+/// `Context::free` for the providers' tests (see [`RawCalls`]).
+pub fn free_raw(context: &(impl Context + ?Sized), ptr: Address) -> Result<()> {
+    // SAFETY: test code; see [`RawCalls`].
+    unsafe { context.free(ptr) }
 }

@@ -12,10 +12,12 @@ use std::sync::Arc;
 
 use crate::error::Result;
 
+mod bytes;
 #[cfg(test)]
 pub(crate) mod fake;
 pub(crate) mod kind;
 
+pub(crate) use bytes::{ReadBytes, WriteBytes};
 pub(crate) use kind::UsmKind;
 
 pub type Address = u64;
@@ -88,7 +90,11 @@ pub trait Context: Send + Sync + Any {
     /// (CUDA: `cuMemGetAddressRange`). `None` when it cannot.
     fn address_range(&self, ptr: Address) -> Option<(Address, u64)>;
     /// Frees memory this context allocated.
-    fn free(&self, ptr: Address) -> Result<()>;
+    ///
+    /// # Safety
+    /// `ptr` is an allocation of this context (from `Queue::allocate`) that nothing will
+    /// read or write again, freed once.
+    unsafe fn free(&self, ptr: Address) -> Result<()>;
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -99,11 +105,12 @@ pub trait Queue: Send + Sync + Any {
     /// runtime's default; otherwise a power of two. Refuses what cannot be given safely
     /// (CUDA: managed memory beyond the device's free memory).
     fn allocate(&self, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Address>;
-    /// Copies `nbytes` from `src` to `dst`; either may be USM memory of this queue's
-    /// context or plain host memory. Returns when the copy is complete.
-    fn memcpy(&self, dst: Address, src: Address, nbytes: u64) -> Result<()>;
-    /// Fills `nbytes` at `dst` with `value`. Returns when done.
-    fn memset(&self, dst: Address, value: u8, nbytes: u64) -> Result<()>;
+    /// Copies all of `src` into the start of `dst` (an error if `dst` is shorter); either
+    /// may be USM memory of this queue's context or plain host memory. Returns when the
+    /// copy is complete.
+    fn memcpy(&self, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()>;
+    /// Fills `dst` with `value`. Returns when done.
+    fn memset(&self, dst: WriteBytes<'_>, value: u8) -> Result<()>;
     fn wait(&self) -> Result<()>;
 }
 

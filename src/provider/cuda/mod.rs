@@ -43,7 +43,7 @@ use self::logic::{
 use self::staging::{Direction, Stager, StagingConfig};
 use crate::error::{MemoryError, Result};
 use crate::runtime::UsmKind;
-use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue};
+use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue, ReadBytes, WriteBytes};
 use crate::sync::lock;
 
 static PROVIDER: OnceLock<Result<Arc<CudaProvider>>> = OnceLock::new();
@@ -264,7 +264,10 @@ impl CudaContext {
 
     /// A copy between pageable host memory and device memory of this context, through
     /// the pinned staging buffers (made on first use, given back by `trim_staging`).
-    fn staged_copy(&self, direction: Direction, host: u64, device: Address, nbytes: usize) -> Result<()> {
+    ///
+    /// # Safety
+    /// As [`Stager::copy`]: both ranges are valid for `nbytes` for the whole call.
+    unsafe fn staged_copy(&self, direction: Direction, host: u64, device: Address, nbytes: usize) -> Result<()> {
         let mut stager = lock(&self.stager);
         if stager.is_none() {
             let current = self.current()?;
@@ -272,7 +275,8 @@ impl CudaContext {
             lock(&STAGED).push(self.me.clone());
         }
         match stager.as_ref() {
-            Some(stager) => stager.copy(direction, host as usize, device, nbytes),
+            // SAFETY: this function's contract is the stager's.
+            Some(stager) => unsafe { stager.copy(direction, host as usize, device, nbytes) },
             None => Err(MemoryError::CudaDriver("staging buffers unavailable".into())),
         }
     }
@@ -449,15 +453,15 @@ impl Context for CudaContext {
         self.driver_address_range(ptr)
     }
 
-    fn free(&self, ptr: Address) -> Result<()> {
+    unsafe fn free(&self, ptr: Address) -> Result<()> {
         let Some(a) = lock(&self.allocations).remove(&ptr) else {
             return Err(MemoryError::ForeignPointer(format!(
                 "0x{ptr:x} was not allocated by this CUDA context, or was already freed"
             )));
         };
         let current = self.current()?;
-        // SAFETY: `a` was just taken out of the table, so it is given back once; the model
-        // frees only memory no copy is using.
+        // SAFETY: `a` was just taken out of the table, so it is given back once; nothing
+        // uses it any more (the caller's contract).
         unsafe { self.raw_free(&current, a.kind, a.raw) }
     }
 
@@ -516,7 +520,9 @@ impl Queue for CudaQueue {
         self.context.allocate(kind, nbytes, alignment)
     }
 
-    fn memcpy(&self, dst: Address, src: Address, nbytes: u64) -> Result<()> {
+    fn memcpy(&self, dst_bytes: WriteBytes<'_>, src_bytes: ReadBytes<'_>) -> Result<()> {
+        let nbytes = src_bytes.copy_len(&dst_bytes)?;
+        let (dst, src) = (dst_bytes.address(), src_bytes.address());
         if nbytes == 0 {
             return Ok(());
         }
@@ -524,12 +530,14 @@ impl Queue for CudaQueue {
             .map_err(|_| MemoryError::CudaDriver(format!("cannot copy {nbytes} bytes on this platform")))?;
         if StagingConfig::get().applies(nbytes) {
             if let Some((direction, host, device)) = self.context.staging_direction(dst, src) {
-                return self.context.staged_copy(direction, host, device, size);
+                // SAFETY: both sides are the ranges this call was given, valid for
+                // `nbytes` (their types' contract).
+                return unsafe { self.context.staged_copy(direction, host, device, size) };
             }
         }
         let current = self.context.current()?;
-        // SAFETY: the caller guarantees both ranges are valid for `nbytes` (USM memory of
-        // this context or live host memory) and stay so until we have synchronised below.
+        // SAFETY: both ranges are valid for `nbytes` (USM memory of this context or live
+        // host memory: their types' contract) for this call, which synchronises below.
         unsafe { current.memcpy_async(dst, src, size, &self.stream) }.map_err(|e| {
             MemoryError::CudaDriver(format!(
                 "cuMemcpyAsync of {nbytes} bytes from 0x{src:x} to 0x{dst:x} failed: {}",
@@ -539,15 +547,16 @@ impl Queue for CudaQueue {
         Ok(current.synchronize(&self.stream)?)
     }
 
-    fn memset(&self, dst: Address, value: u8, nbytes: u64) -> Result<()> {
+    fn memset(&self, dst_bytes: WriteBytes<'_>, value: u8) -> Result<()> {
+        let (dst, nbytes) = (dst_bytes.address(), dst_bytes.len());
         if nbytes == 0 {
             return Ok(());
         }
         let size = usize::try_from(nbytes)
             .map_err(|_| MemoryError::CudaDriver(format!("cannot fill {nbytes} bytes on this platform")))?;
         let current = self.context.current()?;
-        // SAFETY: the caller guarantees `dst..dst+nbytes` is device-accessible memory of
-        // this context; the fill is complete when the synchronisation below returns.
+        // SAFETY: `dst..dst+nbytes` is valid for writes (its type's contract) and the fill
+        // is complete when the synchronisation below returns.
         unsafe { current.memset_d8_async(dst, value, size, &self.stream) }.map_err(|e| {
             MemoryError::CudaDriver(format!(
                 "cuMemsetD8Async of {nbytes} bytes at 0x{dst:x} failed: {}",

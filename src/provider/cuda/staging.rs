@@ -108,9 +108,12 @@ impl Stager {
 
     /// Copies `nbytes` between pageable `host` and `device` memory of this context, one
     /// lane on this thread and the others on the persistent copy workers. The caller
-    /// guarantees both ranges are valid for the whole call, and holds the context's
-    /// staging lock (the buffers serve one copy at a time).
-    pub(super) fn copy(
+    /// holds the context's staging lock (the buffers serve one copy at a time).
+    ///
+    /// # Safety
+    /// `host..host + nbytes` (host memory) and `device..device + nbytes` (device memory of
+    /// this context) are valid, for writes on the destination side, for the whole call.
+    pub(super) unsafe fn copy(
         self: &Arc<Self>,
         direction: Direction,
         host: usize,

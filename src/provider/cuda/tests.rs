@@ -5,6 +5,7 @@
 //! CUDA device is found.
 
 use super::*;
+use crate::runtime::fake::{free_raw, RawCalls};
 
 const MIB: usize = 1 << 20;
 
@@ -119,9 +120,9 @@ fn gpu_alloc_each_kind_reports_its_kind() {
         assert_eq!(cuda_ctx(&ctx).driver_pointer_kind(p + 100), kind, "{kind:?} driver view, interior");
         assert!(ctx.pointer_device(p).unwrap().same_device(dev.as_ref()));
         assert!(q.context().same_context(ctx.as_ref()) && q.device().same_device(dev.as_ref()));
-        ctx.free(p).unwrap();
+        free_raw(&*ctx, p).unwrap();
         // A second free is an error, never a double free in the driver.
-        assert!(matches!(ctx.free(p), Err(MemoryError::ForeignPointer(_))));
+        assert!(matches!(free_raw(&*ctx, p), Err(MemoryError::ForeignPointer(_))));
     }
 }
 
@@ -145,7 +146,7 @@ fn gpu_unknown_addresses_are_unknown() {
         assert_eq!(ctx.pointer_kind(a), UsmKind::Unknown, "0x{a:x}");
         assert_eq!(ctx.address_range(a), None, "0x{a:x}");
         assert!(matches!(ctx.pointer_device(a), Err(MemoryError::ForeignPointer(_))), "0x{a:x}");
-        assert!(ctx.free(a).is_err(), "0x{a:x}");
+        assert!(free_raw(&*ctx, a).is_err(), "0x{a:x}");
     }
 }
 
@@ -156,25 +157,25 @@ fn gpu_memcpy_round_trip_1mib() {
     let src = pattern(MIB);
     for kind in KINDS {
         let p = q.allocate(kind, MIB as u64, 0).unwrap();
-        q.memcpy(p, src.as_ptr() as u64, MIB as u64).unwrap();
+        q.memcpy_raw(p, src.as_ptr() as u64, MIB as u64).unwrap();
         let mut back = vec![0u8; MIB];
-        q.memcpy(back.as_mut_ptr() as u64, p, MIB as u64).unwrap();
+        q.memcpy_raw(back.as_mut_ptr() as u64, p, MIB as u64).unwrap();
         assert!(back == src, "{kind:?}: host -> USM -> host changed the bytes");
         // USM -> USM of every kind.
         for kind2 in KINDS {
             let p2 = q.allocate(kind2, MIB as u64, 0).unwrap();
-            q.memcpy(p2, p, MIB as u64).unwrap();
+            q.memcpy_raw(p2, p, MIB as u64).unwrap();
             let mut back2 = vec![0u8; MIB];
-            q.memcpy(back2.as_mut_ptr() as u64, p2, MIB as u64).unwrap();
+            q.memcpy_raw(back2.as_mut_ptr() as u64, p2, MIB as u64).unwrap();
             assert!(back2 == src, "{kind:?} -> {kind2:?}");
-            q.context().free(p2).unwrap();
+            free_raw(&*q.context(), p2).unwrap();
         }
         if kind.host_accessible() {
             assert!(read_host(p, MIB) == src, "{kind:?}: direct host read");
         }
-        q.context().free(p).unwrap();
+        free_raw(&*q.context(), p).unwrap();
     }
-    q.memcpy(0, 0, 0).unwrap(); // zero bytes: nothing to do
+    q.memcpy_raw(0, 0, 0).unwrap(); // zero bytes: nothing to do
     q.wait().unwrap();
 }
 
@@ -184,17 +185,17 @@ fn gpu_memset_fills() {
     let (_dev, ctx, q) = setup();
     for kind in KINDS {
         let p = q.allocate(kind, MIB as u64, 0).unwrap();
-        q.memset(p, 0xA5, MIB as u64).unwrap();
-        q.memset(p + 1000, 0x3C, 24).unwrap();
+        q.memset_raw(p, 0xA5, MIB as u64).unwrap();
+        q.memset_raw(p + 1000, 0x3C, 24).unwrap();
         let mut back = vec![0u8; MIB];
-        q.memcpy(back.as_mut_ptr() as u64, p, MIB as u64).unwrap();
+        q.memcpy_raw(back.as_mut_ptr() as u64, p, MIB as u64).unwrap();
         let want = |i: usize| if (1000..1024).contains(&i) { 0x3C } else { 0xA5 };
         assert!(back.iter().enumerate().all(|(i, &b)| b == want(i)), "{kind:?}");
         if kind.host_accessible() {
             let direct = read_host(p, MIB);
             assert!(direct.iter().enumerate().all(|(i, &b)| b == want(i)), "{kind:?} direct");
         }
-        ctx.free(p).unwrap();
+        free_raw(&*ctx, p).unwrap();
     }
 }
 
@@ -208,12 +209,12 @@ fn gpu_host_writes_are_seen_by_the_device() {
         // SAFETY: `p` is a live host-accessible allocation of 4096 bytes; no copy is in flight.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p as *mut u8, 4096) };
         let d = q.allocate(UsmKind::Device, 4096, 0).unwrap();
-        q.memcpy(d, p, 4096).unwrap();
+        q.memcpy_raw(d, p, 4096).unwrap();
         let mut back = vec![0u8; 4096];
-        q.memcpy(back.as_mut_ptr() as u64, d, 4096).unwrap();
+        q.memcpy_raw(back.as_mut_ptr() as u64, d, 4096).unwrap();
         assert_eq!(back, src, "{kind:?}");
-        ctx.free(d).unwrap();
-        ctx.free(p).unwrap();
+        free_raw(&*ctx, d).unwrap();
+        free_raw(&*ctx, p).unwrap();
     }
 }
 
@@ -233,7 +234,7 @@ fn gpu_address_range_of_interior_pointer() {
             assert_ne!(kind, UsmKind::Device, "cuMemGetAddressRange must know device memory");
             eprintln!("cuMemGetAddressRange does not answer for {kind:?} memory");
         }
-        ctx.free(p).unwrap();
+        free_raw(&*ctx, p).unwrap();
     }
 }
 
@@ -256,7 +257,7 @@ fn gpu_managed_refused_beyond_free_memory() {
     assert!(matches!(e, MemoryError::UsmAllocation(ref m) if m.starts_with("refusing")), "{e:?}");
     // A small request is admitted.
     let p = q.allocate(UsmKind::Shared, 1 << 16, 0).unwrap();
-    ctx.free(p).unwrap();
+    free_raw(&*ctx, p).unwrap();
 }
 
 #[test]
@@ -282,11 +283,11 @@ fn gpu_alignment_honoured() {
             assert_eq!(ctx.pointer_kind(p), kind);
             assert_eq!(ctx.address_range(p + 5), Some((p, 10_000)));
             // All 10,000 bytes behind the aligned pointer are usable.
-            q.memcpy(p, src.as_ptr() as u64, 10_000).unwrap();
+            q.memcpy_raw(p, src.as_ptr() as u64, 10_000).unwrap();
             let mut back = vec![0u8; 10_000];
-            q.memcpy(back.as_mut_ptr() as u64, p, 10_000).unwrap();
+            q.memcpy_raw(back.as_mut_ptr() as u64, p, 10_000).unwrap();
             assert_eq!(back, src);
-            ctx.free(p).unwrap();
+            free_raw(&*ctx, p).unwrap();
         }
         for bad in [3u64, 100, 4097] {
             let e = q.allocate(kind, 16, bad).unwrap_err();
@@ -313,15 +314,15 @@ fn gpu_cross_context_pointers_are_unknown() {
         assert_eq!(other.pointer_kind(mine), UsmKind::Unknown, "{kind:?} of primary, asked in the created context");
         assert_eq!(primary.address_range(theirs), None);
         assert!(primary.pointer_device(theirs).is_err());
-        assert!(primary.free(theirs).is_err());
+        assert!(free_raw(&*primary, theirs).is_err());
         // A copy on the created context's stream to and from host memory works.
         let src = pattern(4096);
-        oq.memcpy(theirs, src.as_ptr() as u64, 4096).unwrap();
+        oq.memcpy_raw(theirs, src.as_ptr() as u64, 4096).unwrap();
         let mut back = vec![0u8; 4096];
-        oq.memcpy(back.as_mut_ptr() as u64, theirs, 4096).unwrap();
+        oq.memcpy_raw(back.as_mut_ptr() as u64, theirs, 4096).unwrap();
         assert_eq!(back, src);
-        other.free(theirs).unwrap();
-        primary.free(mine).unwrap();
+        free_raw(&*other, theirs).unwrap();
+        free_raw(&*primary, mine).unwrap();
     }
     assert_eq!(cuda_ctx(&other).live_allocations(), 0);
 }
@@ -368,11 +369,11 @@ fn gpu_calls_from_many_threads() {
                     let kind = KINDS[(i + round) % 3];
                     let p = q.allocate(kind, MIB as u64, 0).unwrap();
                     assert_eq!(ctx.pointer_kind(p), kind);
-                    q.memcpy(p, src.as_ptr() as u64, MIB as u64).unwrap();
+                    q.memcpy_raw(p, src.as_ptr() as u64, MIB as u64).unwrap();
                     let mut back = vec![0u8; MIB];
-                    q.memcpy(back.as_mut_ptr() as u64, p, MIB as u64).unwrap();
+                    q.memcpy_raw(back.as_mut_ptr() as u64, p, MIB as u64).unwrap();
                     assert!(back == *src);
-                    ctx.free(p).unwrap();
+                    free_raw(&*ctx, p).unwrap();
                 }
             })
         })
@@ -384,8 +385,8 @@ fn gpu_calls_from_many_threads() {
     let q2 = ctx.create_queue(&q.device()).unwrap();
     std::thread::spawn(move || {
         let p = q2.allocate(UsmKind::Device, 64, 0).unwrap();
-        q2.memset(p, 1, 64).unwrap();
-        q2.context().free(p).unwrap();
+        q2.memset_raw(p, 1, 64).unwrap();
+        free_raw(&*q2.context(), p).unwrap();
         drop(q2);
     })
     .join()

@@ -14,15 +14,17 @@
 //! Neither library is ever unloaded: the loaded [`Shim`] lives in a process-wide static,
 //! and unloading libsycl while SYCL objects exist would crash.
 //!
-//! Memory safety of the address-taking calls (`memcpy`, `memset`, `free`) rests on their
-//! callers: the provider traits are address-based by design and the model layer validates
-//! every address against the allocations it owns before calling them.
+//! Memory safety of the calls that touch memory: `memcpy` and `memset` take the range
+//! types of `crate::runtime` (valid by construction); `free` is an `unsafe fn` whose
+//! caller vouches that the address is a live allocation of the context.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString, OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::ptr::{self, NonNull};
 use std::sync::OnceLock;
+
+use crate::runtime::{ReadBytes, WriteBytes};
 
 use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_LOCAL, RTLD_NOW};
 
@@ -571,11 +573,13 @@ impl ContextHandle {
         Ok(DeviceHandle { raw: non_null(out, "device")?, shim: self.shim })
     }
 
-    /// Frees USM memory of this context. The caller vouches that `addr` is a live
-    /// allocation of this context (see the module documentation).
-    pub fn free(&self, addr: u64) -> ShimResult<()> {
+    /// Frees USM memory of this context.
+    ///
+    /// # Safety
+    /// `addr` is a live allocation of this context that nothing uses any more.
+    pub unsafe fn free(&self, addr: u64) -> ShimResult<()> {
         let p = address(addr)? as *mut c_void;
-        // SAFETY: a live context handle; the address contract is the caller's (module doc).
+        // SAFETY: a live context handle; the address is the caller's (this fn's contract).
         self.shim.check(unsafe { (self.shim.free)(self.raw.as_ptr(), p) })
     }
 }
@@ -592,17 +596,21 @@ impl QueueHandle {
         Ok(out as usize as u64)
     }
 
-    /// Copies `nbytes` from `src` to `dst` and waits. The caller vouches for both ranges.
-    pub fn memcpy(&self, dst: u64, src: u64, nbytes: u64) -> ShimResult<()> {
-        let (d, s, n) = (address(dst)? as *mut c_void, address(src)? as *const c_void, size(nbytes, "size")?);
-        // SAFETY: a live queue handle; the address contract is the caller's (module doc).
+    /// Copies all of `src` to the start of `dst` (`nbytes`, at most `dst`'s length) and waits.
+    pub fn memcpy(&self, dst: WriteBytes<'_>, src: ReadBytes<'_>, nbytes: u64) -> ShimResult<()> {
+        let nbytes = nbytes.min(dst.len()).min(src.len());
+        let (d, s) = (address(dst.address())? as *mut c_void, address(src.address())? as *const c_void);
+        let n = size(nbytes, "size")?;
+        // SAFETY: a live queue handle; both ranges are valid for `n` bytes (their types'
+        // contract).
         self.shim.check(unsafe { (self.shim.memcpy)(self.raw.as_ptr(), d, s, n) })
     }
 
-    /// Fills `nbytes` at `dst` with `value` and waits. The caller vouches for the range.
-    pub fn memset(&self, dst: u64, value: u8, nbytes: u64) -> ShimResult<()> {
-        let (d, n) = (address(dst)? as *mut c_void, size(nbytes, "size")?);
-        // SAFETY: a live queue handle; the address contract is the caller's (module doc).
+    /// Fills `dst` with `value` and waits.
+    pub fn memset(&self, dst: WriteBytes<'_>, value: u8) -> ShimResult<()> {
+        let (d, n) = (address(dst.address())? as *mut c_void, size(dst.len(), "size")?);
+        // SAFETY: a live queue handle; `dst` is valid for writes of `n` bytes (its type's
+        // contract).
         self.shim.check(unsafe { (self.shim.memset)(self.raw.as_ptr(), d, c_int::from(value), n) })
     }
 

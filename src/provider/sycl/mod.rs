@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use crate::error::{MemoryError, Result};
 use crate::runtime::UsmKind;
-use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue};
+use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue, ReadBytes, WriteBytes};
 
 mod ffi;
 pub mod locate;
@@ -230,8 +230,9 @@ impl Context for SyclContext {
         None // SYCL has no query for an allocation's extent
     }
 
-    fn free(&self, ptr: Address) -> Result<()> {
-        self.handle.free(ptr).map_err(|e| runtime_error(&format!("freeing USM pointer 0x{ptr:x}"), e))
+    unsafe fn free(&self, ptr: Address) -> Result<()> {
+        // SAFETY: the caller's contract (`Context::free`) is the shim's.
+        unsafe { self.handle.free(ptr) }.map_err(|e| runtime_error(&format!("freeing USM pointer 0x{ptr:x}"), e))
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -295,7 +296,8 @@ impl Queue for SyclQueue {
         // Some runtimes (the OpenCL CPU one) accept an alignment they cannot give and
         // return a pointer aligned to less: refuse it rather than hand it out.
         if alignment != 0 && address % alignment != 0 {
-            let freed = match self.context.handle.free(address) {
+            // SAFETY: allocated just above and never handed out.
+            let freed = match unsafe { self.context.handle.free(address) } {
                 Ok(()) => String::new(),
                 Err(e) => format!(" (and freeing it failed: {e})"),
             };
@@ -308,14 +310,15 @@ impl Queue for SyclQueue {
         Ok(address)
     }
 
-    fn memcpy(&self, dst: Address, src: Address, nbytes: u64) -> Result<()> {
+    fn memcpy(&self, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()> {
+        let nbytes = src.copy_len(&dst)?;
         let _one_at_a_time = self.cpu_device_guard();
         self.handle.memcpy(dst, src, nbytes).map_err(|e| runtime_error("SYCL memcpy failed", e))
     }
 
-    fn memset(&self, dst: Address, value: u8, nbytes: u64) -> Result<()> {
+    fn memset(&self, dst: WriteBytes<'_>, value: u8) -> Result<()> {
         let _one_at_a_time = self.cpu_device_guard();
-        self.handle.memset(dst, value, nbytes).map_err(|e| runtime_error("SYCL memset failed", e))
+        self.handle.memset(dst, value).map_err(|e| runtime_error("SYCL memset failed", e))
     }
 
     fn wait(&self) -> Result<()> {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::runtime::fake::{free_raw, RawCalls};
 
 /// The provider and the OpenCL CPU device, or `None` (with a message) when this machine
 /// has no SYCL runtime at all. A runtime that is present but fails to load fails the test.
@@ -37,7 +38,7 @@ fn default_queue(device: &Arc<dyn Device>) -> Arc<dyn Queue> {
 
 fn read_back(queue: &Arc<dyn Queue>, src: Address, n: usize) -> Vec<u8> {
     let mut out = vec![0u8; n];
-    queue.memcpy(out.as_mut_ptr() as u64, src, n as u64).unwrap();
+    queue.memcpy_raw(out.as_mut_ptr() as u64, src, n as u64).unwrap();
     out
 }
 
@@ -95,13 +96,13 @@ fn allocates_each_kind_and_knows_its_pointers() {
             assert!(owner.same_device(device.as_ref()));
             assert!(Arc::ptr_eq(&owner, &device), "pointer_device maps to the enumerated device");
             assert_eq!(context.address_range(p), None);
-            context.free(p).unwrap();
+            free_raw(&*context, p).unwrap();
         }
     }
     assert!(matches!(queue.allocate(UsmKind::Unknown, 16, 0), Err(MemoryError::UsmAllocation(_))));
     assert!(matches!(queue.allocate(UsmKind::Device, 16, 3), Err(MemoryError::InvalidAlignment(_))));
     // Freeing NULL is a no-op, as sycl::free(nullptr) is.
-    context.free(0).unwrap();
+    free_raw(&*context, 0).unwrap();
 }
 
 #[test]
@@ -117,7 +118,7 @@ fn an_impossible_allocation_is_an_error_not_a_crash() {
             }
             Err(other) => panic!("{kind:?}: expected UsmAllocation, got {other:?}"),
             Ok(p) => {
-                queue.context().free(p).unwrap();
+                free_raw(&*queue.context(), p).unwrap();
                 panic!("{kind:?}: the runtime gave {too_big} bytes");
             }
         }
@@ -138,7 +139,7 @@ fn an_alignment_the_runtime_cannot_give_is_refused_not_ignored() {
             Err(other) => panic!("{kind:?}: expected UsmAllocation, got {other:?}"),
             Ok(p) => {
                 // A runtime that honours the alignment is fine too; a misaligned pointer is not.
-                queue.context().free(p).unwrap();
+                free_raw(&*queue.context(), p).unwrap();
                 assert_eq!(p % alignment, 0, "{kind:?}: 0x{p:x} is not aligned to {alignment}");
             }
         }
@@ -154,16 +155,16 @@ fn memcpy_round_trips_through_every_kind() {
     let data: Vec<u8> = (0..n).map(|i| (i * 31 % 251) as u8).collect();
     let ptrs: Vec<Address> = KINDS.iter().map(|&k| queue.allocate(k, n as u64, 0).unwrap()).collect();
     // host -> device -> shared -> host(USM) -> host
-    queue.memcpy(ptrs[0], data.as_ptr() as u64, n as u64).unwrap();
-    queue.memcpy(ptrs[1], ptrs[0], n as u64).unwrap();
-    queue.memcpy(ptrs[2], ptrs[1], n as u64).unwrap();
+    queue.memcpy_raw(ptrs[0], data.as_ptr() as u64, n as u64).unwrap();
+    queue.memcpy_raw(ptrs[1], ptrs[0], n as u64).unwrap();
+    queue.memcpy_raw(ptrs[2], ptrs[1], n as u64).unwrap();
     assert_eq!(read_back(&queue, ptrs[2], n), data);
     assert_eq!(read_back(&queue, ptrs[0], n), data);
     // Zero bytes is a no-op.
-    queue.memcpy(ptrs[0], data.as_ptr() as u64, 0).unwrap();
+    queue.memcpy_raw(ptrs[0], data.as_ptr() as u64, 0).unwrap();
     queue.wait().unwrap();
     for p in ptrs {
-        context.free(p).unwrap();
+        free_raw(&*context, p).unwrap();
     }
 }
 
@@ -174,13 +175,13 @@ fn memset_fills_device_memory() {
     let n = 4096usize;
     for kind in KINDS {
         let p = queue.allocate(kind, n as u64, 0).unwrap();
-        queue.memset(p, 0xAB, n as u64).unwrap();
-        queue.memset(p + 10, 0x01, 5).unwrap();
+        queue.memset_raw(p, 0xAB, n as u64).unwrap();
+        queue.memset_raw(p + 10, 0x01, 5).unwrap();
         let got = read_back(&queue, p, n);
         let mut want = vec![0xABu8; n];
         want[10..15].fill(0x01);
         assert_eq!(got, want, "{kind:?}");
-        queue.context().free(p).unwrap();
+        free_raw(&*queue.context(), p).unwrap();
     }
 }
 
@@ -244,7 +245,7 @@ fn contexts_default_shared_and_created_distinct() {
         eprintln!("{kind:?} pointer of a created context, seen by the default context: {seen_by_default:?}");
         assert_eq!(seen_by_default, UsmKind::Unknown, "{kind:?}");
         assert!(matches!(default_a.pointer_device(p), Err(MemoryError::ForeignPointer(_))));
-        own.free(p).unwrap();
+        free_raw(&*own, p).unwrap();
     }
 }
 
@@ -259,9 +260,9 @@ fn handles_are_usable_from_many_threads() {
                 for round in 0..20u8 {
                     let p = queue.allocate(UsmKind::Device, 1024, 0).unwrap();
                     let fill = t.wrapping_mul(31).wrapping_add(round);
-                    queue.memset(p, fill, 1024).unwrap();
+                    queue.memset_raw(p, fill, 1024).unwrap();
                     assert!(read_back(&queue, p, 1024).iter().all(|&b| b == fill));
-                    queue.context().free(p).unwrap();
+                    free_raw(&*queue.context(), p).unwrap();
                 }
             })
         })
