@@ -1,6 +1,9 @@
-//! The one error type of the crate. Every failure, from argument checks to the SYCL and
-//! CUDA runtimes, is a `MemoryError`; `src/js/errors.rs` hands it to the JS layer with a
-//! stable `code` in one place.
+//! The one error type of the crate and the one table of error codes. Every failure, from
+//! argument checks to the SYCL and CUDA runtimes, is a `MemoryError`; `error_table!`
+//! below declares, once, each code with its JS class and each variant with its fields,
+//! its message and its code. The binding exports the code table (`ERROR_CODES`) and the
+//! JS layer builds `ErrorCode` from it; `__test__/docs.spec.mjs` checks `index.d.ts` and
+//! the README against that export.
 
 /// Which JS error class a failure surfaces as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,99 +16,303 @@ pub enum ErrorClass {
     DeviceCreation,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[allow(
-    dead_code,
-    reason = "some variants are raised by the JS layer only; they are listed for the one table of codes"
-)]
-pub enum MemoryError {
-    /// An argument of the wrong JS type.
-    #[error("{0}")]
-    InvalidArgType(String),
-    /// A size (nbytes) that is not a positive safe integer.
-    #[error("{0}")]
-    InvalidSize(String),
-    /// An alignment that is not a non-negative integer.
-    #[error("{0}")]
-    InvalidAlignment(String),
-    /// A memset value outside 0..=255.
-    #[error("{0}")]
-    InvalidFillValue(String),
-    /// The runtime could not give the memory asked for.
-    #[error("{0}")]
-    UsmAllocation(String),
-    /// A method was called after `free()`.
-    #[error("{0}")]
-    Freed(String),
-    /// The object neither is a memory object nor exposes `__sycl_usm_array_interface__`.
-    #[error("{0}")]
-    NotUsm(String),
-    /// A malformed `__sycl_usm_array_interface__`; `field` names the field at fault.
-    #[error("{message}")]
-    InterfaceMalformed { field: InterfaceField, message: String, range: bool },
-    /// The interface's pointer is not a USM pointer of the context it names.
-    #[error("{0}")]
-    ForeignPointer(String),
-    /// The byte range an interface describes leaves the allocation under it.
-    #[error("{0}")]
-    OutOfBounds(String),
-    /// Zero-copy asked for memory of another USM kind.
-    #[error("{0}")]
-    KindMismatch(String),
-    /// The USM kind of a pointer could not be determined.
-    #[error("{0}")]
-    UnknownUsmType(String),
-    /// A host destination shorter than the memory.
-    #[error("{0}")]
-    DestinationTooSmall(String),
-    /// A source longer than the memory.
-    #[error("{0}")]
-    SourceTooLarge(String),
-    /// `buffer` of device memory, which the host cannot reach.
-    #[error("{0}")]
-    NotHostAccessible(String),
-    /// A write into memory made from a read-only interface.
-    #[error("{0}")]
-    ReadOnly(String),
-    /// `syclobj` of the wrong kind for `getUsmType`.
-    #[error("{0}")]
-    InvalidSyclObj(String),
-    /// A filter string that cannot be parsed.
-    #[error("{0}")]
-    InvalidFilter(String),
-    /// No device matches (SyclDeviceCreationError).
-    #[error("{0}")]
-    DeviceNotFound(String),
-    /// A queue could not be made (SyclQueueCreationError), e.g. no runtime at all.
-    #[error("{0}")]
-    QueueCreation(String),
-    /// A call into the SYCL runtime failed.
-    #[error("{0}")]
-    SyclRuntime(String),
-    /// A call into the CUDA driver failed.
-    #[error("{0}")]
-    CudaDriver(String),
-    /// The JS engine refuses external ArrayBuffers (Electron's V8 sandbox).
-    #[error("{0}")]
-    ExternalBuffersUnsupported(String),
-    /// The object was re-entered from JS in the middle of one of its own calls.
-    #[error("{0}")]
-    Busy(String),
-    /// Host memory larger than a JS `ArrayBuffer` or TypedArray may be.
-    #[error("{0}")]
-    HostBufferTooLarge(String),
-    /// A class constructor called without `new`, or one that cannot be called at all.
-    #[error("{0}")]
-    ConstructCallRequired(String),
-    /// A method called on an object that is not an instance of its class.
-    #[error("{0}")]
-    InvalidThis(String),
-    /// A memory, device, context or queue object given to structured clone.
-    #[error("{0}")]
-    NotCloneable(String),
-    /// A failure of Node-API itself, or a call that broke the binding's contract.
-    #[error("{0}")]
-    Internal(String),
+impl ErrorClass {
+    /// The name of the JS class (`lib/errors.js` makes it).
+    pub fn js_name(self) -> &'static str {
+        match self {
+            ErrorClass::Error => "Error",
+            ErrorClass::TypeError => "TypeError",
+            ErrorClass::RangeError => "RangeError",
+            ErrorClass::UsmAllocation => "USMAllocationError",
+            ErrorClass::QueueCreation => "SyclQueueCreationError",
+            ErrorClass::DeviceCreation => "SyclDeviceCreationError",
+        }
+    }
+}
+
+/// Declares the codes (`ErrorCode`: name, `ERR_` text, JS classes; the first class is the
+/// one every variant of the code is thrown as) and the variants of `MemoryError` (fields,
+/// message, code). `InterfaceMalformed` is declared here too: its code is its field's and
+/// its class says whether the value had the wrong type or was out of range.
+macro_rules! error_table {
+    (
+        codes {
+            $( $(#[doc = $code_doc:literal])* $code:ident = $text:literal as $class:ident $(| $also:ident)*, )*
+        }
+        variants {
+            $(
+                $(#[doc = $doc:literal])*
+                #[error($($message:tt)+)]
+                $variant:ident $({ $($field:ident : $ty:ty),* $(,)? })? => $variant_code:ident,
+            )*
+        }
+    ) => {
+        /// A stable `code` of the errors this package throws, as the exported `ErrorCode`
+        /// names it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ErrorCode {
+            $( $(#[doc = $code_doc])* $code, )*
+        }
+
+        impl ErrorCode {
+            /// Every code, in the order of the table.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$code),*];
+
+            /// The `code` property of the JS error, e.g. `"ERR_USM_FREED"`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( ErrorCode::$code => $text, )*
+                }
+            }
+
+            /// The name `ErrorCode` gives it in JS, e.g. `"UsmFreed"`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $( ErrorCode::$code => stringify!($code), )*
+                }
+            }
+
+            /// The JS classes an error of this code may be; the first is the usual one.
+            pub fn classes(self) -> &'static [ErrorClass] {
+                match self {
+                    $( ErrorCode::$code => &[ErrorClass::$class $(, ErrorClass::$also)*], )*
+                }
+            }
+
+            fn class(self) -> ErrorClass {
+                match self {
+                    $( ErrorCode::$code => ErrorClass::$class, )*
+                }
+            }
+        }
+
+        #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+        pub enum MemoryError {
+            /// A malformed `__sycl_usm_array_interface__`: `field` names the field at fault
+            /// (and so the code), `range` says the value was of the right type but out of
+            /// range (a `RangeError`, else a `TypeError`).
+            #[error("{message}")]
+            InterfaceMalformed { field: InterfaceField, message: String, range: bool },
+            $( $(#[doc = $doc])* #[error($($message)+)] $variant $({ $($field: $ty),* })?, )*
+        }
+
+        impl MemoryError {
+            /// The error's code.
+            pub fn error_code(&self) -> ErrorCode {
+                match self {
+                    MemoryError::InterfaceMalformed { field, .. } => field.code(),
+                    $( MemoryError::$variant { .. } => ErrorCode::$variant_code, )*
+                }
+            }
+
+            /// The JS class the error is thrown as.
+            pub fn class(&self) -> ErrorClass {
+                match self {
+                    MemoryError::InterfaceMalformed { range: true, .. } => ErrorClass::RangeError,
+                    MemoryError::InterfaceMalformed { range: false, .. } => ErrorClass::TypeError,
+                    other => other.error_code().class(),
+                }
+            }
+        }
+    };
+}
+
+error_table! {
+    codes {
+        /// A malformed interface: not an object, or an extent that overflows.
+        SuaiMalformed = "ERR_SUAI_MALFORMED" as TypeError | RangeError,
+        SuaiOffset = "ERR_SUAI_OFFSET" as TypeError | RangeError,
+        SuaiVersion = "ERR_SUAI_VERSION" as TypeError | RangeError,
+        SuaiData = "ERR_SUAI_DATA" as TypeError | RangeError,
+        SuaiSyclobj = "ERR_SUAI_SYCLOBJ" as TypeError | RangeError,
+        SuaiShape = "ERR_SUAI_SHAPE" as TypeError | RangeError,
+        SuaiTypestr = "ERR_SUAI_TYPESTR" as TypeError | RangeError,
+        SuaiStrides = "ERR_SUAI_STRIDES" as TypeError | RangeError,
+        /// An argument or option of the wrong type, or an unknown option.
+        InvalidArgType = "ERR_INVALID_ARG_TYPE" as TypeError,
+        /// A size (nbytes) that is not a positive safe integer.
+        InvalidSize = "ERR_INVALID_SIZE" as RangeError,
+        /// An alignment that is neither 0 nor a power of two.
+        InvalidAlignment = "ERR_INVALID_ALIGNMENT" as RangeError,
+        /// A memset value outside 0..=255 (checked in `lib/`).
+        InvalidFillValue = "ERR_INVALID_FILL_VALUE" as RangeError,
+        /// The runtime could not give the memory asked for, or it was refused.
+        UsmAllocation = "ERR_USM_ALLOCATION" as UsmAllocation,
+        /// A method was called after `free()`.
+        UsmFreed = "ERR_USM_FREED" as Error,
+        /// Neither a memory object nor an object exposing the interface (checked in `lib/`).
+        NotUsm = "ERR_NOT_USM" as TypeError,
+        /// The interface's pointer is not a USM pointer of the context it names.
+        SuaiForeignPointer = "ERR_SUAI_FOREIGN_POINTER" as Error,
+        /// The byte range an interface describes leaves the allocation under it.
+        SuaiOutOfBounds = "ERR_SUAI_OUT_OF_BOUNDS" as RangeError,
+        /// Zero-copy asked for memory of another USM kind.
+        UsmKindMismatch = "ERR_USM_KIND_MISMATCH" as Error,
+        /// The USM kind of a pointer could not be determined.
+        UnknownUsmType = "ERR_UNKNOWN_USM_TYPE" as Error,
+        /// A host destination shorter than the memory.
+        DestinationTooSmall = "ERR_DESTINATION_TOO_SMALL" as RangeError,
+        /// A source longer than the memory.
+        SourceTooLarge = "ERR_SOURCE_TOO_LARGE" as RangeError,
+        /// `buffer` of device memory, which the host cannot reach.
+        NotHostAccessible = "ERR_NOT_HOST_ACCESSIBLE" as Error,
+        /// A write into memory made from a read-only interface.
+        ReadOnly = "ERR_READ_ONLY" as Error,
+        /// `syclobj` of the wrong kind for `getUsmType` (checked in `lib/`).
+        InvalidSyclobj = "ERR_INVALID_SYCLOBJ" as TypeError,
+        /// A filter string that cannot be parsed.
+        InvalidFilter = "ERR_INVALID_FILTER" as TypeError,
+        /// No device matches (SyclDeviceCreationError).
+        DeviceNotFound = "ERR_DEVICE_NOT_FOUND" as DeviceCreation,
+        /// A queue could not be made (SyclQueueCreationError), e.g. no runtime at all.
+        QueueCreation = "ERR_QUEUE_CREATION" as QueueCreation,
+        /// A call into the SYCL runtime failed.
+        SyclRuntime = "ERR_SYCL_RUNTIME" as Error,
+        /// A call into the CUDA driver failed.
+        CudaDriver = "ERR_CUDA_DRIVER" as Error,
+        /// The JS engine refuses external ArrayBuffers (Electron's V8 sandbox).
+        ExternalBuffersUnsupported = "ERR_EXTERNAL_BUFFERS_UNSUPPORTED" as Error,
+        /// The object was re-entered from JS in the middle of one of its own calls.
+        UsmBusy = "ERR_USM_BUSY" as Error,
+        /// A class constructor that cannot be called (checked in `lib/`).
+        ConstructCallRequired = "ERR_CONSTRUCT_CALL_REQUIRED" as TypeError,
+        /// Host memory larger than a JS `ArrayBuffer` or TypedArray may be.
+        HostBufferTooLarge = "ERR_HOST_BUFFER_TOO_LARGE" as RangeError,
+        /// A method called on an object that is not an instance of its class (checked in `lib/`).
+        InvalidThis = "ERR_INVALID_THIS" as TypeError,
+        /// A memory, device, context or queue object given to structured clone (checked in `lib/`).
+        NotCloneable = "ERR_NOT_CLONEABLE" as TypeError,
+        /// A failure of Node-API itself, or a call that broke the binding's contract.
+        Internal = "ERR_INTERNAL" as Error,
+    }
+    variants {
+        /// A host buffer argument the binding cannot read; `what` names the argument.
+        #[error("{what} must be an ArrayBuffer, SharedArrayBuffer, TypedArray, DataView or Buffer")]
+        NotHostBuffer { what: String } => InvalidArgType,
+        /// An allocation of 0 bytes (dpctl's message).
+        #[error("Number of bytes of request allocation must be positive.")]
+        ZeroSize => InvalidSize,
+        /// An alignment that is neither 0 nor a power of two.
+        #[error("alignment must be 0 or a power of two, got {alignment}")]
+        InvalidAlignment { alignment: u64 } => InvalidAlignment,
+        /// The runtime could not allocate; `message` is what it said, with the request.
+        #[error("{message}")]
+        UsmAllocation { message: String } => UsmAllocation,
+        /// An allocation asked for memory of the unknown kind.
+        #[error("cannot allocate memory of unknown USM kind")]
+        UnknownKindAllocation => UsmAllocation,
+        /// Host memory (a copy or staging buffer) of `nbytes` could not be allocated.
+        #[error("cannot allocate {nbytes} bytes of host memory")]
+        HostAllocation { nbytes: u64 } => UsmAllocation,
+        /// A thread's handle slab is full.
+        #[error("too many live dpctl-memory objects in this thread (2^24)")]
+        TooManyObjects => UsmAllocation,
+        /// A method was called after `free()`.
+        #[error("USM memory has been freed: this object can no longer be used")]
+        Freed => UsmFreed,
+        /// A pointer the runtime does not know as USM memory of the context; `message` says
+        /// which context.
+        #[error("{message}")]
+        ForeignPointer { message: String } => SuaiForeignPointer,
+        /// dpctl's step-4 error: the interface's pointer is not a USM pointer of the
+        /// context its `syclobj` names.
+        #[error(
+            "__sycl_usm_array_interface__ is malformed: 'data' field is not consistent with 'syclobj' field, the pointer {ptr:#x} is not \
+             bound to SyclContext derived from dict('syclobj': {syclobj})."
+        )]
+        PointerNotBound { ptr: u64, syclobj: String } => SuaiForeignPointer,
+        /// The `nbytes` at `ptr` leave the allocation of `size` bytes at `base`
+        /// (`rel_start`, `rel_end`: the range relative to `base`).
+        #[error(
+            "__sycl_usm_array_interface__ describes {nbytes} bytes at {ptr:#x} (bytes {rel_start} to \
+             {rel_end} relative to the allocation), which leave the allocation of {size} bytes at {base:#x}."
+        )]
+        OutOfBounds { nbytes: u64, ptr: u64, rel_start: i128, rel_end: i128, size: u64, base: u64 } => SuaiOutOfBounds,
+        /// An interface pointer into a block of the pool that no live allocation owns.
+        #[error(
+            "__sycl_usm_array_interface__ points to {ptr:#x}, which no live allocation owns (freed \
+             memory, or past the end of the allocation at {block_base:#x})."
+        )]
+        Unowned { ptr: u64, block_base: u64 } => SuaiOutOfBounds,
+        /// The bytes `start..end` of foreign memory change USM kind: they leave the
+        /// allocation at `base`.
+        #[error(
+            "__sycl_usm_array_interface__ describes bytes {start:#x}..{end:#x}, which leave the USM \
+             allocation at {base:#x}"
+        )]
+        LeavesForeignAllocation { start: u64, end: u64, base: u64 } => SuaiOutOfBounds,
+        /// Zero-copy of `object` (dpctl's `repr`) as `expected` memory, which is `actual` memory.
+        #[error(
+            "USM pointer in the argument {object} is not a USM {expected} pointer. Zero-copy operation is not \
+             possible with copy=false. Either use copy: true, or use a constructor appropriate for type '{actual}'"
+        )]
+        KindMismatch { object: String, expected: &'static str, actual: &'static str } => UsmKindMismatch,
+        /// A USM kind number the binding does not know.
+        #[error("{value} is not a USM kind")]
+        UnknownUsmType { value: u32 } => UnknownUsmType,
+        /// A host destination of `len` bytes for `nbytes` of memory.
+        #[error("Destination object is too small to accommodate {nbytes} bytes (it has {len})")]
+        DestinationTooSmall { nbytes: u64, len: u64 } => DestinationTooSmall,
+        /// An asynchronous copy's destination was detached or shrunk while the copy ran.
+        #[error("the destination was detached or shrunk while the copy of {nbytes} bytes ran")]
+        DestinationShrunk { nbytes: u64 } => DestinationTooSmall,
+        /// A source of `len` bytes for `nbytes` of memory.
+        #[error("Source object is too large to be accommodated in {nbytes} bytes buffer (it has {len})")]
+        SourceTooLarge { nbytes: u64, len: u64 } => SourceTooLarge,
+        /// `buffer` of device memory.
+        #[error("USM device memory is not host accessible: copy it with copyToHost() instead")]
+        NotHostAccessible => NotHostAccessible,
+        /// A write into the memory at `address`, made from a read-only interface.
+        #[error(
+            "USM memory at {address:#x} comes from a read-only __sycl_usm_array_interface__ and cannot be written"
+        )]
+        ReadOnlyWrite { address: u64 } => ReadOnly,
+        /// `buffer` of memory made from a read-only interface.
+        #[error(
+            "this memory comes from a read-only __sycl_usm_array_interface__: JS ArrayBuffers cannot be \
+             read-only, so it has no buffer; use copyToHost()"
+        )]
+        ReadOnlyBuffer => ReadOnly,
+        /// A filter string that cannot be parsed (dpctl's message).
+        #[error("Device filter selector string '{filter}' is not understood.")]
+        InvalidFilter { filter: String } => InvalidFilter,
+        /// An `ONEAPI_DEVICE_SELECTOR` that cannot be parsed, and why.
+        #[error("ONEAPI_DEVICE_SELECTOR '{selector}' is not understood: {reason}.")]
+        InvalidSelector { selector: String, reason: String } => InvalidFilter,
+        /// No device matches; `message` says what was asked for and what there is.
+        #[error("{message}")]
+        DeviceNotFound { message: String } => DeviceNotFound,
+        /// A queue could not be made; `message` says why.
+        #[error("{message}")]
+        QueueCreation { message: String } => QueueCreation,
+        /// A call into the SYCL runtime failed: what was being done, and the runtime's text.
+        #[error("{operation}: {message}")]
+        SyclRuntime { operation: String, message: String } => SyclRuntime,
+        /// A call into the CUDA driver failed; `message` names the call and the driver's error.
+        #[error("{message}")]
+        CudaDriver { message: String } => CudaDriver,
+        /// The JS engine refuses external ArrayBuffers.
+        #[error(
+            "this JS engine forbids external ArrayBuffers (e.g. Electron's V8 memory cage), so USM memory \
+             cannot be viewed without a copy: use copyToHost()/copyFromHost()"
+        )]
+        ExternalBuffersUnsupported => ExternalBuffersUnsupported,
+        /// The memory object was re-entered in the middle of one of its own calls.
+        #[error("this memory object is in use by a call that has not returned")]
+        Busy => UsmBusy,
+        /// `nbytes` of host memory, more than one JS `ArrayBuffer` may hold (`max_len`).
+        #[error(
+            "{nbytes} bytes is more than a JS ArrayBuffer may hold here ({max_len} bytes): copy it in parts \
+             with an interface view, or use copyFromDevice"
+        )]
+        HostBufferTooLarge { nbytes: u64, max_len: u64 } => HostBufferTooLarge,
+        /// A handle id (of a `what`: device, context, queue) that is not live in this thread.
+        #[error("a {what} handle that is not live in this thread")]
+        StaleHandle { what: String } => Internal,
+        /// A copy of `len` bytes into a range of only `range` bytes.
+        #[error("a copy of {len} bytes into a range of {range} bytes was refused")]
+        CopyPastRange { len: u64, range: u64 } => Internal,
+    }
 }
 
 /// The fields of `__sycl_usm_array_interface__`, in dpctl's validation order.
@@ -122,16 +329,17 @@ pub enum InterfaceField {
 }
 
 impl InterfaceField {
-    pub fn code(self) -> &'static str {
+    /// The code of an error in this field.
+    pub fn code(self) -> ErrorCode {
         match self {
-            InterfaceField::Interface => "ERR_SUAI_MALFORMED",
-            InterfaceField::Offset => "ERR_SUAI_OFFSET",
-            InterfaceField::Version => "ERR_SUAI_VERSION",
-            InterfaceField::Data => "ERR_SUAI_DATA",
-            InterfaceField::Syclobj => "ERR_SUAI_SYCLOBJ",
-            InterfaceField::Shape => "ERR_SUAI_SHAPE",
-            InterfaceField::Typestr => "ERR_SUAI_TYPESTR",
-            InterfaceField::Strides => "ERR_SUAI_STRIDES",
+            InterfaceField::Interface => ErrorCode::SuaiMalformed,
+            InterfaceField::Offset => ErrorCode::SuaiOffset,
+            InterfaceField::Version => ErrorCode::SuaiVersion,
+            InterfaceField::Data => ErrorCode::SuaiData,
+            InterfaceField::Syclobj => ErrorCode::SuaiSyclobj,
+            InterfaceField::Shape => ErrorCode::SuaiShape,
+            InterfaceField::Typestr => ErrorCode::SuaiTypestr,
+            InterfaceField::Strides => ErrorCode::SuaiStrides,
         }
     }
 }
@@ -139,94 +347,26 @@ impl InterfaceField {
 impl MemoryError {
     /// The stable `code` property of the JS error.
     pub fn code(&self) -> &'static str {
-        use MemoryError::*;
-        match self {
-            InvalidArgType(_) => "ERR_INVALID_ARG_TYPE",
-            InvalidSize(_) => "ERR_INVALID_SIZE",
-            InvalidAlignment(_) => "ERR_INVALID_ALIGNMENT",
-            InvalidFillValue(_) => "ERR_INVALID_FILL_VALUE",
-            UsmAllocation(_) => "ERR_USM_ALLOCATION",
-            Freed(_) => "ERR_USM_FREED",
-            NotUsm(_) => "ERR_NOT_USM",
-            InterfaceMalformed { field, .. } => field.code(),
-            ForeignPointer(_) => "ERR_SUAI_FOREIGN_POINTER",
-            OutOfBounds(_) => "ERR_SUAI_OUT_OF_BOUNDS",
-            KindMismatch(_) => "ERR_USM_KIND_MISMATCH",
-            UnknownUsmType(_) => "ERR_UNKNOWN_USM_TYPE",
-            DestinationTooSmall(_) => "ERR_DESTINATION_TOO_SMALL",
-            SourceTooLarge(_) => "ERR_SOURCE_TOO_LARGE",
-            NotHostAccessible(_) => "ERR_NOT_HOST_ACCESSIBLE",
-            ReadOnly(_) => "ERR_READ_ONLY",
-            InvalidSyclObj(_) => "ERR_INVALID_SYCLOBJ",
-            InvalidFilter(_) => "ERR_INVALID_FILTER",
-            DeviceNotFound(_) => "ERR_DEVICE_NOT_FOUND",
-            QueueCreation(_) => "ERR_QUEUE_CREATION",
-            SyclRuntime(_) => "ERR_SYCL_RUNTIME",
-            CudaDriver(_) => "ERR_CUDA_DRIVER",
-            ExternalBuffersUnsupported(_) => "ERR_EXTERNAL_BUFFERS_UNSUPPORTED",
-            Busy(_) => "ERR_USM_BUSY",
-            ConstructCallRequired(_) => "ERR_CONSTRUCT_CALL_REQUIRED",
-            HostBufferTooLarge(_) => "ERR_HOST_BUFFER_TOO_LARGE",
-            InvalidThis(_) => "ERR_INVALID_THIS",
-            NotCloneable(_) => "ERR_NOT_CLONEABLE",
-            Internal(_) => "ERR_INTERNAL",
-        }
-    }
-
-    /// The JS class the error is thrown as.
-    pub fn class(&self) -> ErrorClass {
-        use MemoryError::*;
-        match self {
-            InvalidArgType(_)
-            | NotUsm(_)
-            | InvalidSyclObj(_)
-            | InvalidFilter(_)
-            | ConstructCallRequired(_)
-            | InvalidThis(_)
-            | NotCloneable(_) => ErrorClass::TypeError,
-            InterfaceMalformed { range: false, .. } => ErrorClass::TypeError,
-            InterfaceMalformed { range: true, .. } => ErrorClass::RangeError,
-            InvalidSize(_)
-            | InvalidAlignment(_)
-            | InvalidFillValue(_)
-            | OutOfBounds(_)
-            | HostBufferTooLarge(_)
-            | DestinationTooSmall(_)
-            | SourceTooLarge(_) => ErrorClass::RangeError,
-            UsmAllocation(_) => ErrorClass::UsmAllocation,
-            QueueCreation(_) => ErrorClass::QueueCreation,
-            DeviceNotFound(_) => ErrorClass::DeviceCreation,
-            Freed(_)
-            | ForeignPointer(_)
-            | KindMismatch(_)
-            | UnknownUsmType(_)
-            | NotHostAccessible(_)
-            | ReadOnly(_)
-            | SyclRuntime(_)
-            | CudaDriver(_)
-            | ExternalBuffersUnsupported(_)
-            | Busy(_)
-            | Internal(_) => ErrorClass::Error,
-        }
+        self.error_code().as_str()
     }
 
     /// No device for a queue, or a filter string that names none, is a
     /// `SyclQueueCreationError`, as dpctl raises it.
     pub fn into_queue_creation(self) -> Self {
-        match self {
-            MemoryError::DeviceNotFound(message) | MemoryError::InvalidFilter(message) => {
-                MemoryError::QueueCreation(message)
+        match self.error_code() {
+            ErrorCode::DeviceNotFound | ErrorCode::InvalidFilter => {
+                MemoryError::QueueCreation { message: self.to_string() }
             }
-            other => other,
+            _ => self,
         }
     }
 
     /// A filter string that cannot be understood, given for a device, is a
     /// `SyclDeviceCreationError`, as dpctl raises it.
     pub fn into_device_creation(self) -> Self {
-        match self {
-            MemoryError::InvalidFilter(message) => MemoryError::DeviceNotFound(message),
-            other => other,
+        match self.error_code() {
+            ErrorCode::InvalidFilter => MemoryError::DeviceNotFound { message: self.to_string() },
+            _ => self,
         }
     }
 
@@ -240,3 +380,44 @@ impl MemoryError {
 }
 
 pub type Result<T, E = MemoryError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_and_named_after_their_text() {
+        let mut texts: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        texts.sort_unstable();
+        texts.dedup();
+        assert_eq!(texts.len(), ErrorCode::ALL.len(), "a code text is declared twice");
+        for code in ErrorCode::ALL {
+            assert!(code.as_str().starts_with("ERR_"), "{code:?}");
+            assert!(!code.classes().is_empty(), "{code:?}");
+        }
+    }
+
+    #[test]
+    fn a_variant_is_thrown_as_its_codes_class() {
+        let freed = MemoryError::Freed;
+        assert_eq!((freed.code(), freed.class()), ("ERR_USM_FREED", ErrorClass::Error));
+        let e = MemoryError::SourceTooLarge { nbytes: 4, len: 5 };
+        assert_eq!((e.code(), e.class()), ("ERR_SOURCE_TOO_LARGE", ErrorClass::RangeError));
+        assert_eq!(e.to_string(), "Source object is too large to be accommodated in 4 bytes buffer (it has 5)");
+        let e = MemoryError::malformed_range(InterfaceField::Shape, "bad");
+        assert_eq!((e.code(), e.class()), ("ERR_SUAI_SHAPE", ErrorClass::RangeError));
+        let e = MemoryError::malformed(InterfaceField::Shape, "bad");
+        assert_eq!((e.code(), e.class()), ("ERR_SUAI_SHAPE", ErrorClass::TypeError));
+    }
+
+    #[test]
+    fn creation_errors_keep_their_message() {
+        let e = MemoryError::InvalidFilter { filter: "foo:bar".into() };
+        let queue = e.clone().into_queue_creation();
+        assert_eq!((queue.code(), queue.to_string()), ("ERR_QUEUE_CREATION", e.to_string()));
+        let device = e.clone().into_device_creation();
+        assert_eq!((device.code(), device.class()), ("ERR_DEVICE_NOT_FOUND", ErrorClass::DeviceCreation));
+        assert_eq!(device.to_string(), "Device filter selector string 'foo:bar' is not understood.");
+        assert_eq!(MemoryError::Busy.into_queue_creation(), MemoryError::Busy);
+    }
+}

@@ -55,12 +55,9 @@ impl HostSide {
         if let Some(direct) = HostSide::direct(env, bytes)? {
             return Ok(direct);
         }
-        let copy = bytes.with_bytes(|src| Scratch::copy_of(src.as_read())).ok_or_else(|| {
-            to_js_error(
-                env,
-                MemoryError::UsmAllocation(format!("cannot allocate {} bytes of host memory", bytes.byte_length())),
-            )
-        })?;
+        let copy = bytes
+            .with_bytes(|src| Scratch::copy_of(src.as_read()))
+            .ok_or_else(|| to_js_error(env, MemoryError::HostAllocation { nbytes: bytes.byte_length() as u64 }))?;
         Ok(HostSide::Bounce(Some(copy)))
     }
 }
@@ -86,12 +83,8 @@ impl UsmTask {
 
 /// The task's own buffer for a destination, made and filled on the worker.
 fn bounce_into(memory: &UsmMemory, staging: &mut Option<Scratch>) -> Result<(), MemoryError> {
-    let len = usize::try_from(memory.nbytes())
-        .map_err(|_| MemoryError::UsmAllocation(format!("{} bytes do not fit host memory", memory.nbytes())))?;
-    let scratch = staging.insert(
-        Scratch::new(len)
-            .ok_or_else(|| MemoryError::UsmAllocation(format!("cannot allocate {len} bytes of host memory")))?,
-    );
+    let len = usize::try_from(memory.nbytes()).map_err(|_| MemoryError::HostAllocation { nbytes: memory.nbytes() })?;
+    let scratch = staging.insert(Scratch::new(len).ok_or(MemoryError::HostAllocation { nbytes: len as u64 })?);
     memory.copy_to_host(WriteBytes::of_slice(scratch))
 }
 
@@ -127,13 +120,7 @@ impl<'task> ScopedTask<'task> for UsmTask {
             let target = result.get(env)?;
             let fits = crate::js::ffi::host_bytes(env, &target)?.filter(|bytes| bytes.byte_length() >= staging.len());
             let Some(bytes) = fits else {
-                return Err(to_js_error(
-                    env,
-                    MemoryError::DestinationTooSmall(format!(
-                        "the destination was detached or shrunk while the copy of {} bytes ran",
-                        staging.len()
-                    )),
-                ));
+                return Err(to_js_error(env, MemoryError::DestinationShrunk { nbytes: staging.len() as u64 }));
             };
             bytes.with_bytes(|dst| crate::host::host_memcpy_parallel(dst, ReadBytes::of_slice(staging)));
         }

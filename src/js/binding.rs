@@ -35,11 +35,11 @@ fn registry() -> &'static Registry {
 }
 
 fn busy_error() -> MemoryError {
-    MemoryError::Busy("this memory object is in use by a call that has not returned".into())
+    MemoryError::Busy
 }
 
 fn freed_error() -> MemoryError {
-    MemoryError::Freed("USM memory has been freed: this object can no longer be used".into())
+    MemoryError::Freed
 }
 
 /// This environment's handles. No function holds the borrow while anything can call
@@ -49,7 +49,7 @@ fn handles(env: &Env) -> napi::Result<std::cell::RefMut<'static, Handles>> {
 }
 
 fn stale(what: &str) -> MemoryError {
-    MemoryError::Internal(format!("a {what} handle that is not live in this thread"))
+    MemoryError::StaleHandle { what: what.into() }
 }
 
 fn device(env: &Env, id: f64) -> napi::Result<Arc<dyn Device>> {
@@ -68,7 +68,7 @@ fn live_memory(env: &Env, id: f64) -> napi::Result<UsmMemory> {
 }
 
 fn full() -> MemoryError {
-    MemoryError::UsmAllocation("too many live dpctl-memory objects in this thread (2^24)".into())
+    MemoryError::TooManyObjects
 }
 
 fn device_handle(env: &Env, device: Arc<dyn Device>) -> napi::Result<f64> {
@@ -251,7 +251,7 @@ fn kind_of(env: &Env, value: u32) -> napi::Result<UsmKind> {
         1 => Ok(UsmKind::Device),
         2 => Ok(UsmKind::Shared),
         3 => Ok(UsmKind::Host),
-        _ => Err(MemoryError::UnknownUsmType(format!("{value} is not a USM kind"))).or_throw(env),
+        _ => Err(MemoryError::UnknownUsmType { value }).or_throw(env),
     }
 }
 
@@ -395,13 +395,10 @@ pub fn mem_buffer<'env>(env: &'env Env, memory_id: f64) -> napi::Result<Unknown<
     let lease: BufferLease = Rc::new(RefCell::new(memory.owner().cloned()));
     let buffer = match ffi::external_arraybuffer(env, address as *mut u8, len, lease.clone()) {
         Ok(buffer) => buffer,
-        Err(ExternalBufferError::NotAllowed) => {
-            return Err(MemoryError::ExternalBuffersUnsupported(
-                "this JS engine forbids external ArrayBuffers (e.g. Electron's V8 memory cage), so USM memory cannot be viewed without a copy: use copyToHost()/copyFromHost()".into(),
-            ))
-            .or_throw(env)
+        Err(ExternalBufferError::NotAllowed) => return Err(MemoryError::ExternalBuffersUnsupported).or_throw(env),
+        Err(ExternalBufferError::TooLarge) => {
+            return Err(too_large_for_host(memory.nbytes(), ffi::MAX_BUFFER_LENGTH)).or_throw(env)
         }
-        Err(ExternalBufferError::TooLarge) => return Err(too_large_for_host(memory.nbytes(), ffi::MAX_BUFFER_LENGTH)).or_throw(env),
         Err(ExternalBufferError::Napi(err)) => return Err(err),
     };
     // Weak: the buffer must stay collectable (its exporter may hold the memory object).
@@ -435,13 +432,7 @@ pub fn mem_free(env: &Env, memory_id: f64) -> napi::Result<()> {
 /// The bytes of a host buffer argument: the JS layer passes only ArrayBuffers and
 /// views (a SharedArrayBuffer as a `Uint8Array` over it).
 fn host_bytes(env: &Env, value: &Unknown, what: &str) -> napi::Result<HostBytes> {
-    ffi::host_bytes(env, value)?
-        .ok_or_else(|| {
-            MemoryError::InvalidArgType(format!(
-                "{what} must be an ArrayBuffer, SharedArrayBuffer, TypedArray, DataView or Buffer"
-            ))
-        })
-        .or_throw(env)
+    ffi::host_bytes(env, value)?.ok_or_else(|| MemoryError::NotHostBuffer { what: what.into() }).or_throw(env)
 }
 
 pub fn mem_copy_to_host(env: &Env, memory_id: f64, dst: Unknown) -> napi::Result<()> {

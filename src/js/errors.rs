@@ -6,73 +6,28 @@ use napi::bindgen_prelude::{FnArgs, Function, JsObjectValue, Unknown};
 use napi::{Env, JsValue};
 use napi_derive::napi;
 
-use crate::error::{ErrorClass, MemoryError};
+use crate::error::{ErrorCode, MemoryError};
+use crate::js::json;
 
-/// Every `code` a dpctl-memory error can carry, with the name the exported `ErrorCode`
-/// object gives it (`__test__/docs.spec.mjs` checks it against `MemoryError::code`, the
-/// typings and the README).
-pub const ERROR_CODES: &[(&str, &str)] = &[
-    ("SuaiMalformed", "ERR_SUAI_MALFORMED"),
-    ("SuaiOffset", "ERR_SUAI_OFFSET"),
-    ("SuaiVersion", "ERR_SUAI_VERSION"),
-    ("SuaiData", "ERR_SUAI_DATA"),
-    ("SuaiSyclobj", "ERR_SUAI_SYCLOBJ"),
-    ("SuaiShape", "ERR_SUAI_SHAPE"),
-    ("SuaiTypestr", "ERR_SUAI_TYPESTR"),
-    ("SuaiStrides", "ERR_SUAI_STRIDES"),
-    ("InvalidArgType", "ERR_INVALID_ARG_TYPE"),
-    ("InvalidSize", "ERR_INVALID_SIZE"),
-    ("InvalidAlignment", "ERR_INVALID_ALIGNMENT"),
-    ("InvalidFillValue", "ERR_INVALID_FILL_VALUE"),
-    ("UsmAllocation", "ERR_USM_ALLOCATION"),
-    ("UsmFreed", "ERR_USM_FREED"),
-    ("NotUsm", "ERR_NOT_USM"),
-    ("SuaiForeignPointer", "ERR_SUAI_FOREIGN_POINTER"),
-    ("SuaiOutOfBounds", "ERR_SUAI_OUT_OF_BOUNDS"),
-    ("UsmKindMismatch", "ERR_USM_KIND_MISMATCH"),
-    ("UnknownUsmType", "ERR_UNKNOWN_USM_TYPE"),
-    ("DestinationTooSmall", "ERR_DESTINATION_TOO_SMALL"),
-    ("SourceTooLarge", "ERR_SOURCE_TOO_LARGE"),
-    ("NotHostAccessible", "ERR_NOT_HOST_ACCESSIBLE"),
-    ("ReadOnly", "ERR_READ_ONLY"),
-    ("InvalidSyclobj", "ERR_INVALID_SYCLOBJ"),
-    ("InvalidFilter", "ERR_INVALID_FILTER"),
-    ("DeviceNotFound", "ERR_DEVICE_NOT_FOUND"),
-    ("QueueCreation", "ERR_QUEUE_CREATION"),
-    ("SyclRuntime", "ERR_SYCL_RUNTIME"),
-    ("CudaDriver", "ERR_CUDA_DRIVER"),
-    ("ExternalBuffersUnsupported", "ERR_EXTERNAL_BUFFERS_UNSUPPORTED"),
-    ("UsmBusy", "ERR_USM_BUSY"),
-    ("ConstructCallRequired", "ERR_CONSTRUCT_CALL_REQUIRED"),
-    ("HostBufferTooLarge", "ERR_HOST_BUFFER_TOO_LARGE"),
-    ("InvalidThis", "ERR_INVALID_THIS"),
-    ("NotCloneable", "ERR_NOT_CLONEABLE"),
-    ("Internal", "ERR_INTERNAL"),
-];
-
-/// `ERROR_CODES` for the JS layer, as JSON: `{ name: code, ... }`.
+/// The table of error codes (`crate::error::ErrorCode`) for the JS layer, as JSON:
+/// `[{ "name": "UsmFreed", "code": "ERR_USM_FREED", "classes": ["Error"] }, ...]`.
+/// `lib/errors.js` builds the exported `ErrorCode` from it, and `__test__/docs.spec.mjs`
+/// checks the typings and the README against it.
 #[napi]
 pub fn error_codes() -> String {
-    let fields: Vec<(&str, String)> =
-        ERROR_CODES.iter().map(|(name, code)| (*name, crate::js::json::string(code))).collect();
-    crate::js::json::object(&fields)
-}
-
-fn class_name(class: ErrorClass) -> &'static str {
-    match class {
-        ErrorClass::Error => "Error",
-        ErrorClass::TypeError => "TypeError",
-        ErrorClass::RangeError => "RangeError",
-        ErrorClass::UsmAllocation => "USMAllocationError",
-        ErrorClass::QueueCreation => "SyclQueueCreationError",
-        ErrorClass::DeviceCreation => "SyclDeviceCreationError",
-    }
+    json::array(ErrorCode::ALL.iter().map(|code| {
+        json::object(&[
+            ("name", json::string(code.name())),
+            ("code", json::string(code.as_str())),
+            ("classes", json::array(code.classes().iter().map(|class| json::string(class.js_name())))),
+        ])
+    }))
 }
 
 fn build(env: &Env, err: &MemoryError) -> napi::Result<napi::Error> {
     let builtins = crate::js::state::state(env)?.builtins.get(env)?.coerce_to_object()?;
     let make: Function<FnArgs<(String, &str, &str)>, Unknown> = builtins.get_named_property("makeError")?;
-    let value = make.call((err.to_string(), err.code(), class_name(err.class())).into())?;
+    let value = make.call((err.to_string(), err.code(), err.class().js_name()).into())?;
     Ok(napi::Error::from(value))
 }
 

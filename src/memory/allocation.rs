@@ -89,10 +89,7 @@ pub fn runtime_slack(range: Option<(Address, u64)>) -> Option<Address> {
 
 /// The error for an interface pointer into memory no live allocation owns.
 pub fn unowned(ptr: Address, block_base: Address) -> MemoryError {
-    MemoryError::OutOfBounds(format!(
-        "__sycl_usm_array_interface__ points to {ptr:#x}, which no live allocation owns \
-         (freed memory, or past the end of the allocation at {block_base:#x})."
-    ))
+    MemoryError::Unowned { ptr, block_base }
 }
 
 /// The allocation that a view of `nbytes` at `ptr` must hold, checked: `base_ptr` (the
@@ -123,11 +120,11 @@ pub fn bind_view(
                 let kind = context.pointer_kind(base_ptr);
                 let last = ptr.saturating_add(nbytes.saturating_sub(1));
                 if context.pointer_kind(ptr) != kind || context.pointer_kind(last) != kind {
-                    return Err(MemoryError::OutOfBounds(format!(
-                        "__sycl_usm_array_interface__ describes bytes {ptr:#x}..{:#x}, which leave \
-                         the USM allocation at {base_ptr:#x}",
-                        last.saturating_add(1)
-                    )));
+                    return Err(MemoryError::LeavesForeignAllocation {
+                        start: ptr,
+                        end: last.saturating_add(1),
+                        base: base_ptr,
+                    });
                 }
             }
             Ok(None)
@@ -169,15 +166,13 @@ impl Allocation {
     /// its last owner left there (not zeroed, like `malloc`).
     pub fn new(queue: &Arc<dyn Queue>, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Arc<Self>> {
         if nbytes == 0 {
-            return Err(MemoryError::InvalidSize("Number of bytes of request allocation must be positive.".into()));
+            return Err(MemoryError::ZeroSize);
         }
         if kind == UsmKind::Unknown {
-            return Err(MemoryError::UsmAllocation("cannot allocate memory of unknown USM kind".into()));
+            return Err(MemoryError::UnknownKindAllocation);
         }
         if alignment != 0 && !alignment.is_power_of_two() {
-            return Err(MemoryError::UsmAllocation(format!(
-                "USM allocation failed: alignment {alignment} is not a power of two"
-            )));
+            return Err(MemoryError::InvalidAlignment { alignment });
         }
         let block = pool().acquire(queue, kind, nbytes, alignment)?;
         let address = block.address;
@@ -289,10 +284,10 @@ mod tests {
         let ctx = queue.context();
         if pool().enabled() {
             // The reported use-after-free: data pointer past the end, offset back into it.
-            assert!(matches!(bind_view(&*ctx, base + 64, base, 64), Err(MemoryError::OutOfBounds(_))));
+            assert!(matches!(bind_view(&*ctx, base + 64, base, 64), Err(MemoryError::Unowned { .. })));
         }
         assert!(matches!(bind_view(&*ctx, base + 8, base, 64), Ok(Some(_))), "a negative offset inside is fine");
-        assert!(matches!(bind_view(&*ctx, base, base + 1, 64), Err(MemoryError::OutOfBounds(_))));
+        assert!(matches!(bind_view(&*ctx, base, base + 1, 64), Err(MemoryError::OutOfBounds { .. })));
         let owner = bind_view(&*ctx, base + 63, base + 63, 1).unwrap().unwrap();
         assert!(Arc::ptr_eq(&owner, &a), "the view holds the very allocation it was bounded by");
     }

@@ -82,7 +82,7 @@ impl fmt::Display for DeviceFilter {
 }
 
 fn filter_error(filter: &str) -> MemoryError {
-    MemoryError::InvalidFilter(format!("Device filter selector string '{filter}' is not understood."))
+    MemoryError::InvalidFilter { filter: filter.into() }
 }
 
 /// Parses `backend:type:index`, each part optional but in that order: `cpu`, `gpu`,
@@ -219,7 +219,7 @@ impl Selector {
 }
 
 fn selector_error(selector: &str, reason: String) -> MemoryError {
-    MemoryError::InvalidFilter(format!("ONEAPI_DEVICE_SELECTOR '{selector}' is not understood: {reason}."))
+    MemoryError::InvalidSelector { selector: selector.into(), reason }
 }
 
 /// Parses `ONEAPI_DEVICE_SELECTOR`: `;`-separated terms `[!]backend:devices`, where

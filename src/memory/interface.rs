@@ -232,10 +232,7 @@ pub fn syclobj_invalid(syclobj: &str) -> MemoryError {
 
 /// dpctl's step-4 error: the pointer is not a USM pointer of the context `syclobj` names.
 pub fn pointer_not_bound(ptr: u64, syclobj: &str) -> MemoryError {
-    MemoryError::ForeignPointer(format!(
-        "{MALFORMED}: 'data' field is not consistent with 'syclobj' field, the pointer \
-         {ptr:#x} is not bound to SyclContext derived from dict('syclobj': {syclobj})."
-    ))
+    MemoryError::PointerNotBound { ptr, syclobj: syclobj.into() }
 }
 
 /// Checks that `[ptr, ptr + nbytes)` lies inside the allocation `(base, size)`, when the
@@ -254,11 +251,7 @@ pub fn check_bounds(ptr: u64, nbytes: u64, range: Option<(u64, u64)>) -> Result<
     // Lossless: every value here is below 2^65.
     let rel_start = start as i128 - alloc_start as i128;
     let rel_end = end as i128 - alloc_start as i128;
-    Err(MemoryError::OutOfBounds(format!(
-        "__sycl_usm_array_interface__ describes {nbytes} bytes at {ptr:#x} (bytes {rel_start} \
-         to {rel_end} relative to the allocation), which leave the allocation of {size} bytes \
-         at {base:#x}."
-    )))
+    Err(MemoryError::OutOfBounds { nbytes, ptr, rel_start, rel_end, size, base })
 }
 
 /// Itemsize of a numpy-like typestr, or `None` for one this port does not take.
@@ -1121,7 +1114,7 @@ mod tests {
         assert!(check_bounds(150, 0, Some((100, 50))).is_ok());
         assert!(check_bounds(u64::MAX - 1, 1, Some((u64::MAX - 1, 1))).is_ok());
         let e = check_bounds(110, 41, Some((100, 50))).unwrap_err();
-        assert!(matches!(e, MemoryError::OutOfBounds(_)));
+        assert!(matches!(e, MemoryError::OutOfBounds { .. }));
         assert_eq!(e.class(), ErrorClass::RangeError);
         assert_eq!(
             e.to_string(),

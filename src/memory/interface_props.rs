@@ -257,7 +257,7 @@ fn actual(raw: &RawInterface, resolver_fails: bool) -> (Expect, bool, Option<u64
             itemsize: p.itemsize,
             read_only: p.read_only,
         },
-        Err(MemoryError::ForeignPointer(_)) if resolver_fails => Expect::Resolver,
+        Err(MemoryError::PointerNotBound { .. }) if resolver_fails => Expect::Resolver,
         Err(e) => {
             let range = match e.class() {
                 ErrorClass::RangeError => true,
@@ -522,7 +522,7 @@ impl Allocations {
                                 && u128::from(ptr) + u128::from(nbytes) <= u128::from(owner.address() + owner.nbytes())
                         );
                     }
-                    Err(MemoryError::OutOfBounds(_)) => {
+                    Err(MemoryError::OutOfBounds { .. }) => {
                         prop_assert!(!inside, "a view inside the allocation is refused")
                     }
                     other => prop_assert!(false, "bind_view gave {other:?} for a pointer of a live allocation"),
@@ -530,7 +530,7 @@ impl Allocations {
             }
             // The slack and cached blocks: never a view, whatever the range.
             Where::Unowned => prop_assert!(
-                matches!(result, Err(MemoryError::OutOfBounds(_))),
+                matches!(result, Err(MemoryError::Unowned { .. })),
                 "bind_view gave {result:?} for unowned memory"
             ),
             // The fake knows no extent and calls every pointer Unknown: an unowned view.

@@ -385,10 +385,9 @@ impl Deferred {
 fn fresh(queue: &Arc<dyn Queue>, kind: UsmKind, size: u64, alignment: u64) -> Result<Address> {
     let address = queue.allocate(kind, size, alignment)?;
     if address == 0 {
-        return Err(MemoryError::UsmAllocation(format!(
-            "USM allocation failed: {size} bytes of {} memory",
-            kind.name()
-        )));
+        return Err(MemoryError::UsmAllocation {
+            message: format!("USM allocation failed: {size} bytes of {} memory", kind.name()),
+        });
     }
     Ok(address)
 }
@@ -446,7 +445,7 @@ impl Pool {
     /// `alignment` (0 or a power of two): a cached one when one fits, else a new one.
     pub fn acquire(&self, queue: &Arc<dyn Queue>, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Block> {
         let Some(slot) = slot(kind) else {
-            return Err(MemoryError::UsmAllocation("cannot allocate memory of unknown USM kind".into()));
+            return Err(MemoryError::UnknownKindAllocation);
         };
         let Some(class) = self.class_for(queue, nbytes, alignment) else {
             self.lock().counters[slot].misses += 1;
@@ -925,7 +924,7 @@ mod tests {
         assert_eq!(c, Block { address: c.address, size: 1600 * KIB, pooled: false });
         // Nothing fits: the runtime's error, for the requested size.
         let err = pool.acquire(&queue, UsmKind::Device, MIB + 1, 0).unwrap_err();
-        assert_eq!(err, MemoryError::UsmAllocation(format!("out of memory: {} bytes", MIB + 1)));
+        assert_eq!(err, MemoryError::UsmAllocation { message: format!("out of memory: {} bytes", MIB + 1) });
         assert_eq!(pool.stats().device.misses, 4);
         assert_eq!(pool.stats().device.in_use_bytes, 2 * MIB + 1600 * KIB);
         assert_eq!(ctx.counts().bad_frees, 0);
@@ -959,7 +958,7 @@ mod tests {
         assert_eq!(pool.stats().host.cached_bytes, 0);
         // Nothing cached: no retry, the runtime's error.
         let err = pool.acquire(&queue, UsmKind::Host, GIB, 0).unwrap_err();
-        assert_eq!(err, MemoryError::UsmAllocation(format!("out of memory: {GIB} bytes")));
+        assert_eq!(err, MemoryError::UsmAllocation { message: format!("out of memory: {GIB} bytes") });
         assert_eq!(ctx.counts().bad_frees, 0);
     }
 
@@ -978,7 +977,7 @@ mod tests {
         ctx.counts().capacity = Some(MIB);
         for (nbytes, alignment) in [(2 * MIB, 0), (2 * MIB, 4096), (512 * MIB, 0)] {
             let err = pool.acquire(&queue, UsmKind::Device, nbytes, alignment).unwrap_err();
-            assert_eq!(err, MemoryError::UsmAllocation(format!("out of memory: {nbytes} bytes")));
+            assert_eq!(err, MemoryError::UsmAllocation { message: format!("out of memory: {nbytes} bytes") });
         }
         assert_eq!(CALLS.load(Ordering::SeqCst), 4, "each refused request trimmed once");
     }

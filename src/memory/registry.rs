@@ -131,7 +131,7 @@ impl Registry {
             let names: Vec<&str> = self.devices.iter().map(|e| e.filter_string.as_str()).collect();
             message.push_str(&format!(" (devices here: {})", names.join(", ")));
         }
-        MemoryError::DeviceNotFound(message)
+        MemoryError::DeviceNotFound { message }
     }
 
     /// The one queue every default allocation on `device` uses. A device the registry
@@ -188,7 +188,7 @@ impl Registry {
                         .devices()
                         .into_iter()
                         .next()
-                        .ok_or_else(|| MemoryError::QueueCreation("the context has no devices".into()))
+                        .ok_or_else(|| MemoryError::QueueCreation { message: "the context has no devices".into() })
                 });
                 device.and_then(|device| context.create_queue(&device))
             }
@@ -303,7 +303,8 @@ mod tests {
         assert_eq!(backends(&selected), ["opencl:cpu:0", "cuda:gpu:0"]);
         assert_eq!(selected.devices().len(), 2);
         // A provider that did not load, and a selector that cannot be parsed, say why.
-        let failed = ProviderLoad { name: "CUDA", provider: Err(MemoryError::QueueCreation("no driver".into())) };
+        let failed =
+            ProviderLoad { name: "CUDA", provider: Err(MemoryError::QueueCreation { message: "no driver".into() }) };
         let broken = Registry::new(vec![failed, load("X", cuda())], Some("::"));
         assert!(broken.devices().is_empty());
         assert_eq!(broken.unavailable().len(), 2);

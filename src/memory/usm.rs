@@ -148,10 +148,7 @@ impl UsmMemory {
 
     fn check_writable(&self) -> Result<()> {
         if self.read_only {
-            return Err(MemoryError::ReadOnly(format!(
-                "USM memory at {:#x} comes from a read-only __sycl_usm_array_interface__ and cannot be written",
-                self.address
-            )));
+            return Err(MemoryError::ReadOnlyWrite { address: self.address });
         }
         Ok(())
     }
@@ -159,11 +156,7 @@ impl UsmMemory {
     /// Copies all `nbytes` into the start of `dst`, which must be at least that long.
     pub fn copy_to_host(&self, dst: WriteBytes<'_>) -> Result<()> {
         if dst.len() < self.nbytes {
-            return Err(MemoryError::DestinationTooSmall(format!(
-                "Destination object is too small to accommodate {} bytes (it has {})",
-                self.nbytes,
-                dst.len()
-            )));
+            return Err(MemoryError::DestinationTooSmall { nbytes: self.nbytes, len: dst.len() });
         }
         self.host_transfer(dst, self.bytes().as_read())
     }
@@ -172,10 +165,7 @@ impl UsmMemory {
     pub fn copy_from_host(&self, src: ReadBytes<'_>) -> Result<()> {
         let len = src.len();
         if len > self.nbytes {
-            return Err(MemoryError::SourceTooLarge(format!(
-                "Source object is too large to be accommodated in {} bytes buffer (it has {len})",
-                self.nbytes
-            )));
+            return Err(MemoryError::SourceTooLarge { nbytes: self.nbytes, len });
         }
         self.check_writable()?;
         if len == 0 {
@@ -189,10 +179,7 @@ impl UsmMemory {
     /// this never asks it to make one) or overlap (the result is then as with `memmove`).
     pub fn copy_from_device(&self, src: &UsmMemory) -> Result<()> {
         if src.nbytes > self.nbytes {
-            return Err(MemoryError::SourceTooLarge(format!(
-                "Source object is too large to be accommodated in {} bytes buffer (it has {})",
-                self.nbytes, src.nbytes
-            )));
+            return Err(MemoryError::SourceTooLarge { nbytes: self.nbytes, len: src.nbytes });
         }
         self.check_writable()?;
         if self.cpu_access.covers(src.nbytes) && src.cpu_access.covers(src.nbytes) {
@@ -208,12 +195,9 @@ impl UsmMemory {
         if same_context && !overlap {
             return self.queue.memcpy(self.bytes(), src.bytes().as_read());
         }
-        let len = usize::try_from(src.nbytes)
-            .map_err(|_| MemoryError::UsmAllocation(format!("{} bytes do not fit host memory", src.nbytes)))?;
+        let len = usize::try_from(src.nbytes).map_err(|_| MemoryError::HostAllocation { nbytes: src.nbytes })?;
         let mut staging = Vec::new();
-        staging
-            .try_reserve_exact(len)
-            .map_err(|_| MemoryError::UsmAllocation(format!("cannot allocate {len} bytes of host staging memory")))?;
+        staging.try_reserve_exact(len).map_err(|_| MemoryError::HostAllocation { nbytes: src.nbytes })?;
         staging.resize(len, 0);
         src.queue.memcpy(WriteBytes::of_slice(&mut staging), src.bytes().as_read())?;
         self.queue.memcpy(self.bytes(), ReadBytes::of_slice(&staging))
@@ -238,12 +222,11 @@ impl UsmMemory {
             return Ok(Adopted::View(source));
         }
         if !copy {
-            return Err(MemoryError::KindMismatch(format!(
-                "USM pointer in the argument {} is not a USM {} pointer. Zero-copy operation is not possible with copy=false. Either use copy: true, or use a constructor appropriate for type '{}'",
-                source.describe(),
-                kind.name(),
-                source_kind.name()
-            )));
+            return Err(MemoryError::KindMismatch {
+                object: source.describe(),
+                expected: kind.name(),
+                actual: source_kind.name(),
+            });
         }
         let memory = UsmMemory::allocate(queue, kind, source.nbytes(), 0)?;
         memory.copy_from_device(&source)?;
@@ -255,14 +238,10 @@ impl UsmMemory {
     /// read-only), and at most `max_len` bytes (the engine's `ArrayBuffer` limit).
     pub fn host_view(&self, max_len: u64) -> Result<(Address, usize)> {
         if !self.kind.host_accessible() {
-            return Err(MemoryError::NotHostAccessible(
-                "USM device memory is not host accessible: copy it with copyToHost() instead".into(),
-            ));
+            return Err(MemoryError::NotHostAccessible);
         }
         if self.read_only {
-            return Err(MemoryError::ReadOnly(
-                "this memory comes from a read-only __sycl_usm_array_interface__: JS ArrayBuffers cannot be read-only, so it has no buffer; use copyToHost()".into(),
-            ));
+            return Err(MemoryError::ReadOnlyBuffer);
         }
         match usize::try_from(self.nbytes) {
             Ok(len) if self.nbytes <= max_len => Ok((self.address, len)),
@@ -291,7 +270,5 @@ pub enum Adopted {
 
 /// Host memory of `nbytes` is more than one JS `ArrayBuffer` may hold (`max_len`).
 pub fn too_large_for_host(nbytes: u64, max_len: u64) -> MemoryError {
-    MemoryError::HostBufferTooLarge(format!(
-        "{nbytes} bytes is more than a JS ArrayBuffer may hold here ({max_len} bytes): copy it in parts with an interface view, or use copyFromDevice"
-    ))
+    MemoryError::HostBufferTooLarge { nbytes, max_len }
 }

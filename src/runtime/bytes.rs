@@ -99,10 +99,7 @@ impl<'a> ReadBytes<'a> {
     /// shorter (a copy never writes past the range it was given).
     pub fn copy_len(&self, dst: &WriteBytes<'_>) -> Result<u64> {
         if self.len > dst.len {
-            return Err(MemoryError::Internal(format!(
-                "a copy of {} bytes into a range of {} bytes was refused",
-                self.len, dst.len
-            )));
+            return Err(MemoryError::CopyPastRange { len: self.len, range: dst.len });
         }
         Ok(self.len)
     }

@@ -68,10 +68,10 @@ impl Device for FakeDevice {
         std::ptr::addr_eq(self, other)
     }
     fn default_context(&self) -> Result<Arc<dyn Context>> {
-        Err(MemoryError::QueueCreation("fake".into()))
+        Err(MemoryError::QueueCreation { message: "fake".into() })
     }
     fn create_context(&self) -> Result<Arc<dyn Context>> {
-        Err(MemoryError::QueueCreation("fake".into()))
+        Err(MemoryError::QueueCreation { message: "fake".into() })
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -153,7 +153,7 @@ impl Context for FakeContext {
         let mut counts = self.counts();
         if counts.live.remove(&ptr).is_none() {
             counts.bad_frees += 1;
-            return Err(MemoryError::ForeignPointer(format!("{ptr:#x}")));
+            return Err(MemoryError::ForeignPointer { message: format!("{ptr:#x}") });
         }
         counts.frees.push(ptr);
         Ok(())
@@ -178,7 +178,7 @@ impl Queue for FakeQueue {
         let mut counts = self.context.counts();
         let live: u64 = counts.live.values().sum();
         if counts.capacity.is_some_and(|cap| live + nbytes > cap) {
-            return Err(MemoryError::UsmAllocation(format!("out of memory: {nbytes} bytes")));
+            return Err(MemoryError::UsmAllocation { message: format!("out of memory: {nbytes} bytes") });
         }
         let base = counts.next;
         counts.next += nbytes.div_ceil(1 << 16) * (1 << 16) + (1 << 16);

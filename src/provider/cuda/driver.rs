@@ -217,15 +217,15 @@ impl DriverError {
         }
     }
 
-    /// `MemoryError::CudaDriver("<call> (<purpose>) failed: …")`, for a call made on behalf
+    /// `MemoryError::CudaDriver { message: "<call> (<purpose>) failed: …" }`, for a call made on behalf
     /// of something the message should name (`staging buffer`).
     pub(super) fn during(&self, purpose: &str) -> MemoryError {
         match &self.failure {
             Failure::Status { description, .. } => {
-                MemoryError::CudaDriver(format!("{} ({purpose}) failed: {description}", self.call))
+                MemoryError::CudaDriver { message: format!("{} ({purpose}) failed: {description}", self.call) }
             }
-            Failure::Missing { .. } => MemoryError::CudaDriver(self.to_string()),
-            Failure::Null => MemoryError::CudaDriver(format!("{} ({purpose}) returned NULL", self.call)),
+            Failure::Missing { .. } => MemoryError::CudaDriver { message: self.to_string() },
+            Failure::Null => MemoryError::CudaDriver { message: format!("{} ({purpose}) returned NULL", self.call) },
         }
     }
 }
@@ -242,7 +242,7 @@ impl fmt::Display for DriverError {
 
 impl From<DriverError> for MemoryError {
     fn from(e: DriverError) -> Self {
-        MemoryError::CudaDriver(e.to_string())
+        MemoryError::CudaDriver { message: e.to_string() }
     }
 }
 
@@ -281,16 +281,16 @@ pub(super) fn open() -> crate::error::Result<&'static Driver> {
         return Ok(d);
     }
     if !library_present() {
-        return Err(MemoryError::CudaDriver(no_driver_message()));
+        return Err(MemoryError::CudaDriver { message: no_driver_message() });
     }
     // cudarc's `culib()` panics when no candidate loads; it was just found present, and
     // catch_unwind covers the library vanishing in between.
     // SAFETY: loading libcuda runs only its own initialisers, as any CUDA program does.
     let lib = std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::culib() })
-        .map_err(|_| MemoryError::CudaDriver(no_driver_message()))?;
+        .map_err(|_| MemoryError::CudaDriver { message: no_driver_message() })?;
     // SAFETY: `lib` is the CUDA driver library loaded by cudarc.
-    let table = unsafe { Table::resolve(lib) }.map_err(|e| {
-        MemoryError::CudaDriver(format!("{e}; the NVIDIA driver is too old for this addon (CUDA 12 or newer needed)"))
+    let table = unsafe { Table::resolve(lib) }.map_err(|e| MemoryError::CudaDriver {
+        message: format!("{e}; the NVIDIA driver is too old for this addon (CUDA 12 or newer needed)"),
     })?;
     Ok(DRIVER.get_or_init(|| Driver { table }))
 }
@@ -926,9 +926,9 @@ mod tests {
         assert_eq!(failed.description(), "CUDA_ERROR_OUT_OF_MEMORY: out of memory");
         assert_eq!(
             failed.during("staging buffer"),
-            MemoryError::CudaDriver(
-                "cuMemAlloc (staging buffer) failed: CUDA_ERROR_OUT_OF_MEMORY: out of memory".into()
-            )
+            MemoryError::CudaDriver {
+                message: "cuMemAlloc (staging buffer) failed: CUDA_ERROR_OUT_OF_MEMORY: out of memory".into()
+            }
         );
         let e: MemoryError = failed.into();
         assert_eq!(e.code(), "ERR_CUDA_DRIVER");
@@ -940,7 +940,7 @@ mod tests {
         );
         assert_eq!(missing.code(), None);
         assert_eq!(missing.description(), missing.to_string());
-        assert_eq!(missing.during("staging"), MemoryError::CudaDriver(missing.to_string()));
+        assert_eq!(missing.during("staging"), MemoryError::CudaDriver { message: missing.to_string() });
     }
 
     #[test]

@@ -41,10 +41,10 @@ pub(super) fn base_alignment(kind: UsmKind) -> u64 {
 /// `nbytes` behind it always exists.
 pub(super) fn plan_allocation(nbytes: u64, alignment: u64, base: u64) -> Result<AllocPlan> {
     if nbytes == 0 {
-        return Err(MemoryError::InvalidSize("cannot allocate 0 bytes: nbytes must be positive".into()));
+        return Err(MemoryError::ZeroSize);
     }
     if alignment != 0 && !alignment.is_power_of_two() {
-        return Err(MemoryError::UsmAllocation(format!("alignment {alignment} is not a power of two")));
+        return Err(MemoryError::InvalidAlignment { alignment });
     }
     let align = alignment.max(1);
     if align <= base {
@@ -55,8 +55,8 @@ pub(super) fn plan_allocation(nbytes: u64, alignment: u64, base: u64) -> Result<
 
 /// The over-allocating plan: `nbytes + align - 1` bytes.
 pub(super) fn padded_plan(nbytes: u64, align: u64) -> Result<AllocPlan> {
-    let request = nbytes.checked_add(align - 1).ok_or_else(|| {
-        MemoryError::UsmAllocation(format!("cannot allocate {nbytes} bytes with alignment {align}: the size overflows"))
+    let request = nbytes.checked_add(align - 1).ok_or_else(|| MemoryError::UsmAllocation {
+        message: format!("cannot allocate {nbytes} bytes with alignment {align}: the size overflows"),
     })?;
     Ok(AllocPlan { align, request, padded: true })
 }
@@ -71,10 +71,12 @@ pub(super) fn align_up(addr: u64, align: u64) -> Option<u64> {
 /// free, since oversubscribed managed memory can stall the GPU for every user of it.
 pub(super) fn admit_managed(requested: u64, free: u64) -> Result<()> {
     if requested > free {
-        return Err(MemoryError::UsmAllocation(format!(
-            "refusing to allocate {requested} bytes of shared (managed) memory: the device has only \
+        return Err(MemoryError::UsmAllocation {
+            message: format!(
+                "refusing to allocate {requested} bytes of shared (managed) memory: the device has only \
              {free} bytes free, and managed memory beyond free device memory would oversubscribe the GPU"
-        )));
+            ),
+        });
     }
     Ok(())
 }
@@ -86,7 +88,7 @@ pub(super) fn allocation_failure(call: &str, request: u64, error: &str, mem: Opt
     if let Some((free, total)) = mem {
         msg.push_str(&format!(" (device has {free} bytes free of {total})"));
     }
-    MemoryError::UsmAllocation(msg)
+    MemoryError::UsmAllocation { message: msg }
 }
 
 /// `cuDriverGetVersion`'s `1000 * major + 10 * minor`, written as SYCL's CUDA backend
@@ -167,15 +169,15 @@ mod tests {
     fn alignment_not_power_of_two_is_refused() {
         for a in [3u64, 6, 100, 4097, u64::MAX] {
             let e = plan_allocation(16, a, DEVICE_BASE_ALIGNMENT).unwrap_err();
-            assert!(matches!(e, MemoryError::UsmAllocation(ref m) if m.contains("not a power of two")), "{e:?}");
+            assert_eq!(e, MemoryError::InvalidAlignment { alignment: a });
         }
     }
 
     #[test]
     fn zero_bytes_and_overflow_are_refused() {
-        assert!(matches!(plan_allocation(0, 0, 256), Err(MemoryError::InvalidSize(_))));
+        assert!(matches!(plan_allocation(0, 0, 256), Err(MemoryError::ZeroSize)));
         let e = plan_allocation(u64::MAX - 10, 1 << 20, 256).unwrap_err();
-        assert!(matches!(e, MemoryError::UsmAllocation(ref m) if m.contains("overflows")));
+        assert!(matches!(e, MemoryError::UsmAllocation { message: ref m } if m.contains("overflows")));
         assert_eq!(align_up(u64::MAX - 5, 4096), None);
         assert_eq!(align_up(0, 4096), Some(0));
         assert_eq!(align_up(1, 1), Some(1));
@@ -195,7 +197,7 @@ mod tests {
         assert!(admit_managed(0, 0).is_ok());
         let e = admit_managed(11, 10).unwrap_err();
         match e {
-            MemoryError::UsmAllocation(m) => {
+            MemoryError::UsmAllocation { message: m } => {
                 assert!(m.contains("11 bytes") && m.contains("10 bytes free"), "{m}");
             }
             other => panic!("wrong error {other:?}"),
@@ -208,11 +210,11 @@ mod tests {
         let e = allocation_failure("cuMemAlloc", 1 << 40, "CUDA_ERROR_OUT_OF_MEMORY: out of memory", Some((5, 9)));
         assert_eq!(
             e,
-            MemoryError::UsmAllocation(
-                "cuMemAlloc of 1099511627776 bytes failed: CUDA_ERROR_OUT_OF_MEMORY: out of memory \
+            MemoryError::UsmAllocation {
+                message: "cuMemAlloc of 1099511627776 bytes failed: CUDA_ERROR_OUT_OF_MEMORY: out of memory \
                  (device has 5 bytes free of 9)"
                     .into()
-            )
+            }
         );
         let e = allocation_failure("cuMemHostAlloc", 7, "CUDA_ERROR_OUT_OF_MEMORY", None);
         assert_eq!(e.to_string(), "cuMemHostAlloc of 7 bytes failed: CUDA_ERROR_OUT_OF_MEMORY");

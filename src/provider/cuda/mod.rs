@@ -63,11 +63,13 @@ pub fn load() -> Result<Arc<dyn Provider>> {
 
 fn init() -> Result<Arc<CudaProvider>> {
     let driver = driver::open()?;
-    driver.init().map_err(|e| MemoryError::CudaDriver(format!("{e} (is an NVIDIA GPU visible to this process?)")))?;
+    driver
+        .init()
+        .map_err(|e| MemoryError::CudaDriver { message: format!("{e} (is an NVIDIA GPU visible to this process?)") })?;
     let version = driver.driver_version()?;
     let count = driver.device_count()?;
     if count <= 0 {
-        return Err(MemoryError::CudaDriver("the CUDA driver reports no devices".into()));
+        return Err(MemoryError::CudaDriver { message: "the CUDA driver reports no devices".into() });
     }
     let devices = (0..count).map(|ordinal| CudaDevice::open(driver, ordinal, version)).collect::<Result<Vec<_>>>()?;
     Ok(Arc::new(CudaProvider { devices }))
@@ -136,7 +138,9 @@ impl CudaDevice {
     }
 
     fn arc(&self) -> Result<Arc<CudaDevice>> {
-        self.me.upgrade().ok_or_else(|| MemoryError::CudaDriver("CUDA device object already released".into()))
+        self.me
+            .upgrade()
+            .ok_or_else(|| MemoryError::CudaDriver { message: "CUDA device object already released".into() })
     }
 
     /// The CUDA device ordinal (for diagnostics; `devices()` lists them in this order).
@@ -277,7 +281,7 @@ impl CudaContext {
         match stager.as_ref() {
             // SAFETY: this function's contract is the stager's.
             Some(stager) => unsafe { stager.copy(direction, host as usize, device, nbytes) },
-            None => Err(MemoryError::CudaDriver("staging buffers unavailable".into())),
+            None => Err(MemoryError::CudaDriver { message: "staging buffers unavailable".into() }),
         }
     }
 
@@ -300,7 +304,7 @@ impl CudaContext {
     /// Allocates `nbytes` of `kind`, aligned as asked; the handed-out pointer is recorded.
     fn allocate(&self, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Address> {
         if kind == UsmKind::Unknown {
-            return Err(MemoryError::UsmAllocation("cannot allocate USM memory of kind 'unknown'".into()));
+            return Err(MemoryError::UnknownKindAllocation);
         }
         let mut plan = plan_allocation(nbytes, alignment, base_alignment(kind))?;
         let current = self.current()?;
@@ -317,10 +321,12 @@ impl CudaContext {
                     // SAFETY: `raw` was allocated just above, never handed out nor recorded.
                     let _ = unsafe { self.raw_free(&current, kind, raw) };
                     if plan.padded {
-                        return Err(MemoryError::UsmAllocation(format!(
-                            "the CUDA driver returned 0x{raw:x}, which cannot be aligned to {}",
-                            plan.align
-                        )));
+                        return Err(MemoryError::UsmAllocation {
+                            message: format!(
+                                "the CUDA driver returned 0x{raw:x}, which cannot be aligned to {}",
+                                plan.align
+                            ),
+                        });
                     }
                     plan = padded_plan(nbytes, plan.align)?;
                 }
@@ -330,8 +336,9 @@ impl CudaContext {
 
     /// One driver allocation of `request` bytes in the current context.
     fn raw_alloc(&self, current: &CurrentContext, kind: UsmKind, request: u64) -> Result<u64> {
-        let size = usize::try_from(request)
-            .map_err(|_| MemoryError::UsmAllocation(format!("cannot allocate {request} bytes on this platform")))?;
+        let size = usize::try_from(request).map_err(|_| MemoryError::UsmAllocation {
+            message: format!("cannot allocate {request} bytes on this platform"),
+        })?;
         let allocated = match kind {
             UsmKind::Device => current.mem_alloc(size),
             UsmKind::Host => current
@@ -339,19 +346,19 @@ impl CudaContext {
                 .map(|p| p.as_ptr() as u64),
             UsmKind::Shared => {
                 let _admission = lock(&MANAGED_ADMISSION);
-                let (free, _) = current.mem_info().map_err(|e| {
-                    MemoryError::UsmAllocation(format!("cannot check free memory before a managed allocation: {e}"))
+                let (free, _) = current.mem_info().map_err(|e| MemoryError::UsmAllocation {
+                    message: format!("cannot check free memory before a managed allocation: {e}"),
                 })?;
                 admit_managed(request, free)?;
                 current.mem_alloc_managed(size, CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL)
             }
-            UsmKind::Unknown => {
-                return Err(MemoryError::UsmAllocation("cannot allocate USM memory of kind 'unknown'".into()))
-            }
+            UsmKind::Unknown => return Err(MemoryError::UnknownKindAllocation),
         };
         allocated.map_err(|e| {
             if e.returned_null() {
-                return MemoryError::UsmAllocation(format!("{} of {request} bytes returned NULL", e.call()));
+                return MemoryError::UsmAllocation {
+                    message: format!("{} of {request} bytes returned NULL", e.call()),
+                };
             }
             let mem = if kind == UsmKind::Host { None } else { current.mem_info().ok() };
             allocation_failure(e.call(), request, &e.description(), mem)
@@ -410,15 +417,16 @@ impl Context for CudaContext {
 
     fn create_queue(&self, device: &Arc<dyn Device>) -> Result<Arc<dyn Queue>> {
         if !self.device.same_device(device.as_ref()) {
-            return Err(MemoryError::QueueCreation(format!(
-                "device '{}' is not a device of this CUDA context",
-                device.info().name
-            )));
+            return Err(MemoryError::QueueCreation {
+                message: format!("device '{}' is not a device of this CUDA context", device.info().name),
+            });
         }
-        let context =
-            self.me.upgrade().ok_or_else(|| MemoryError::QueueCreation("CUDA context already released".into()))?;
-        let current = self.current().map_err(|e| MemoryError::QueueCreation(e.to_string()))?;
-        let stream = current.stream_create().map_err(|e| MemoryError::QueueCreation(e.to_string()))?;
+        let context = self
+            .me
+            .upgrade()
+            .ok_or_else(|| MemoryError::QueueCreation { message: "CUDA context already released".into() })?;
+        let current = self.current().map_err(|e| MemoryError::QueueCreation { message: e.to_string() })?;
+        let stream = current.stream_create().map_err(|e| MemoryError::QueueCreation { message: e.to_string() })?;
         Ok(Arc::new(CudaQueue { stream, context }))
     }
 
@@ -435,10 +443,12 @@ impl Context for CudaContext {
     fn pointer_device(&self, ptr: Address) -> Result<Arc<dyn Device>> {
         // A context has exactly one device: a pointer it owns belongs to that device.
         if self.pointer_kind(ptr) == UsmKind::Unknown {
-            return Err(MemoryError::ForeignPointer(format!(
-                "0x{ptr:x} is not a USM pointer of this CUDA context (device '{}')",
-                self.device.info.name
-            )));
+            return Err(MemoryError::ForeignPointer {
+                message: format!(
+                    "0x{ptr:x} is not a USM pointer of this CUDA context (device '{}')",
+                    self.device.info.name
+                ),
+            });
         }
         Ok(self.device.clone())
     }
@@ -455,9 +465,9 @@ impl Context for CudaContext {
 
     unsafe fn free(&self, ptr: Address) -> Result<()> {
         let Some(a) = lock(&self.allocations).remove(&ptr) else {
-            return Err(MemoryError::ForeignPointer(format!(
-                "0x{ptr:x} was not allocated by this CUDA context, or was already freed"
-            )));
+            return Err(MemoryError::ForeignPointer {
+                message: format!("0x{ptr:x} was not allocated by this CUDA context, or was already freed"),
+            });
         };
         let current = self.current()?;
         // SAFETY: `a` was just taken out of the table, so it is given back once; nothing
@@ -527,7 +537,7 @@ impl Queue for CudaQueue {
             return Ok(());
         }
         let size = usize::try_from(nbytes)
-            .map_err(|_| MemoryError::CudaDriver(format!("cannot copy {nbytes} bytes on this platform")))?;
+            .map_err(|_| MemoryError::CudaDriver { message: format!("cannot copy {nbytes} bytes on this platform") })?;
         if StagingConfig::get().applies(nbytes) {
             if let Some((direction, host, device)) = self.context.staging_direction(dst, src) {
                 // SAFETY: both sides are the ranges this call was given, valid for
@@ -538,11 +548,8 @@ impl Queue for CudaQueue {
         let current = self.context.current()?;
         // SAFETY: both ranges are valid for `nbytes` (USM memory of this context or live
         // host memory: their types' contract) for this call, which synchronises below.
-        unsafe { current.memcpy_async(dst, src, size, &self.stream) }.map_err(|e| {
-            MemoryError::CudaDriver(format!(
-                "cuMemcpyAsync of {nbytes} bytes from 0x{src:x} to 0x{dst:x} failed: {}",
-                e.description()
-            ))
+        unsafe { current.memcpy_async(dst, src, size, &self.stream) }.map_err(|e| MemoryError::CudaDriver {
+            message: format!("cuMemcpyAsync of {nbytes} bytes from 0x{src:x} to 0x{dst:x} failed: {}", e.description()),
         })?;
         Ok(current.synchronize(&self.stream)?)
     }
@@ -553,15 +560,12 @@ impl Queue for CudaQueue {
             return Ok(());
         }
         let size = usize::try_from(nbytes)
-            .map_err(|_| MemoryError::CudaDriver(format!("cannot fill {nbytes} bytes on this platform")))?;
+            .map_err(|_| MemoryError::CudaDriver { message: format!("cannot fill {nbytes} bytes on this platform") })?;
         let current = self.context.current()?;
         // SAFETY: `dst..dst+nbytes` is valid for writes (its type's contract) and the fill
         // is complete when the synchronisation below returns.
-        unsafe { current.memset_d8_async(dst, value, size, &self.stream) }.map_err(|e| {
-            MemoryError::CudaDriver(format!(
-                "cuMemsetD8Async of {nbytes} bytes at 0x{dst:x} failed: {}",
-                e.description()
-            ))
+        unsafe { current.memset_d8_async(dst, value, size, &self.stream) }.map_err(|e| MemoryError::CudaDriver {
+            message: format!("cuMemsetD8Async of {nbytes} bytes at 0x{dst:x} failed: {}", e.description()),
         })?;
         Ok(current.synchronize(&self.stream)?)
     }

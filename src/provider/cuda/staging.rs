@@ -137,7 +137,7 @@ impl Stager {
         let results = std::mem::take(&mut *lock(&results));
         if results.len() != used {
             // Only a panicking lane records nothing; no lane is known to panic.
-            return Err(MemoryError::CudaDriver("a staging lane did not finish".into()));
+            return Err(MemoryError::CudaDriver { message: "a staging lane did not finish".into() });
         }
         results.into_iter().collect()
     }

@@ -41,21 +41,22 @@ pub fn loaded_from() -> Option<(&'static std::path::Path, &'static std::path::Pa
 }
 
 fn load_provider() -> Result<Arc<SyclProvider>> {
-    let shim = ffi::shim().map_err(MemoryError::QueueCreation)?;
-    let handles = shim
-        .devices()
-        .map_err(|e| MemoryError::QueueCreation(format!("the SYCL runtime could not list its devices: {e}")))?;
+    let shim = ffi::shim().map_err(|message| MemoryError::QueueCreation { message })?;
+    let handles = shim.devices().map_err(|e| MemoryError::QueueCreation {
+        message: format!("the SYCL runtime could not list its devices: {e}"),
+    })?;
     let mut devices = Vec::with_capacity(handles.len());
     for handle in handles {
-        let device = SyclDevice::new(handle)
-            .map_err(|e| MemoryError::QueueCreation(format!("the SYCL runtime could not describe a device: {e}")))?;
+        let device = SyclDevice::new(handle).map_err(|e| MemoryError::QueueCreation {
+            message: format!("the SYCL runtime could not describe a device: {e}"),
+        })?;
         devices.push(Arc::new(device));
     }
     Ok(Arc::new(SyclProvider { devices }))
 }
 
 fn runtime_error(what: &str, e: ffi::ShimError) -> MemoryError {
-    MemoryError::SyclRuntime(format!("{what}: {e}"))
+    MemoryError::SyclRuntime { operation: what.into(), message: e.to_string() }
 }
 
 /// The provider's device equal to `handle`, or a new device around it.
@@ -189,18 +190,17 @@ impl Context for SyclContext {
 
     fn create_queue(&self, device: &Arc<dyn Device>) -> Result<Arc<dyn Queue>> {
         let Some(context) = self.me.upgrade() else {
-            return Err(MemoryError::QueueCreation("the SYCL context is being dropped".into()));
+            return Err(MemoryError::QueueCreation { message: "the SYCL context is being dropped".into() });
         };
         let Some(device) = self.devices.iter().find(|d| d.same_device(device.as_ref())) else {
-            return Err(MemoryError::QueueCreation(format!(
-                "the device {:?} is not a device of this SYCL context",
-                device.info().name
-            )));
+            return Err(MemoryError::QueueCreation {
+                message: format!("the device {:?} is not a device of this SYCL context", device.info().name),
+            });
         };
         let handle = self
             .handle
             .create_queue(&device.handle)
-            .map_err(|e| MemoryError::QueueCreation(format!("creating a SYCL queue: {e}")))?;
+            .map_err(|e| MemoryError::QueueCreation { message: format!("creating a SYCL queue: {e}") })?;
         Ok(Arc::new(SyclQueue { handle, context, device: Arc::clone(device) }))
     }
 
@@ -217,7 +217,9 @@ impl Context for SyclContext {
         // sycl::get_pointer_device throws for a foreign pointer (turned into an error by
         // the shim); asking the kind first gives that case its own error.
         if self.pointer_kind(ptr) == UsmKind::Unknown {
-            return Err(MemoryError::ForeignPointer(format!("0x{ptr:x} is not a USM pointer of this SYCL context")));
+            return Err(MemoryError::ForeignPointer {
+                message: format!("0x{ptr:x} is not a USM pointer of this SYCL context"),
+            });
         }
         let handle = self
             .handle
@@ -274,23 +276,18 @@ impl Queue for SyclQueue {
             UsmKind::Device => ffi::USM_DEVICE,
             UsmKind::Shared => ffi::USM_SHARED,
             UsmKind::Host => ffi::USM_HOST,
-            UsmKind::Unknown => {
-                return Err(MemoryError::UsmAllocation("cannot allocate USM memory of unknown kind".into()))
-            }
+            UsmKind::Unknown => return Err(MemoryError::UnknownKindAllocation),
         };
         if alignment != 0 && !alignment.is_power_of_two() {
-            return Err(MemoryError::InvalidAlignment(format!(
-                "alignment must be 0 or a power of two, got {alignment}"
-            )));
+            return Err(MemoryError::InvalidAlignment { alignment });
         }
         let address = self.handle.malloc(code, nbytes, alignment).map_err(|e| {
             if e.status == ffi::STATUS_ALLOC {
-                MemoryError::UsmAllocation(e.message)
+                MemoryError::UsmAllocation { message: e.message }
             } else {
-                MemoryError::UsmAllocation(format!(
-                    "allocating {nbytes} bytes of USM-{} memory failed: {e}",
-                    kind.name()
-                ))
+                MemoryError::UsmAllocation {
+                    message: format!("allocating {nbytes} bytes of USM-{} memory failed: {e}", kind.name()),
+                }
             }
         })?;
         // Some runtimes (the OpenCL CPU one) accept an alignment they cannot give and
@@ -301,11 +298,13 @@ impl Queue for SyclQueue {
                 Ok(()) => String::new(),
                 Err(e) => format!(" (and freeing it failed: {e})"),
             };
-            return Err(MemoryError::UsmAllocation(format!(
-                "allocating {nbytes} bytes of USM-{} memory: the SYCL runtime did not honour alignment \
+            return Err(MemoryError::UsmAllocation {
+                message: format!(
+                    "allocating {nbytes} bytes of USM-{} memory: the SYCL runtime did not honour alignment \
                  {alignment} (it returned 0x{address:x}){freed}",
-                kind.name()
-            )));
+                    kind.name()
+                ),
+            });
         }
         Ok(address)
     }
