@@ -1,25 +1,74 @@
-// The README's error table and index.d.ts's DpctlMemoryErrorCode list every code the
-// addon can throw (src/error.rs), so the documentation stays in step with the code.
+// The addon's table of error codes (src/error.rs, exported by the binding) is the one
+// truth: the exported ErrorCode, index.d.ts's declarations and the README's error table
+// must say exactly what it says, so documentation cannot drift from the code.
 import test from 'ava';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 
+const require = createRequire(import.meta.url);
 const read = (path) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8');
-const codes = [...new Set(read('src/error.rs').match(/"ERR_[A-Z_]+"/g).map((c) => c.slice(1, -1)))];
+const { native } = require('../lib/native.js');
+const { ErrorCode } = require('../index.js');
 
-test('src/error.rs defines the error codes', (t) => {
-  t.true(codes.length >= 25, `found ${codes.length} codes`);
+/** `[{ name, code, classes }]`, as the addon exports it. */
+const table = JSON.parse(native.errorCodes());
+const sorted = (values) => [...values].sort();
+
+test('the addon exports a table of distinct codes, each with its JS classes', (t) => {
+  t.true(table.length >= 25, `found ${table.length} codes`);
+  t.is(new Set(table.map((row) => row.code)).size, table.length, 'no code twice');
+  t.is(new Set(table.map((row) => row.name)).size, table.length, 'no name twice');
+  for (const { name, code, classes } of table) {
+    t.regex(code, /^ERR_[A-Z_]+$/, name);
+    t.true(classes.length >= 1, `${code} has a class`);
+  }
 });
 
-test('the exported ErrorCode enum holds exactly those codes', async (t) => {
-  const { createRequire } = await import('node:module');
-  const { ErrorCode } = createRequire(import.meta.url)('../index.js');
-  t.deepEqual(Object.values(ErrorCode).sort(), [...codes].sort());
+test('the exported ErrorCode is that table, frozen', (t) => {
+  t.deepEqual({ ...ErrorCode }, Object.fromEntries(table.map(({ name, code }) => [name, code])));
+  t.true(Object.isFrozen(ErrorCode));
 });
 
-for (const [file, form] of [['README.md', (c) => `\`${c}\``], ['index.d.ts', (c) => `'${c}'`]]) {
-  test(`${file} lists every error code`, (t) => {
-    const text = read(file);
-    const missing = codes.filter((code) => !text.includes(form(code)));
-    t.deepEqual(missing, [], `${file} lacks ${missing.join(', ')}`);
-  });
+/** The body of `export type NAME =` or `export declare const NAME: {`, up to its end. */
+function declaration(text, start, end) {
+  const from = text.indexOf(start);
+  if (from < 0) return null;
+  return text.slice(from + start.length, text.indexOf(end, from + start.length));
 }
+
+test("index.d.ts's ErrorCodeValue lists exactly the table's codes", (t) => {
+  const body = declaration(read('index.d.ts'), 'export type ErrorCodeValue =', '\n\n');
+  t.truthy(body, 'index.d.ts declares ErrorCodeValue');
+  const declared = [...body.matchAll(/\|\s*'([A-Z_]+)'/g)].map((m) => m[1]);
+  t.deepEqual(sorted(declared), sorted(table.map((row) => row.code)));
+});
+
+test("index.d.ts's ErrorCode declares exactly the table's names and codes", (t) => {
+  const body = declaration(read('index.d.ts'), 'export declare const ErrorCode: {', '\n}');
+  t.truthy(body, 'index.d.ts declares ErrorCode');
+  const declared = Object.fromEntries([...body.matchAll(/readonly (\w+): '([A-Z_]+)'/g)].map((m) => [m[1], m[2]]));
+  t.deepEqual(declared, Object.fromEntries(table.map(({ name, code }) => [name, code])));
+});
+
+test("the README's error table gives every code once, with the table's classes", (t) => {
+  // Rows `| \`ERR_A\`, \`ERR_B\` | Class (why) / Class | meaning |` of the section's table.
+  const rows = read('README.md')
+    .split('\n')
+    .filter((line) => /^\| `ERR_/.test(line))
+    .map((line) => line.split('|').map((cell) => cell.trim()));
+  const documented = new Map();
+  for (const [, codes, classes] of rows) {
+    const names = classes
+      .replace(/\([^)]*\)/g, '')
+      .split('/')
+      .map((name) => name.trim());
+    for (const [, code] of codes.matchAll(/`(ERR_[A-Z_]+)`/g)) {
+      t.false(documented.has(code), `${code} has one row`);
+      documented.set(code, names);
+    }
+  }
+  t.deepEqual(sorted(documented.keys()), sorted(table.map((row) => row.code)), 'the same codes');
+  for (const { code, classes } of table) {
+    t.deepEqual(documented.get(code), classes, `${code}'s class`);
+  }
+});

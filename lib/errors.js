@@ -6,8 +6,17 @@ const { native } = require('./native.js');
 const { Error, TypeError, RangeError, Object } = globalThis;
 const defineProperty = Object.defineProperty;
 
-/** `{ SuaiMalformed: 'ERR_SUAI_MALFORMED', ... }`: the binding's table, frozen. */
-const ErrorCode = Object.freeze(JSON.parse(native.errorCodes()));
+/**
+ * The binding's table of error codes (src/error.rs), `[{ name, code, classes }, ...]`,
+ * and from it `ErrorCode`: `{ SuaiMalformed: 'ERR_SUAI_MALFORMED', ... }`, frozen.
+ */
+const ERROR_TABLE = JSON.parse(native.errorCodes());
+const ErrorCode = {};
+for (let i = 0; i < ERROR_TABLE.length; i++) {
+  // Defined, not assigned: no setter on Object.prototype sees the names.
+  defineProperty(ErrorCode, ERROR_TABLE[i].name, { value: ERROR_TABLE[i].code, enumerable: true });
+}
+Object.freeze(ErrorCode);
 const CODES = new Set(Object.values(ErrorCode));
 
 function withCode(error, code) {

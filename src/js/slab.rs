@@ -6,6 +6,8 @@
 //! An id is `index + generation * 2^24`, exact in a JS number: a stale id (its value
 //! released, its slot reused) never reaches the new value.
 
+use crate::memory::interface::{js_integer, JsInteger};
+
 /// Slots per slab (the low 24 bits of an id).
 const INDEX_LIMIT: u32 = 1 << 24;
 /// Generations wrap below 2^29, so an id stays below 2^53.
@@ -33,10 +35,8 @@ fn id_of(index: u32, generation: u32) -> f64 {
 
 /// `(index, generation)` of a well-formed id, else `None`.
 fn parts(id: f64) -> Option<(u32, u32)> {
-    if !(0.0..9_007_199_254_740_992.0).contains(&id) || id.fract() != 0.0 {
-        return None;
-    }
-    let id = id as u64;
+    let JsInteger::Safe(id) = js_integer(id) else { return None };
+    let id = u64::try_from(id).ok()?;
     let index = u32::try_from(id % u64::from(INDEX_LIMIT)).ok()?;
     let generation = u32::try_from(id / u64::from(INDEX_LIMIT)).ok()?;
     Some((index, generation))
@@ -94,6 +94,7 @@ impl<T> Slab<T> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::memory::interface::MAX_SAFE_INTEGER;
 
     #[test]
     fn a_stale_id_never_reaches_the_value_that_reuses_its_slot() {
@@ -126,7 +127,7 @@ mod tests {
         slab.entries[0].generation = GENERATION_LIMIT - 1;
         slab.entries[0].value = Some(1);
         let last = id_of(0, GENERATION_LIMIT - 1);
-        assert!(last < 9_007_199_254_740_992.0);
+        assert!(last <= MAX_SAFE_INTEGER);
         assert_eq!(slab.remove(last), Some(1));
         assert_eq!(slab.entries[0].generation, 0, "wrapped");
         assert_eq!(slab.get(first), None, "the slot is vacant");

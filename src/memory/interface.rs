@@ -25,8 +25,31 @@ use std::fmt;
 
 use crate::error::{InterfaceField, MemoryError, Result};
 
-/// `Number.MAX_SAFE_INTEGER`.
-const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+/// `Number.MAX_SAFE_INTEGER`: up to it, every integer is exactly one JS number.
+pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+/// A JS number read as an integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsInteger {
+    /// An integer of magnitude at most `MAX_SAFE_INTEGER`, exact.
+    Safe(i64),
+    /// An integer beyond it: it may stand for a neighbouring integer too.
+    Unsafe,
+    /// NaN, an infinity or a fraction.
+    NotInteger,
+}
+
+/// The one reading of a JS number as an integer (interface fields, handle ids).
+pub fn js_integer(n: f64) -> JsInteger {
+    if !n.is_finite() || n.fract() != 0.0 {
+        JsInteger::NotInteger
+    } else if n.abs() <= MAX_SAFE_INTEGER {
+        // Exact: a safe integer converts to i64 without loss.
+        JsInteger::Safe(n as i64)
+    } else {
+        JsInteger::Unsafe
+    }
+}
 
 const MALFORMED: &str = "__sycl_usm_array_interface__ is malformed";
 
@@ -274,27 +297,23 @@ pub fn typestr_itemsize(typestr: &str) -> Option<u64> {
 
 /// An integer from a number (integral, safe) or a bigint. `what` names the value.
 fn read_int(value: &IfaceValue, field: InterfaceField, what: &str) -> Result<i128> {
+    let not_an_integer =
+        || MemoryError::malformed(field, format!("{MALFORMED}: {what} must be an integer, got {}.", value.describe()));
     match value {
         IfaceValue::BigInt(i) => Ok(*i),
-        IfaceValue::Number(n) if n.is_finite() && n.fract() == 0.0 => {
-            if n.abs() <= MAX_SAFE_INTEGER {
-                // Exact: a safe integer converts to i128 without loss.
-                Ok(*n as i128)
-            } else {
-                Err(MemoryError::malformed_range(
-                    field,
-                    format!(
-                        "{MALFORMED}: {what} is {}, which is not a safe integer; pass it as a \
-                         BigInt.",
-                        js_number(*n)
-                    ),
-                ))
-            }
-        }
-        other => Err(MemoryError::malformed(
-            field,
-            format!("{MALFORMED}: {what} must be an integer, got {}.", other.describe()),
-        )),
+        IfaceValue::Number(n) => match js_integer(*n) {
+            JsInteger::Safe(v) => Ok(i128::from(v)),
+            JsInteger::Unsafe => Err(MemoryError::malformed_range(
+                field,
+                format!(
+                    "{MALFORMED}: {what} is {}, which is not a safe integer; pass it as a \
+                     BigInt.",
+                    js_number(*n)
+                ),
+            )),
+            JsInteger::NotInteger => Err(not_an_integer()),
+        },
+        _ => Err(not_an_integer()),
     }
 }
 
@@ -377,38 +396,37 @@ fn parse_data(value: &IfaceValue) -> Result<(u64, bool)> {
 
 fn parse_pointer(value: &IfaceValue) -> Result<u64> {
     let range = |message: String| MemoryError::malformed_range(InterfaceField::Data, message);
+    let negative = |n: f64| {
+        range(format!("{MALFORMED}: 'data'[0] (the USM pointer) is {}; a pointer cannot be negative.", js_number(n)))
+    };
+    let not_a_pointer = || {
+        MemoryError::malformed(
+            InterfaceField::Data,
+            format!(
+                "{MALFORMED}: 'data'[0] (the USM pointer) must be a bigint or a safe-integer \
+                 number, got {}.",
+                value.describe()
+            ),
+        )
+    };
     match value {
-        IfaceValue::Number(n) if n.is_finite() && n.fract() == 0.0 => {
-            if *n < 0.0 {
-                Err(range(format!(
-                    "{MALFORMED}: 'data'[0] (the USM pointer) is {}; a pointer cannot be negative.",
-                    js_number(*n)
-                )))
-            } else if *n > MAX_SAFE_INTEGER {
-                Err(range(format!(
-                    "{MALFORMED}: 'data'[0] (the USM pointer) is {}, which is not a safe \
-                     integer; pass pointers as BigInt.",
-                    js_number(*n)
-                )))
-            } else {
-                // Exact: a non-negative safe integer.
-                Ok(*n as u64)
-            }
-        }
+        IfaceValue::Number(n) => match js_integer(*n) {
+            JsInteger::Safe(v) => u64::try_from(v).map_err(|_| negative(*n)),
+            JsInteger::Unsafe if *n < 0.0 => Err(negative(*n)),
+            JsInteger::Unsafe => Err(range(format!(
+                "{MALFORMED}: 'data'[0] (the USM pointer) is {}, which is not a safe \
+                 integer; pass pointers as BigInt.",
+                js_number(*n)
+            ))),
+            JsInteger::NotInteger => Err(not_a_pointer()),
+        },
         IfaceValue::BigInt(i) => u64::try_from(*i).map_err(|_| {
             range(format!(
                 "{MALFORMED}: 'data'[0] (the USM pointer) is {i}n, outside the 64-bit address \
                  space [0, 2^64)."
             ))
         }),
-        other => Err(MemoryError::malformed(
-            InterfaceField::Data,
-            format!(
-                "{MALFORMED}: 'data'[0] (the USM pointer) must be a bigint or a safe-integer \
-                 number, got {}.",
-                other.describe()
-            ),
-        )),
+        _ => Err(not_a_pointer()),
     }
 }
 

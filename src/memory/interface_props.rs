@@ -19,7 +19,7 @@ use proptest::test_runner::{Config as ProptestConfig, RngSeed};
 use crate::error::{ErrorClass, MemoryError};
 use crate::memory::allocation::{bind_view, provenance, Allocation, Provenance};
 use crate::memory::interface::{
-    check_bounds, parse_interface, pointer_not_bound, typestr_itemsize, IfaceValue, RawInterface,
+    check_bounds, parse_interface, pointer_not_bound, typestr_itemsize, IfaceValue, RawInterface, MAX_SAFE_INTEGER,
 };
 use crate::memory::pool::{pool, size_class, MAX_POOLED_ALIGNMENT};
 use crate::runtime::fake::{FakeContext, FakeDevice};
@@ -28,7 +28,6 @@ use crate::runtime::{Context, Queue};
 
 use IfaceValue::{BigInt, Bool, List, Missing, Null, Number, Other, String as Str};
 
-const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 const U64: i128 = 1 << 64;
 const MAX_LIST: usize = 1024;
 const MAX_BLOCK: u64 = 256 << 20;
@@ -73,7 +72,7 @@ fn int_of(v: &IfaceValue) -> Result<i128, bool> {
     match v {
         BigInt(i) => Ok(*i),
         Number(n) if n.is_finite() && n.trunc() == *n => {
-            if n.abs() <= MAX_SAFE {
+            if n.abs() <= MAX_SAFE_INTEGER {
                 Ok(*n as i128)
             } else {
                 Err(true)
@@ -135,7 +134,7 @@ fn model(raw: &RawInterface, resolver_fails: bool) -> (Expect, bool) {
         List(items) if items.len() == 2 => {
             let base = match &items[0] {
                 Number(n) if n.is_finite() && n.trunc() == *n => {
-                    if *n < 0.0 || *n > MAX_SAFE {
+                    if *n < 0.0 || *n > MAX_SAFE_INTEGER {
                         return (err("ERR_SUAI_DATA", true), false);
                     }
                     *n as u64
@@ -278,10 +277,10 @@ fn actual(raw: &RawInterface, resolver_fails: bool) -> (Expect, bool, Option<u64
 fn number() -> impl Strategy<Value = f64> {
     prop_oneof![
         6 => (-20i32..20).prop_map(f64::from),
-        1 => Just(MAX_SAFE),
-        1 => Just(MAX_SAFE + 1.0),
-        1 => Just(-MAX_SAFE),
-        1 => Just(-MAX_SAFE - 2.0),
+        1 => Just(MAX_SAFE_INTEGER),
+        1 => Just(MAX_SAFE_INTEGER + 1.0),
+        1 => Just(-MAX_SAFE_INTEGER),
+        1 => Just(-MAX_SAFE_INTEGER - 2.0),
         1 => Just(1.5),
         1 => Just(-0.0),
         1 => Just(f64::NAN),
