@@ -347,7 +347,7 @@ fn parse_version(value: &IfaceValue) -> Result<()> {
         )
     };
     match value {
-        IfaceValue::Number(n) if n.is_finite() && n.fract() == 0.0 => {
+        IfaceValue::Number(n) if js_integer(*n) != JsInteger::NotInteger => {
             if *n == 1.0 {
                 Ok(())
             } else {
