@@ -392,7 +392,7 @@ pub fn mem_queue(env: &Env, memory_id: f64) -> napi::Result<f64> {
 pub fn mem_buffer<'env>(env: &'env Env, memory_id: f64) -> napi::Result<Unknown<'env>> {
     let memory = live_memory(env, memory_id)?;
     let (address, len) = memory.host_view(ffi::MAX_BUFFER_LENGTH).or_throw(env)?;
-    let lease: BufferLease = Rc::new(RefCell::new(memory.owner().cloned()));
+    let lease: BufferLease = Rc::new(RefCell::new(Some(memory.owner().clone())));
     let buffer = match ffi::external_arraybuffer(env, address as *mut u8, len, lease.clone()) {
         Ok(buffer) => buffer,
         Err(ExternalBufferError::NotAllowed) => return Err(MemoryError::ExternalBuffersUnsupported).or_throw(env),

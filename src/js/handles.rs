@@ -9,7 +9,7 @@ use napi::Env;
 
 use crate::js::ffi::{self, JsRef};
 use crate::js::slab::Slab;
-use crate::memory::allocation::Allocation;
+use crate::memory::usm::Owner;
 use crate::memory::usm::UsmMemory;
 use crate::runtime::{Context, Device, Queue};
 
@@ -17,7 +17,7 @@ use crate::runtime::{Context, Device, Queue};
 /// still reach it: the allocation, when it is ours (foreign memory is kept alive by the
 /// exporter, which the JS layer ties to the buffer). Shared between the memory handle
 /// and the buffer's finalizer; `memFree` empties it once it has detached the buffer.
-pub(crate) type BufferLease = Rc<RefCell<Option<Arc<Allocation>>>>;
+pub(crate) type BufferLease = Rc<RefCell<Option<Owner>>>;
 
 /// The most one allocation reports to V8. V8 collects whenever external memory grows by
 /// more than its soft limit (64 MiB) since the last collection, so reporting a large block

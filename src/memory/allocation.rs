@@ -8,71 +8,19 @@
 //! memory can still be reachable from JS when the block reaches a new owner (see the
 //! module documentation of `memory::pool`).
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
 use crate::memory::interface::check_bounds;
-use crate::memory::pool::{pool, Block};
+pub use crate::memory::pool::Provenance;
+use crate::memory::pool::{pool, Block, Pool};
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Queue};
 
-/// Address ranges of every live allocation this process made, for bounds checks of
-/// interfaces that point into them (SYCL cannot tell an allocation's extent).
-/// Also lets an interface view of such an allocation hold it alive like any other view.
-static LIVE: Mutex<BTreeMap<Address, LiveEntry>> = Mutex::new(BTreeMap::new());
-
-struct LiveEntry {
-    /// The REQUESTED size (what views may cover); 0 while the block is being handed
-    /// back to the pool (see `Drop`).
-    size: u64,
-    /// The block under it (the pool's size class: at least `size`).
-    block: u64,
-    allocation: Weak<Allocation>,
-}
-
-fn live() -> MutexGuard<'static, BTreeMap<Address, LiveEntry>> {
-    crate::sync::lock(&LIVE)
-}
-
-/// What this process knows of the memory at an address. One lookup decides both the
-/// bytes a view of that address may touch and the allocation the view must hold, so the
-/// two can never disagree.
-#[derive(Debug)]
-pub enum Provenance {
-    /// Inside the bytes a live allocation asked for: a view must stay within
-    /// `allocation.address()..+allocation.nbytes()` and hold `allocation`.
-    Owned(Arc<Allocation>),
-    /// Memory this process allocated that no live allocation owns at this address: the
-    /// slack between a request and the end of its (rounded-up) block, a block cached in
-    /// the pool, or one on its way there. The runtime still calls it valid USM memory,
-    /// but no view may touch any byte of it.
-    Unowned { block_base: Address },
-    /// Not memory of this process.
-    Foreign,
-}
-
-/// The [`Provenance`] of `ptr`.
+/// The [`Provenance`] of `ptr` in the process's pool, which keeps the one address book
+/// of live, cached and releasing blocks.
 pub fn provenance(ptr: Address) -> Provenance {
-    {
-        let map = live();
-        if let Some((&base, entry)) = map.range(..=ptr).next_back() {
-            if ptr < base.saturating_add(entry.size) {
-                // A failed upgrade is an allocation whose `Drop` has not yet run.
-                return match entry.allocation.upgrade() {
-                    Some(allocation) => Provenance::Owned(allocation),
-                    None => Provenance::Unowned { block_base: base },
-                };
-            }
-            if ptr < base.saturating_add(entry.block.max(entry.size)) {
-                return Provenance::Unowned { block_base: base };
-            }
-        }
-    }
-    match pool().cached_range(ptr) {
-        Some((base, _)) => Provenance::Unowned { block_base: base },
-        None => Provenance::Foreign,
-    }
+    pool().provenance(ptr)
 }
 
 /// Whether the runtime's extent of an address (`Context::address_range`) holds memory of
@@ -82,9 +30,7 @@ pub fn provenance(ptr: Address) -> Provenance {
 /// slack. Returns the base of our allocation there.
 pub fn runtime_slack(range: Option<(Address, u64)>) -> Option<Address> {
     let (base, size) = range?;
-    let end = base.saturating_add(size);
-    let map = live();
-    map.range(base..end).next().map(|(&ours, _)| ours)
+    pool().block_within(base, size)
 }
 
 /// The error for an interface pointer into memory no live allocation owns.
@@ -152,6 +98,8 @@ pub struct Allocation {
     context: Arc<dyn Context>,
     /// The block under it (at least `nbytes`; the size class when pooled).
     block: Block,
+    /// The pool the block came from and goes back to.
+    pool: &'static Pool,
 }
 
 impl std::fmt::Debug for Allocation {
@@ -165,6 +113,17 @@ impl Allocation {
     /// pool when one fits, else a new one. The contents of a reused block are whatever
     /// its last owner left there (not zeroed, like `malloc`).
     pub fn new(queue: &Arc<dyn Queue>, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Arc<Self>> {
+        Self::new_in(pool(), queue, kind, nbytes, alignment)
+    }
+
+    /// [`Allocation::new`] from `pool` (tests bring their own).
+    pub fn new_in(
+        pool: &'static Pool,
+        queue: &Arc<dyn Queue>,
+        kind: UsmKind,
+        nbytes: u64,
+        alignment: u64,
+    ) -> Result<Arc<Self>> {
         if nbytes == 0 {
             return Err(MemoryError::ZeroSize);
         }
@@ -174,11 +133,10 @@ impl Allocation {
         if alignment != 0 && !alignment.is_power_of_two() {
             return Err(MemoryError::InvalidAlignment { alignment });
         }
-        let block = pool().acquire(queue, kind, nbytes, alignment)?;
+        let block = pool.acquire(queue, kind, nbytes, alignment)?;
         let address = block.address;
-        let allocation = Arc::new(Allocation { address, nbytes, kind, context: queue.context(), block });
-        let entry = LiveEntry { size: nbytes, block: block.size, allocation: Arc::downgrade(&allocation) };
-        live().insert(address, entry);
+        let allocation = Arc::new(Allocation { address, nbytes, kind, context: queue.context(), block, pool });
+        pool.record_live(block, nbytes, Arc::downgrade(&allocation));
         Ok(allocation)
     }
 
@@ -200,79 +158,97 @@ impl Allocation {
 impl Drop for Allocation {
     fn drop(&mut self) {
         // The last reference is gone, so no view of the memory is left: the block may
-        // serve a new owner. Until it is in the pool's index (or freed), a size-0 entry
-        // keeps any interface from covering it; the pool (or the runtime) may hand the
-        // address to the next allocation as soon as it has the block, so the entry
-        // changes first and goes last, and only if no new owner has replaced it.
-        let handoff = LiveEntry { size: 0, block: self.block.size, allocation: Weak::new() };
-        live().insert(self.address, handoff);
-        // Never panics; a failed free is ignored (the memory is left to the runtime's
-        // teardown).
-        pool().release(&self.context, self.kind, self.block);
-        let mut map = live();
-        if map.get(&self.address).is_some_and(|entry| entry.size == 0) {
-            map.remove(&self.address);
-        }
+        // serve a new owner. The pool marks it releasing in its book before anything else,
+        // so no interface can cover it on the way. Never panics; a failed free is ignored
+        // (the memory is left to the runtime's teardown).
+        self.pool.release(&self.context, self.kind, self.block);
     }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use std::sync::Weak;
+
     use super::*;
+    use crate::memory::pool::Limits;
     use crate::runtime::fake::{FakeContext, FakeDevice};
 
-    fn range_of(ptr: Address) -> Option<(Address, u64)> {
-        match provenance(ptr) {
+    /// A pool of its own for one test (never dropped, as the process's is not).
+    fn own_pool(enabled: bool) -> &'static Pool {
+        Box::leak(Box::new(Pool::new(enabled, Limits::default())))
+    }
+
+    fn range_of(pool: &Pool, ptr: Address) -> Option<(Address, u64)> {
+        match pool.provenance(ptr) {
             Provenance::Owned(a) => Some((a.address(), a.nbytes())),
             _ => None,
         }
     }
 
-    fn unowned(ptr: Address) -> bool {
-        matches!(provenance(ptr), Provenance::Unowned { .. })
+    fn unowned(pool: &Pool, ptr: Address) -> bool {
+        matches!(pool.provenance(ptr), Provenance::Unowned { .. })
     }
 
     #[test]
     fn a_pooled_allocation_owns_only_the_requested_bytes() {
+        let pool = own_pool(true);
         let context = FakeContext::new(1000, FakeDevice::new(1 << 34, 1 << 34));
         let queue = context.queue();
-        let a = Allocation::new(&queue, UsmKind::Host, 5000, 0).unwrap();
+        let a = Allocation::new_in(pool, &queue, UsmKind::Host, 5000, 0).unwrap();
         let address = a.address();
         assert_eq!(a.nbytes(), 5000, "the requested size, not the class");
-        let pooled = pool().enabled();
-        assert_eq!(a.block_size(), if pooled { 5120 } else { 5000 });
-        assert_eq!(range_of(address + 4999), Some((address, 5000)));
-        assert_eq!(range_of(address + 5000), None, "the slack is no part of the allocation");
-        assert_eq!(unowned(address + 5000), pooled, "and no view may touch it");
-        assert!(matches!(provenance(address + 5120), Provenance::Foreign));
+        assert_eq!(a.block_size(), 5120);
+        assert_eq!(range_of(pool, address + 4999), Some((address, 5000)));
+        assert_eq!(range_of(pool, address + 5000), None, "the slack is no part of the allocation");
+        assert!(unowned(pool, address + 5000), "and no view may touch it");
+        assert!(matches!(pool.provenance(address + 5120), Provenance::Foreign));
+        drop(a);
+        assert_eq!(range_of(pool, address), None);
+        assert!(unowned(pool, address + 10), "a cached block has no room for any view");
+        assert_eq!(pool.cached_range(address + 5100), Some((address, 5120)));
+        assert!(context.counts().frees.is_empty());
+        let b = Allocation::new_in(pool, &queue, UsmKind::Host, 4500, 0).unwrap();
+        assert_eq!(b.address(), address, "the same class reuses the block");
+        assert_eq!(b.nbytes(), 4500);
+        assert!(unowned(pool, address + 4500));
+        assert_eq!(range_of(pool, address + 4499), Some((address, 4500)));
+        assert_eq!(pool.cached_range(address), None);
+        assert_eq!(context.counts().allocations, 1);
+        // A second reference keeps the block out of the pool.
+        let view = b.clone();
+        drop(b);
+        assert_eq!(pool.cached_range(address), None);
+        assert!(range_of(pool, address).is_some());
+        drop(view);
+        assert_eq!(pool.cached_range(address), Some((address, 5120)));
+        pool.trim();
+        assert!(matches!(pool.provenance(address), Provenance::Foreign), "freed: out of the book");
+        assert_eq!(context.counts().frees, vec![address]);
+        assert_eq!(context.counts().bad_frees, 0);
+    }
+
+    #[test]
+    fn without_the_pool_an_allocation_is_exactly_its_request_and_is_freed_at_once() {
+        let pool = own_pool(false);
+        let context = FakeContext::new(1003, FakeDevice::new(1 << 34, 1 << 34));
+        let a = Allocation::new_in(pool, &context.queue(), UsmKind::Host, 5000, 0).unwrap();
+        let address = a.address();
+        assert_eq!(a.block_size(), 5000);
+        assert!(matches!(pool.provenance(address + 5000), Provenance::Foreign));
+        drop(a);
+        assert!(matches!(pool.provenance(address), Provenance::Foreign));
+        assert_eq!(context.counts().frees, vec![address]);
+    }
+
+    #[test]
+    fn the_process_pool_answers_for_views_and_owning_allocations() {
+        let context = FakeContext::new(1004, FakeDevice::new(1 << 34, 1 << 34));
+        let a = Allocation::new(&context.queue(), UsmKind::Host, 5000, 0).unwrap();
+        let address = a.address();
         assert!(owning_allocation(address + 4000, 1000).is_some());
         assert!(owning_allocation(address + 4000, 1001).is_none());
-        drop(a);
-        assert_eq!(range_of(address), None);
-        if pooled {
-            assert!(unowned(address + 10), "a cached block has no room for any view");
-            assert_eq!(pool().cached_range(address + 5100), Some((address, 5120)));
-            assert!(context.counts().frees.is_empty());
-            let b = Allocation::new(&queue, UsmKind::Host, 4500, 0).unwrap();
-            assert_eq!(b.address(), address, "the same class reuses the block");
-            assert_eq!(b.nbytes(), 4500);
-            assert!(unowned(address + 4500));
-            assert_eq!(range_of(address + 4499), Some((address, 4500)));
-            assert_eq!(pool().cached_range(address), None);
-            assert_eq!(context.counts().allocations, 1);
-            // A second reference keeps the block out of the pool.
-            let view = b.clone();
-            drop(b);
-            assert_eq!(pool().cached_range(address), None);
-            assert!(range_of(address).is_some());
-            drop(view);
-            assert_eq!(pool().cached_range(address), Some((address, 5120)));
-        } else {
-            assert!(matches!(provenance(address), Provenance::Foreign));
-            assert_eq!(context.counts().frees, vec![address]);
-        }
-        assert_eq!(context.counts().bad_frees, 0);
+        assert!(matches!(provenance(address + 4999), Provenance::Owned(_)));
     }
 
     #[test]
@@ -282,7 +258,7 @@ mod tests {
         let a = Allocation::new(&queue, UsmKind::Host, 64, 0).unwrap();
         let base = a.address();
         let ctx = queue.context();
-        if pool().enabled() {
+        if a.block_size() > 64 {
             // The reported use-after-free: data pointer past the end, offset back into it.
             assert!(matches!(bind_view(&*ctx, base + 64, base, 64), Err(MemoryError::Unowned { .. })));
         }
@@ -307,13 +283,13 @@ mod tests {
     }
 
     #[test]
-    fn provenance_finds_the_allocation_holding_an_interior_pointer() {
-        live().insert(0x1000_0000, LiveEntry { size: 0x100, block: 0x100, allocation: Weak::new() });
-        assert!(unowned(0x1000_0000), "a dead allocation is not handed out");
-        assert!(unowned(0x1000_00ff));
-        assert!(matches!(provenance(0x1000_0100), Provenance::Foreign));
-        assert!(matches!(provenance(0x0fff_ffff), Provenance::Foreign));
-        live().remove(&0x1000_0000);
-        assert!(matches!(provenance(0x1000_0010), Provenance::Foreign));
+    fn an_allocation_whose_drop_has_begun_is_never_handed_to_a_view() {
+        let pool = own_pool(true);
+        let block = Block { address: 0x1000_0000, size: 0x100, pooled: true };
+        pool.record_live(block, 0x100, Weak::new());
+        assert!(unowned(pool, 0x1000_0000), "a dead allocation is not handed out");
+        assert!(unowned(pool, 0x1000_00ff));
+        assert!(matches!(pool.provenance(0x1000_0100), Provenance::Foreign));
+        assert!(matches!(pool.provenance(0x0fff_ffff), Provenance::Foreign));
     }
 }

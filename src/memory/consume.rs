@@ -11,7 +11,7 @@ use crate::error::{MemoryError, Result};
 use crate::memory::allocation::{bind_view, provenance, runtime_slack, unowned, Provenance};
 use crate::memory::interface::{parse_interface, pointer_not_bound, syclobj_invalid, RawInterface};
 use crate::memory::registry::Registry;
-use crate::memory::usm::UsmMemory;
+use crate::memory::usm::{Owner, UsmMemory};
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Queue};
 
@@ -30,6 +30,7 @@ pub fn consume(registry: &Registry, raw: &RawInterface, syclobj: SyclObj, shown:
     let parsed = parse_interface(raw, |ptr| resolve(registry, syclobj, ptr, shown))?;
     let queue = parsed.queue;
     let owner = bind_view(&*queue.context(), parsed.base_ptr, parsed.ptr, parsed.nbytes)?;
+    let owner = owner.map_or(Owner::Foreign, Owner::Allocation);
     // SAFETY: `parse_interface` and `bind_view` checked that the range is USM memory of
     // the queue's context, inside `owner` when this process allocated it (the view holds
     // it); foreign memory is kept alive by the interface's exporter, as dpctl trusts.
@@ -112,7 +113,7 @@ mod tests {
         let base = UsmMemory::allocate(&queue, UsmKind::Host, 100, 0).unwrap();
         let view = consume(&registry, &raw(base.address() + 10, 50, 0), SyclObj::Queue(queue.clone()), "q").unwrap();
         assert_eq!((view.address(), view.nbytes()), (base.address() + 10, 50));
-        assert!(Arc::ptr_eq(view.owner().unwrap(), base.owner().unwrap()));
+        assert!(Arc::ptr_eq(view.owner().allocation().unwrap(), base.owner().allocation().unwrap()));
         let past = consume(&registry, &raw(base.address() + 10, 91, 0), SyclObj::Queue(queue.clone()), "q");
         assert!(matches!(past, Err(MemoryError::OutOfBounds { .. })));
         let slack = consume(&registry, &raw(base.address() + 100, 100, -100), SyclObj::Queue(queue.clone()), "q");

@@ -1,10 +1,10 @@
 //! A caching allocator for USM blocks (dpctl has none).
 //!
-//! Why: an allocation from the runtime is slow where it matters most. On the H200 one
-//! `cuMemHostAlloc` + `cuMemFreeHost` of 1 MiB costs about 1.1 ms (pinning pages); on the
-//! SYCL OpenCL CPU device a fresh 1 MiB block costs 0.5-0.7 ms at its first touch because
-//! the runtime never reuses blocks. A block that goes back to a cache and out again costs
-//! a lock and a map lookup instead.
+//! Why: an allocation from the runtime is slow where it matters most: pinned host memory
+//! (`cuMemHostAlloc` pins every page, about a millisecond per MiB), and on the SYCL
+//! OpenCL CPU device every fresh block pays its first touch because the runtime never
+//! reuses blocks (the bench measures both). A block that goes back to a cache and out
+//! again costs a lock and a map lookup instead.
 //!
 //! **Keys.** Cached blocks are kept per `(context, kind, size class)`. Contexts have no
 //! hash, only `Context::same_context`, and a process has few of them, so the per-context
@@ -22,15 +22,19 @@
 //! users see use it; only the block, and the pool's byte counts, use the class size.
 //!
 //! **What is not pooled** (allocated at the exact size and freed on release, as before):
-//! requests above [`Limits::max_block`] (256 MiB: big blocks are rare, slow anyway and
-//! would pin too much of the cap); alignments above [`MAX_POOLED_ALIGNMENT`] (256, the
+//! requests above [`Limits::max_block`] (4 GiB); alignments above [`MAX_POOLED_ALIGNMENT`] (256, the
 //! alignment every runtime here gives by default; a cached block serves an alignment
 //! request only if its address is aligned, which for larger alignments would miss too
 //! often); classes beyond the device's `max_mem_alloc_size`; and everything when the pool
 //! is disabled.
 //!
+//! **Large blocks.** Blocks above [`LARGE_BLOCK`] (256 MiB) are pooled too (a fresh one
+//! costs the runtime far more than a small one), but a released one is cached only while
+//! its device keeps a quarter of its memory free after it, where the runtime can tell
+//! (CUDA: `cuMemGetInfo`), so one process's cache never starves others of device memory.
+//!
 //! **Caps and eviction.** Each `(context, kind)` caches at most: host 1 GiB; device and
-//! shared `min(1 GiB, global memory / 8)` of the context's (first) device. A block that
+//! shared `min(4 GiB, global memory / 8)` of the context's (first) device. A block that
 //! would exceed the cap evicts the oldest cached blocks of that `(context, kind)` (least
 //! recently released first); reuse is LIFO within a class (the most recently released
 //! block is the warmest in caches and TLBs).
@@ -45,6 +49,12 @@
 //! their way). The process's pool also frees the idle host scratch blocks of async copies
 //! (`provider::Scratch`) whenever it trims: on such a retry and in `poolTrim()`.
 //!
+//! **One address book.** The pool keeps the book of every block it handed out: live
+//! (with the requested size and a weak reference to its allocation), cached, or
+//! releasing (on its way to the cache or back to the runtime). `Pool::provenance`
+//! answers from it in one lookup, so no block is ever in no book on its way between
+//! owners.
+//!
 //! **No stale views.** A block returns here only when the LAST `Arc<Allocation>` drops.
 //! Every memory object, every view of it (zero-copy constructor, `asUsmMemory`, interface
 //! views of our own memory through `allocation::bind_view`), every in-flight copy and every
@@ -54,9 +64,9 @@
 //! pool and cannot reach a new owner; once it is in the pool, every view that JS could
 //! hold is detached (length 0). A raw pointer (a `BigInt` kept from `pointer` or an old
 //! interface dictionary) is the one thing that can still name a cached block, and the
-//! runtime still calls it valid USM memory: [`Pool::cached_range`] knows better, and
-//! `allocation::provenance` (what interface consumers bound views with) calls such a
-//! block unowned, so no view can cover any byte of it.
+//! runtime still calls it valid USM memory: the book knows better, and
+//! `Pool::provenance` (what interface consumers bound views with) calls such a block
+//! unowned, so no view can cover any byte of it.
 //!
 //! **Contents of a reused block are not cleared** (as with `malloc`, and as with the
 //! runtime itself, which gives no guarantee about fresh memory either).
@@ -75,9 +85,10 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsStr;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use crate::error::{MemoryError, Result};
+use crate::memory::allocation::Allocation;
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Queue};
 
@@ -94,6 +105,9 @@ pub const SMALL_LIMIT: u64 = 4 * KIB;
 pub const SMALL_STEP: u64 = 512;
 /// Larger alignments bypass the pool.
 pub const MAX_POOLED_ALIGNMENT: u64 = 256;
+/// Blocks above this size are cached only while their device keeps a quarter of its
+/// memory free (where the runtime can tell).
+pub const LARGE_BLOCK: u64 = 256 * MIB;
 
 /// The size class of a request: the size of the block that serves it.
 pub fn size_class(nbytes: u64) -> u64 {
@@ -134,7 +148,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_block: 256 * MIB, host_cap: GIB, device_cap: GIB, device_fraction: 8 }
+        Limits { max_block: 4 * GIB, host_cap: GIB, device_cap: 4 * GIB, device_fraction: 8 }
     }
 }
 
@@ -284,8 +298,48 @@ struct State {
     /// hits, misses, in_use_bytes and evictions (the cached counts live in the pools).
     counters: [KindStats; 3],
     seq: u64,
-    /// Every cached block: address -> size, for [`Pool::cached_range`].
-    index: BTreeMap<Address, u64>,
+    /// The one address book: every block of this pool that is live, cached or on its way
+    /// back to the runtime, by address (see [`Pool::provenance`]).
+    book: BTreeMap<Address, BookEntry>,
+}
+
+/// What the pool knows of a block it handed out.
+#[derive(Debug)]
+enum BookEntry {
+    /// Held by a live allocation, which asked for `size` bytes of a `block`-sized block.
+    Live { size: u64, block: u64, allocation: Weak<Allocation> },
+    /// In the cache (`size`: the class).
+    Cached { size: u64 },
+    /// No longer an allocation's, not yet the runtime's again (being cached or freed).
+    Releasing { block: u64 },
+}
+
+impl BookEntry {
+    /// Bytes of the block under the entry.
+    fn extent(&self) -> u64 {
+        match self {
+            BookEntry::Live { size, block, .. } => (*size).max(*block),
+            BookEntry::Cached { size } => *size,
+            BookEntry::Releasing { block } => *block,
+        }
+    }
+}
+
+/// What this process knows of the memory at an address. One lookup decides both the
+/// bytes a view of that address may touch and the allocation the view must hold, so the
+/// two can never disagree.
+#[derive(Debug)]
+pub enum Provenance {
+    /// Inside the bytes a live allocation asked for: a view must stay within
+    /// `allocation.address()..+allocation.nbytes()` and hold `allocation`.
+    Owned(Arc<Allocation>),
+    /// Memory this process allocated that no live allocation owns at this address: the
+    /// slack between a request and the end of its (rounded-up) block, a block cached in
+    /// the pool, or one on its way there. The runtime still calls it valid USM memory,
+    /// but no view may touch any byte of it.
+    Unowned { block_base: Address },
+    /// Not memory of this process.
+    Foreign,
 }
 
 fn same_arc(a: &Arc<dyn Context>, b: &Arc<dyn Context>) -> bool {
@@ -331,7 +385,7 @@ impl State {
             let mut pool = self.contexts.remove(i);
             for kind in &mut pool.kinds {
                 for (address, size) in kind.drain() {
-                    self.index.remove(&address);
+                    self.book.insert(address, BookEntry::Releasing { block: size });
                     deferred.frees.push((pool.context.clone(), address, size));
                 }
             }
@@ -346,12 +400,12 @@ impl State {
         for mut pool in self.contexts.drain(..) {
             for kind in &mut pool.kinds {
                 for (address, size) in kind.drain() {
+                    self.book.insert(address, BookEntry::Releasing { block: size });
                     deferred.frees.push((pool.context.clone(), address, size));
                 }
             }
             deferred.contexts.push(pool.context);
         }
-        self.index.clear();
     }
 }
 
@@ -363,17 +417,33 @@ struct Deferred {
 }
 
 impl Deferred {
-    /// Frees the blocks (failures ignored: nothing can report them) and releases the
-    /// contexts, in that order. Returns the bytes freed.
-    fn run(self) -> u64 {
+    /// Frees the blocks (failures ignored: nothing can report them), takes them out of
+    /// `pool`'s book, and releases the contexts, in that order. Returns the bytes freed.
+    /// A block stays in the book (as releasing) until the runtime has it back: until
+    /// then no view may be made of it, and after it a new allocation may get the address.
+    fn run(self, pool: &Pool) -> u64 {
         let Deferred { frees, contexts } = self;
+        if frees.is_empty() {
+            drop(contexts);
+            return 0;
+        }
         let mut freed = 0u64;
+        let addresses: Vec<Address> = frees.iter().map(|(_, address, _)| *address).collect();
         for (context, address, size) in frees {
             // SAFETY: a block reaches `frees` once, from the one place that held it: a
             // release (the last `Arc<Allocation>` is gone, so no view or copy uses it) or
             // the cache (which nothing outside the pool can reach).
             if unsafe { context.free(address) }.is_ok() {
                 freed = freed.saturating_add(size);
+            }
+        }
+        {
+            let mut state = pool.lock();
+            for address in addresses {
+                // Only if no new owner has taken the address meanwhile.
+                if matches!(state.book.get(&address), Some(BookEntry::Releasing { .. })) {
+                    state.book.remove(&address);
+                }
             }
         }
         drop(contexts);
@@ -465,7 +535,8 @@ impl Pool {
             let found = state.find(&context, &mut deferred);
             let hit = found.and_then(|i| state.contexts[i].kinds[slot].take(class, alignment));
             if let Some(address) = hit {
-                state.index.remove(&address);
+                // Releasing until the allocation records itself (no view before).
+                state.book.insert(address, BookEntry::Releasing { block: class });
             }
             let counters = &mut state.counters[slot];
             match hit {
@@ -478,7 +549,7 @@ impl Pool {
             state.prune(found, &mut deferred);
             hit
         };
-        deferred.run();
+        deferred.run(self);
         if let Some(address) = hit {
             return Ok(Block { address, size: class, pooled: true });
         }
@@ -513,45 +584,49 @@ impl Pool {
     /// free failures are ignored.
     pub fn release(&self, context: &Arc<dyn Context>, kind: UsmKind, block: Block) {
         let mut deferred = Deferred::default();
+        // A large block stays cached only while the device keeps room for others (other
+        // processes too): asked outside the lock, where the runtime can tell.
+        let keep_large = block.size <= LARGE_BLOCK || self.device_has_room(context, block.size);
         {
             let mut state = self.lock();
+            state.book.insert(block.address, BookEntry::Releasing { block: block.size });
             let slot = slot(kind);
             if let Some(slot) = slot {
                 let counters = &mut state.counters[slot];
                 counters.in_use_bytes = counters.in_use_bytes.saturating_sub(block.size);
             }
             match slot {
-                Some(slot) if self.enabled && block.pooled => {
+                Some(slot) if self.enabled && block.pooled && keep_large => {
                     let found = state.find_or_insert(context, &self.limits, &mut deferred);
                     state.seq += 1;
                     let seq = state.seq;
-                    let State { contexts, counters, index, .. } = &mut *state;
+                    let State { contexts, counters, book, .. } = &mut *state;
                     let pool = &mut contexts[found].kinds[slot];
                     if block.size > pool.cap {
                         deferred.frees.push((context.clone(), block.address, block.size));
                     } else {
                         while pool.bytes.saturating_add(block.size) > pool.cap {
                             let Some((address, size)) = pool.evict_oldest() else { break };
-                            index.remove(&address);
+                            book.insert(address, BookEntry::Releasing { block: size });
                             counters[slot].evictions += 1;
                             deferred.frees.push((context.clone(), address, size));
                         }
                         pool.put(block.size, block.address, seq);
-                        index.insert(block.address, block.size);
+                        book.insert(block.address, BookEntry::Cached { size: block.size });
                     }
                     state.prune(Some(found), &mut deferred);
                 }
                 _ => deferred.frees.push((context.clone(), block.address, block.size)),
             }
         }
-        deferred.run();
+        deferred.run(self);
     }
 
     /// Frees every cached block, and the idle memory of `spare`; returns the bytes released.
     pub fn trim(&self) -> u64 {
         let mut deferred = Deferred::default();
         self.lock().drain_all(&mut deferred);
-        deferred.run().saturating_add((self.spare)())
+        deferred.run(self).saturating_add((self.spare)())
     }
 
     pub fn stats(&self) -> PoolStats {
@@ -567,14 +642,53 @@ impl Pool {
         PoolStats { enabled: self.enabled, device, host, shared }
     }
 
+    /// Whether caching `size` more bytes in `context` leaves its device at least a quarter
+    /// of its memory free (true where the runtime cannot tell).
+    fn device_has_room(&self, context: &Arc<dyn Context>, size: u64) -> bool {
+        let global = context.devices().first().map_or(0, |d| d.info().global_mem_size);
+        match context.free_memory() {
+            Some(free) => free.saturating_sub(size) >= global / 4,
+            None => true,
+        }
+    }
+
+    /// Records the block of a new allocation (asked for `size` bytes) as live.
+    pub(crate) fn record_live(&self, block: Block, size: u64, allocation: Weak<Allocation>) {
+        self.lock().book.insert(block.address, BookEntry::Live { size, block: block.size, allocation });
+    }
+
+    /// The [`Provenance`] of `ptr` among this pool's blocks.
+    pub fn provenance(&self, ptr: Address) -> Provenance {
+        let state = self.lock();
+        let Some((&base, entry)) = state.book.range(..=ptr).next_back() else {
+            return Provenance::Foreign;
+        };
+        if ptr >= base.saturating_add(entry.extent()) {
+            return Provenance::Foreign;
+        }
+        match entry {
+            BookEntry::Live { size, allocation, .. } if ptr < base.saturating_add(*size) => {
+                // A failed upgrade is an allocation whose `Drop` has not yet run.
+                allocation.upgrade().map_or(Provenance::Unowned { block_base: base }, Provenance::Owned)
+            }
+            _ => Provenance::Unowned { block_base: base },
+        }
+    }
+
+    /// The first block of this pool (live, cached or releasing) that starts inside
+    /// `base..base + size`.
+    pub fn block_within(&self, base: Address, size: u64) -> Option<Address> {
+        self.lock().book.range(base..base.saturating_add(size)).next().map(|(&address, _)| address)
+    }
+
     /// `(base, size)` of the cached (freed, not yet reused) block holding `ptr`, if any.
-    /// A pointer into such a block names memory no live allocation owns: whoever turns
-    /// raw pointers into memory (interface consumers) must refuse it, as the runtime
-    /// would refuse a pointer it had freed.
+    #[cfg(test)]
     pub fn cached_range(&self, ptr: Address) -> Option<(Address, u64)> {
         let state = self.lock();
-        let (&base, &size) = state.index.range(..=ptr).next_back()?;
-        (ptr < base.saturating_add(size)).then_some((base, size))
+        match state.book.range(..=ptr).next_back() {
+            Some((&base, BookEntry::Cached { size })) if ptr < base.saturating_add(*size) => Some((base, *size)),
+            _ => None,
+        }
     }
 }
 
@@ -672,8 +786,8 @@ mod tests {
         assert_eq!(limits.cap(UsmKind::Host, 4 * GIB), GIB);
         assert_eq!(limits.cap(UsmKind::Device, 4 * GIB), GIB / 2);
         assert_eq!(limits.cap(UsmKind::Shared, 4 * GIB), GIB / 2);
-        assert_eq!(limits.cap(UsmKind::Device, 141 * GIB), GIB);
-        assert_eq!(limits.cap(UsmKind::Device, 0), GIB, "unknown size: the upper bound");
+        assert_eq!(limits.cap(UsmKind::Device, 141 * GIB), 4 * GIB);
+        assert_eq!(limits.cap(UsmKind::Device, 0), 4 * GIB, "unknown size: the upper bound");
     }
 
     #[test]
@@ -932,7 +1046,7 @@ mod tests {
 
     #[test]
     fn requests_the_pool_does_not_cache_also_give_the_cache_back_and_retry() {
-        let pool = Pool::new(true, Limits::default());
+        let pool = Pool::new(true, Limits { max_block: 256 * MIB, ..Limits::default() });
         let (ctx, queue) = setup(17);
         let context = dyn_ctx(&ctx);
         // The runtime refuses while more than 1.25 GiB would be outstanding.
@@ -1024,5 +1138,29 @@ mod tests {
         assert_eq!(stats.in_use_bytes, 0);
         assert_eq!(counts.allocations - counts.frees.len() as u64, stats.cached_blocks);
         assert!(stats.hits > 0 && stats.evictions > 0, "{stats:?}");
+    }
+
+    #[test]
+    fn large_blocks_are_cached_only_while_the_device_keeps_room() {
+        let pool = Pool::new(true, Limits::default());
+        let (ctx, queue) = setup(23);
+        let context = dyn_ctx(&ctx);
+        // The runtime cannot tell its free memory: large blocks are cached within the cap.
+        let block = pool.acquire(&queue, UsmKind::Device, GIB, 0).unwrap();
+        assert!(block.pooled);
+        pool.release(&context, UsmKind::Device, block);
+        assert_eq!(pool.stats().device.cached_bytes, GIB);
+        let again = pool.acquire(&queue, UsmKind::Device, GIB, 0).unwrap();
+        assert_eq!((again.address, pool.stats().device.hits), (block.address, 1), "the same block, from the cache");
+        // Little free memory left on the device: the block goes back to the runtime.
+        ctx.counts().free_memory = Some(GIB);
+        pool.release(&context, UsmKind::Device, again);
+        assert_eq!(pool.stats().device.cached_bytes, 0);
+        assert_eq!(ctx.counts().frees, vec![block.address]);
+        // Blocks up to LARGE_BLOCK are cached whatever the free memory.
+        let small = pool.acquire(&queue, UsmKind::Device, LARGE_BLOCK, 0).unwrap();
+        pool.release(&context, UsmKind::Device, small);
+        assert_eq!(pool.stats().device.cached_bytes, LARGE_BLOCK);
+        assert_eq!(ctx.counts().bad_frees, 0);
     }
 }

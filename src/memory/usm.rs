@@ -1,6 +1,6 @@
-//! A USM memory object: an address range, the queue it is used through, and (for memory
-//! this process allocated) a reference that keeps the allocation alive. Views share the
-//! owner of what they view, so the owner chain is always flat.
+//! A USM memory object: an address range, the queue it is used through, and its
+//! [`Owner`], what keeps the bytes alive. Views share the owner of what they view, so the
+//! owner chain is always flat.
 
 use std::sync::Arc;
 
@@ -47,6 +47,28 @@ impl CpuAccess {
     }
 }
 
+/// What keeps a memory object's bytes alive. Every holder (memory objects, views, zero-copy
+/// `ArrayBuffer`s, in-flight copies) holds a clone; the bytes go when the last one does.
+#[derive(Debug, Clone)]
+pub enum Owner {
+    /// An allocation of this process, given back to the pool when its last holder goes.
+    Allocation(#[allow(dead_code, reason = "held for its Drop, which gives the allocation back")] Arc<Allocation>),
+    /// Memory another party allocated and keeps alive (an interface over foreign memory,
+    /// which the exporting object keeps alive, as dpctl trusts).
+    Foreign,
+}
+
+impl Owner {
+    /// The allocation of this process under the memory, if it is one.
+    #[cfg(test)]
+    pub fn allocation(&self) -> Option<&Arc<Allocation>> {
+        match self {
+            Owner::Allocation(allocation) => Some(allocation),
+            Owner::Foreign => None,
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct UsmMemory {
     address: Address,
@@ -55,7 +77,7 @@ pub struct UsmMemory {
     kind: UsmKind,
     cpu_access: CpuAccess,
     queue: Arc<dyn Queue>,
-    owner: Option<Arc<Allocation>>,
+    owner: Owner,
     read_only: bool,
 }
 
@@ -75,25 +97,23 @@ impl UsmMemory {
             kind,
             cpu_access: CpuAccess::of(kind, queue),
             queue: queue.clone(),
-            owner: Some(allocation),
+            owner: Owner::Allocation(allocation),
             read_only: false,
         })
     }
 
-    /// Memory described by an interface. `owner` is the allocation under it when this
-    /// process made that allocation (kept alive by the view), else `None` (the JS object
-    /// that exposed the interface keeps it alive).
+    /// Memory described by an interface: `owner` is the allocation under it when this
+    /// process made that allocation (kept alive by the view), else `Owner::Foreign`.
     ///
     /// # Safety
     /// `address..address + nbytes` is USM memory of `queue`'s context that stays
-    /// allocated while the result (or a clone) lives: inside `owner` when there is one
-    /// (the view holds it), else memory whose exporter keeps it alive, as dpctl trusts an
-    /// interface's `syclobj` owner to.
+    /// allocated while the result (or a clone) lives: inside `owner`'s allocation when
+    /// there is one (the view holds it), else memory whose exporter keeps it alive.
     pub unsafe fn from_interface(
         address: Address,
         nbytes: u64,
         queue: Arc<dyn Queue>,
-        owner: Option<Arc<Allocation>>,
+        owner: Owner,
         read_only: bool,
     ) -> Self {
         let kind = queue.context().pointer_kind(address);
@@ -130,8 +150,8 @@ impl UsmMemory {
         &self.queue
     }
 
-    pub fn owner(&self) -> Option<&Arc<Allocation>> {
-        self.owner.as_ref()
+    pub fn owner(&self) -> &Owner {
+        &self.owner
     }
 
     pub fn read_only(&self) -> bool {

@@ -87,6 +87,8 @@ pub struct Counts {
     next: u64,
     /// Allocations fail when live bytes would exceed this.
     pub capacity: Option<u64>,
+    /// What `Context::free_memory` reports.
+    pub free_memory: Option<u64>,
     /// Added to addresses of alignment-0 requests (simulates a runtime that only
     /// aligns to this by default).
     pub misalign: u64,
@@ -148,6 +150,9 @@ impl Context for FakeContext {
     }
     fn address_range(&self, _ptr: Address) -> Option<(Address, u64)> {
         None
+    }
+    fn free_memory(&self) -> Option<u64> {
+        self.counts().free_memory
     }
     unsafe fn free(&self, ptr: Address) -> Result<()> {
         let mut counts = self.counts();

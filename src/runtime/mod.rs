@@ -89,6 +89,11 @@ pub trait Context: Send + Sync + Any {
     /// `(base, size)` of the allocation holding `ptr`, where the runtime can tell
     /// (CUDA: `cuMemGetAddressRange`). `None` when it cannot.
     fn address_range(&self, ptr: Address) -> Option<(Address, u64)>;
+    /// Bytes of device memory free now, where the runtime can tell (CUDA:
+    /// `cuMemGetInfo`); `None` where it cannot.
+    fn free_memory(&self) -> Option<u64> {
+        None
+    }
     /// Frees memory this context allocated.
     ///
     /// # Safety

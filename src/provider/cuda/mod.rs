@@ -453,6 +453,10 @@ impl Context for CudaContext {
         Ok(self.device.clone())
     }
 
+    fn free_memory(&self) -> Option<u64> {
+        self.current().ok()?.mem_info().ok().map(|(free, _)| free)
+    }
+
     fn address_range(&self, ptr: Address) -> Option<(Address, u64)> {
         if ptr == 0 {
             return None;
