@@ -106,6 +106,24 @@ pub enum MemoryError {
     /// A failure of Node-API itself, or a call that broke the binding's contract.
     #[error("{0}")]
     Internal(String),
+    /// Not a token `share()` made in this process (malformed, altered, or another's).
+    #[error("{0}")]
+    ShareTokenInvalid(String),
+    /// A share token opened a second time.
+    #[error("{0}")]
+    ShareTokenOpened(String),
+    /// A share token whose timeout passed before it was opened.
+    #[error("{0}")]
+    ShareTokenExpired(String),
+    /// A share token revoked before it was opened.
+    #[error("{0}")]
+    ShareTokenRevoked(String),
+    /// `share()` of memory that another library's exporter owns.
+    #[error("{0}")]
+    ShareNotOwned(String),
+    /// A share timeout outside 1 ms ..= 2^31 - 1 ms.
+    #[error("{0}")]
+    InvalidTimeout(String),
 }
 
 /// The fields of `__sycl_usm_array_interface__`, in dpctl's validation order.
@@ -170,6 +188,12 @@ impl MemoryError {
             InvalidThis(_) => "ERR_INVALID_THIS",
             NotCloneable(_) => "ERR_NOT_CLONEABLE",
             Internal(_) => "ERR_INTERNAL",
+            ShareTokenInvalid(_) => "ERR_SHARE_TOKEN_INVALID",
+            ShareTokenOpened(_) => "ERR_SHARE_TOKEN_OPENED",
+            ShareTokenExpired(_) => "ERR_SHARE_TOKEN_EXPIRED",
+            ShareTokenRevoked(_) => "ERR_SHARE_TOKEN_REVOKED",
+            ShareNotOwned(_) => "ERR_SHARE_NOT_OWNED",
+            InvalidTimeout(_) => "ERR_INVALID_TIMEOUT",
         }
     }
 
@@ -183,7 +207,8 @@ impl MemoryError {
             | InvalidFilter(_)
             | ConstructCallRequired(_)
             | InvalidThis(_)
-            | NotCloneable(_) => ErrorClass::TypeError,
+            | NotCloneable(_)
+            | ShareTokenInvalid(_) => ErrorClass::TypeError,
             InterfaceMalformed { range: false, .. } => ErrorClass::TypeError,
             InterfaceMalformed { range: true, .. } => ErrorClass::RangeError,
             InvalidSize(_)
@@ -192,7 +217,8 @@ impl MemoryError {
             | OutOfBounds(_)
             | HostBufferTooLarge(_)
             | DestinationTooSmall(_)
-            | SourceTooLarge(_) => ErrorClass::RangeError,
+            | SourceTooLarge(_)
+            | InvalidTimeout(_) => ErrorClass::RangeError,
             UsmAllocation(_) => ErrorClass::UsmAllocation,
             QueueCreation(_) => ErrorClass::QueueCreation,
             DeviceNotFound(_) => ErrorClass::DeviceCreation,
@@ -206,7 +232,11 @@ impl MemoryError {
             | CudaDriver(_)
             | ExternalBuffersUnsupported(_)
             | Busy(_)
-            | Internal(_) => ErrorClass::Error,
+            | Internal(_)
+            | ShareTokenOpened(_)
+            | ShareTokenExpired(_)
+            | ShareTokenRevoked(_)
+            | ShareNotOwned(_) => ErrorClass::Error,
         }
     }
 

@@ -48,6 +48,12 @@ pub const ERROR_CODES: &[(&str, &str)] = &[
     ("InvalidThis", "ERR_INVALID_THIS"),
     ("NotCloneable", "ERR_NOT_CLONEABLE"),
     ("Internal", "ERR_INTERNAL"),
+    ("ShareTokenInvalid", "ERR_SHARE_TOKEN_INVALID"),
+    ("ShareTokenOpened", "ERR_SHARE_TOKEN_OPENED"),
+    ("ShareTokenExpired", "ERR_SHARE_TOKEN_EXPIRED"),
+    ("ShareTokenRevoked", "ERR_SHARE_TOKEN_REVOKED"),
+    ("ShareNotOwned", "ERR_SHARE_NOT_OWNED"),
+    ("InvalidTimeout", "ERR_INVALID_TIMEOUT"),
 ];
 
 /// `ERROR_CODES` for the JS layer, as JSON: `{ name: code, ... }`.
