@@ -24,6 +24,7 @@ use crate::js::json;
 use crate::memory::consume::{consume, SyclObj};
 use crate::memory::interface::{IfaceValue, RawInterface};
 use crate::memory::registry::{registry_with, DeviceChoice, Registry};
+use crate::memory::share;
 use crate::memory::usm::{too_large_for_host, Adopted, UsmMemory};
 use crate::runtime::UsmKind;
 use crate::runtime::{Context, Device, Queue};
@@ -495,6 +496,52 @@ pub fn mem_copy_from_device_async(env: &Env, memory_id: f64, source_id: f64) -> 
 pub fn mem_memset_async(env: &Env, memory_id: f64, value: u32) -> napi::Result<AsyncTask<UsmTask>> {
     let memory = live_memory(env, memory_id)?;
     Ok(AsyncTask::new(UsmTask::new(Operation::Memset { memory, value: value as u8 }, None)))
+}
+
+// ---------------------------------------------------------------------------------------
+// Sharing with other threads of the process (`crate::memory::share`)
+// ---------------------------------------------------------------------------------------
+
+/// Holds the memory under a new share token and returns the token's text; `timeout_ms`
+/// `None` gives the default timeout.
+#[napi]
+pub fn mem_share(env: &Env, memory_id: f64, timeout_ms: Option<f64>) -> napi::Result<String> {
+    let memory = live_memory(env, memory_id)?;
+    Ok(share::share(&memory, timeout_ms).or_throw(env)?.text())
+}
+
+/// Opens a share token (made in any thread) into memory of this environment, which
+/// holds the allocation from now on: `[memoryId, queueId, nbytes, readOnly ? 1 : 0,
+/// cachedQueueKey]`. The key is 0 unless the queue is its device's cached queue; then it
+/// is a number that stands for that queue for the life of the process (the address of
+/// the registry's queue), so the JS layer gives it this realm's one object for it
+/// without looking the device up again.
+#[napi]
+pub fn mem_open_shared(env: &Env, token: String, kind: u32, nbytes: f64) -> napi::Result<Float64Array> {
+    let kind = kind_of(env, kind)?;
+    let memory = share::open(&token, kind, nbytes as u64).or_throw(env)?;
+    let queue = memory.queue().clone();
+    let cached = registry().cached_queue(&queue.device()).is_ok_and(|cached| Arc::ptr_eq(&cached, &queue));
+    let key = if cached { Arc::as_ptr(&queue).cast::<()>() as usize as f64 } else { 0.0 };
+    let facts = [memory.nbytes() as f64, f64::from(u8::from(memory.read_only())), key];
+    let queue_id = queue_handle(env, queue)?;
+    // Reported to V8 as an allocation of this thread: dropped here without free(), it
+    // must drive this thread's collections.
+    let memory_id = match memory_handle(env, MemoryHandle::allocated(env, memory)) {
+        Ok(id) => id,
+        Err(err) => {
+            release_handle(env, 2, queue_id)?;
+            return Err(err);
+        }
+    };
+    Ok(Float64Array::new(vec![memory_id, queue_id, facts[0], facts[1], facts[2]]))
+}
+
+/// Revokes a share token still pending (`true`); `false` when it was already opened,
+/// revoked or expired.
+#[napi]
+pub fn mem_revoke_shared(env: &Env, token: String) -> napi::Result<bool> {
+    share::revoke(&token).or_throw(env)
 }
 
 /// The largest `ArrayBuffer` this engine makes, for the JS layer's size checks.
