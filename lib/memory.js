@@ -4,7 +4,7 @@
 // never change (nbytes, kind, pointer, the zero-copy buffer once made) are fields;
 // options and `__sycl_usm_array_interface__` dictionaries are read here, before the
 // binding is called, so no user code runs while the binding holds a raw pointer.
-const { native, own, release: releaseHandle, MEMORY_HANDLE, QUEUE_HANDLE } = require('./native.js');
+const { native, own, MEMORY_HANDLE } = require('./native.js');
 const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis, MEMORY_CLONE_GUARD } = require('./errors.js');
 const { display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg } = require('./values.js');
 const devices = require('./device.js');
@@ -626,27 +626,23 @@ const sharedCachedQueues = new Map();
  */
 function openShared(token) {
   const { handle, kind, nbytes } = readToken(token, 'openShared');
-  let opened;
+  let id;
+  let facts;
   try {
-    opened = native.memOpenShared(handle, kind, nbytes);
+    id = native.memOpenShared(handle, kind, nbytes);
+    facts = native.memSharedFacts(id);
   } catch (error) {
     throw fromNative(error);
   }
-  const queueId = opened[1];
-  const cachedKey = opened[4];
-  let queue;
-  if (cachedKey === 0) {
-    queue = new SyclQueue(INTERNAL, queueId);
-  } else {
-    queue = sharedCachedQueues.get(cachedKey);
-    if (queue === undefined) {
-      queue = cachedQueueObject(queueId);
-      sharedCachedQueues.set(cachedKey, queue);
-    } else {
-      releaseHandle(QUEUE_HANDLE, queueId);
-    }
+  const readOnly = facts % 2 === 1;
+  const cachedKey = (facts - (readOnly ? 1 : 0)) / 2;
+  let queue = cachedKey === 0 ? undefined : sharedCachedQueues.get(cachedKey);
+  if (queue === undefined) {
+    const queueId = native.memQueue(id);
+    queue = cachedKey === 0 ? new SyclQueue(INTERNAL, queueId) : cachedQueueObject(queueId);
+    if (cachedKey !== 0) sharedCachedQueues.set(cachedKey, queue);
   }
-  return new CLASS_OF_KIND[kind](INTERNAL, { handle: opened[0], queue, reference: null, facts: [opened[2], undefined, kind, opened[3] === 1] });
+  return new CLASS_OF_KIND[kind](INTERNAL, { handle: id, queue, reference: null, facts: [nbytes, undefined, kind, readOnly] });
 }
 
 /**

@@ -511,30 +511,29 @@ pub fn mem_share(env: &Env, memory_id: f64, timeout_ms: Option<f64>) -> napi::Re
 }
 
 /// Opens a share token (made in any thread) into memory of this environment, which
-/// holds the allocation from now on: `[memoryId, queueId, nbytes, readOnly ? 1 : 0,
-/// cachedQueueKey]`. The key is 0 unless the queue is its device's cached queue; then it
-/// is a number that stands for that queue for the life of the process (the address of
-/// the registry's queue), so the JS layer gives it this realm's one object for it
-/// without looking the device up again.
+/// holds the allocation from now on; returns its memory handle (`memSharedFacts` and
+/// `memQueue` tell the rest: a returned typed array would cost more than the open).
 #[napi]
-pub fn mem_open_shared(env: &Env, token: String, kind: u32, nbytes: f64) -> napi::Result<Float64Array> {
+pub fn mem_open_shared(env: &Env, token: String, kind: u32, nbytes: f64) -> napi::Result<f64> {
     let kind = kind_of(env, kind)?;
     let memory = share::open(&token, kind, nbytes as u64).or_throw(env)?;
-    let queue = memory.queue().clone();
-    let cached = registry().cached_queue(&queue.device()).is_ok_and(|cached| Arc::ptr_eq(&cached, &queue));
-    let key = if cached { Arc::as_ptr(&queue).cast::<()>() as usize as f64 } else { 0.0 };
-    let facts = [memory.nbytes() as f64, f64::from(u8::from(memory.read_only())), key];
-    let queue_id = queue_handle(env, queue)?;
     // Reported to V8 as an allocation of this thread: dropped here without free(), it
     // must drive this thread's collections.
-    let memory_id = match memory_handle(env, MemoryHandle::allocated(env, memory)) {
-        Ok(id) => id,
-        Err(err) => {
-            release_handle(env, 2, queue_id)?;
-            return Err(err);
-        }
-    };
-    Ok(Float64Array::new(vec![memory_id, queue_id, facts[0], facts[1], facts[2]]))
+    memory_handle(env, MemoryHandle::allocated(env, memory))
+}
+
+/// `cachedQueueKey * 2 + (readOnly ? 1 : 0)` of memory opened from a token. The key is 0
+/// unless the memory's queue is its device's cached queue; then it is a number that
+/// stands for that queue for the life of the process (the address of the registry's
+/// queue, below 2^48), so the JS layer can give it this realm's one object for that
+/// queue without making a queue handle or looking the device up.
+#[napi]
+pub fn mem_shared_facts(env: &Env, memory_id: f64) -> napi::Result<f64> {
+    let memory = live_memory(env, memory_id)?;
+    let queue = memory.queue();
+    let cached = registry().cached_queue(&queue.device()).is_ok_and(|cached| Arc::ptr_eq(&cached, queue));
+    let key = if cached { Arc::as_ptr(queue).cast::<()>() as usize as f64 } else { 0.0 };
+    Ok(key * 2.0 + f64::from(u8::from(memory.read_only())))
 }
 
 /// Revokes a share token still pending (`true`); `false` when it was already opened,

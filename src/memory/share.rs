@@ -98,6 +98,9 @@ struct Book {
     closed: HashMap<u64, Closed>,
     /// Closed ids, oldest first, for forgetting beyond `CLOSED_KEPT`.
     closed_order: VecDeque<u64>,
+    /// When the reaper wakes next (`None`: not until woken). A share whose deadline is
+    /// later needs no wake-up: waking it costs a context switch per share.
+    reaper_wakes: Option<Instant>,
 }
 
 impl Book {
@@ -147,8 +150,8 @@ pub struct ShareTable {
 /// What [`ShareTable::share`] tells its caller beyond the token.
 pub struct Shared {
     pub token: ShareToken,
-    /// The new share's deadline is the earliest: the reaper must wake for it.
-    pub earliest: bool,
+    /// The new share's deadline comes before the reaper would wake: it must be woken.
+    pub wake_reaper: bool,
 }
 
 impl Default for ShareTable {
@@ -187,18 +190,21 @@ impl ShareTable {
         let deadline = now.checked_add(timeout).ok_or_else(|| {
             MemoryError::InvalidTimeout(format!("a timeout of {} ms is beyond this clock", timeout.as_millis()))
         })?;
-        let (token, earliest, expired) = {
+        let (token, wake_reaper, expired) = {
             let mut book = self.book();
             let expired = book.take_expired(now);
             let id = book.next;
             book.next += 1;
-            let earliest = book.deadlines.first().is_none_or(|&(first, _)| deadline < first);
+            let wake_reaper = book.reaper_wakes.is_none_or(|wakes| deadline < wakes);
+            if wake_reaper {
+                book.reaper_wakes = Some(deadline);
+            }
             book.pending.insert(id, Pending { memory: memory.clone(), deadline });
             book.deadlines.insert((deadline, id));
-            (ShareToken { id, mac: self.mac(id) }, earliest, expired)
+            (ShareToken { id, mac: self.mac(id) }, wake_reaper, expired)
         };
         drop(expired);
-        Ok(Shared { token, earliest })
+        Ok(Shared { token, wake_reaper })
     }
 
     /// Opens a token: the memory it holds, which the caller now holds instead. `kind` and
@@ -261,8 +267,10 @@ impl ShareTable {
                 book = self.book();
                 continue;
             }
-            book = match book.deadlines.first() {
-                Some(&(deadline, _)) => {
+            let next = book.deadlines.first().map(|&(deadline, _)| deadline);
+            book.reaper_wakes = next;
+            book = match next {
+                Some(deadline) => {
                     let wait = deadline.saturating_duration_since(now);
                     self.wake.wait_timeout(book, wait).map(|(guard, _)| guard).unwrap_or_else(|p| p.into_inner().0)
                 }
@@ -313,7 +321,7 @@ pub fn share(memory: &UsmMemory, timeout_ms: Option<f64>) -> Result<ShareToken> 
         )));
     }
     let shared = table.share(memory, timeout, Instant::now())?;
-    if shared.earliest {
+    if shared.wake_reaper {
         table.wake.notify_one();
     }
     Ok(shared.token)
@@ -385,10 +393,13 @@ mod tests {
         let now = Instant::now();
         let memory = UsmMemory::allocate(&queue, UsmKind::Host, 100, 4096).unwrap(); // unpooled
         let address = memory.address();
-        let short = table.share(&memory, Duration::from_millis(10), now).unwrap();
-        assert!(short.earliest);
         let long = table.share(&memory, SECOND, now).unwrap();
-        assert!(!long.earliest, "a later deadline does not wake the reaper");
+        assert!(long.wake_reaper, "the reaper was waiting for nothing");
+        let short = table.share(&memory, Duration::from_millis(10), now).unwrap();
+        assert!(short.wake_reaper, "an earlier deadline wakes the reaper");
+        let later = table.share(&memory, SECOND, now).unwrap();
+        assert!(!later.wake_reaper, "a later one does not");
+        assert!(table.revoke(&later.token, now).unwrap());
         drop(memory);
         assert_eq!(table.expire(now + Duration::from_millis(9)), 0);
         assert_eq!(table.expire(now + Duration::from_millis(10)), 1);
