@@ -156,7 +156,11 @@ pub struct Shared {
 
 impl Default for ShareTable {
     fn default() -> Self {
-        ShareTable { book: Mutex::new(Book { next: 1, ..Book::default() }), wake: Condvar::new(), key: RandomState::new() }
+        ShareTable {
+            book: Mutex::new(Book { next: 1, ..Book::default() }),
+            wake: Condvar::new(),
+            key: RandomState::new(),
+        }
     }
 }
 
@@ -215,14 +219,14 @@ impl ShareTable {
         let mut book = self.book();
         let expired = book.take_expired(now);
         let result = match book.pending.get(&id) {
-            Some(pending) if pending.memory.kind() != kind || pending.memory.nbytes() != nbytes => Err(invalid(
-                &format!(
+            Some(pending) if pending.memory.kind() != kind || pending.memory.nbytes() != nbytes => {
+                Err(invalid(&format!(
                     "it says {nbytes} bytes of {} memory, but its share holds {} bytes of {} memory",
                     kind.name(),
                     pending.memory.nbytes(),
                     pending.memory.kind().name()
-                ),
-            )),
+                )))
+            }
             Some(_) => book.take(id, Closed::Opened).ok_or_else(|| invalid("its share vanished")),
             None => Err(closed_error(book.closed.get(&id).copied(), id < book.next)),
         };
