@@ -71,6 +71,12 @@ export type ErrorCodeValue =
   | 'ERR_INVALID_THIS'
   | 'ERR_NOT_CLONEABLE'
   | 'ERR_INTERNAL'
+  | 'ERR_SHARE_TOKEN_INVALID'
+  | 'ERR_SHARE_TOKEN_OPENED'
+  | 'ERR_SHARE_TOKEN_EXPIRED'
+  | 'ERR_SHARE_TOKEN_REVOKED'
+  | 'ERR_SHARE_NOT_OWNED'
+  | 'ERR_INVALID_TIMEOUT'
 
 /** The codes by name, e.g. `ErrorCode.UsmFreed === 'ERR_USM_FREED'` (a frozen object). */
 export declare const ErrorCode: {
@@ -110,6 +116,12 @@ export declare const ErrorCode: {
   readonly InvalidThis: 'ERR_INVALID_THIS'
   readonly NotCloneable: 'ERR_NOT_CLONEABLE'
   readonly Internal: 'ERR_INTERNAL'
+  readonly ShareTokenInvalid: 'ERR_SHARE_TOKEN_INVALID'
+  readonly ShareTokenOpened: 'ERR_SHARE_TOKEN_OPENED'
+  readonly ShareTokenExpired: 'ERR_SHARE_TOKEN_EXPIRED'
+  readonly ShareTokenRevoked: 'ERR_SHARE_TOKEN_REVOKED'
+  readonly ShareNotOwned: 'ERR_SHARE_NOT_OWNED'
+  readonly InvalidTimeout: 'ERR_INVALID_TIMEOUT'
 }
 export type ErrorCode = ErrorCodeValue
 
@@ -152,6 +164,41 @@ export interface CodedError extends Error {
 export interface CloneGuarded {
   readonly __dpctlMemoryCloneGuard__: object
 }
+
+/** The USM kinds a memory object can be of (`getUsmType()` of each class). */
+export type MemoryKind = 'device' | 'shared' | 'host'
+
+/** Options of `share()`. */
+export interface ShareOptions {
+  /**
+   * Milliseconds the token holds the memory unopened before it expires (an integer,
+   * 1 ..= 2^31 - 1; default 30,000).
+   */
+  timeout?: number | null
+}
+
+/**
+ * What `mem.share()` returns: a frozen plain object that `postMessage` and
+ * `structuredClone` carry, opened once by `openShared(token)` in any thread of the
+ * process that made it.
+ */
+export interface SharedMemoryToken<K extends MemoryKind = MemoryKind> {
+  /** The token format's version. */
+  readonly dpctlMemoryShare: 1
+  /** The kind of the memory; `openShared` returns an object of its class. */
+  readonly kind: K
+  /** Extent of the shared memory in bytes. */
+  readonly nbytes: number
+  /** The share's id and check, as the binding wrote them (opaque). */
+  readonly handle: string
+}
+
+/** The memory class of a kind. */
+export type MemoryOfKind<K extends MemoryKind> = K extends 'device'
+  ? MemoryUSMDevice
+  : K extends 'host'
+    ? MemoryUSMHost
+    : MemoryUSMShared
 
 /** What all three memory classes share (dpctl's `_Memory`); not constructible itself. */
 export declare abstract class _Memory implements CloneGuarded {
@@ -205,6 +252,13 @@ export declare abstract class _Memory implements CloneGuarded {
   /** `{ data: [pointer, readOnly], shape: [nbytes], strides: null, typestr: '|u1', version: 1, syclobj }`, new on every read. */
   get __sycl_usm_array_interface__(): SyclUsmArrayInterface
   /**
+   * A token that another thread (or this one) opens with `openShared(token)` into a
+   * memory object of its own over the same allocation, zero-copy. The token holds the
+   * allocation until it is opened, revoked or its timeout passes; it opens once.
+   * Throws `ERR_SHARE_NOT_OWNED` for memory another library's exporter owns.
+   */
+  share(options?: ShareOptions | null): SharedMemoryToken
+  /**
    * Releases this object's reference to the memory now and detaches its `buffer`.
    * Idempotent; every later use throws `ERR_USM_FREED`. Views keep the memory alive
    * until they are freed too; memory never freed is released by garbage collection.
@@ -226,22 +280,39 @@ export declare class MemoryUSMDevice extends _Memory {
    * of `usmObj` when it is USM device memory, or copies it with `copy: true`.
    */
   constructor(source: number | bigint | _Memory | SyclUsmArrayInterfaceExporter, options?: MemoryOptions)
+  share(options?: ShareOptions | null): SharedMemoryToken<'device'>
 }
 
 /** USM host memory: host memory the device can reach; `buffer` views it with no copy. */
 export declare class MemoryUSMHost extends _Memory {
   /** As `MemoryUSMDevice`, for USM host memory. */
   constructor(source: number | bigint | _Memory | SyclUsmArrayInterfaceExporter, options?: MemoryOptions)
+  share(options?: ShareOptions | null): SharedMemoryToken<'host'>
 }
 
 /** USM shared memory: migrates between host and device; `buffer` views it with no copy. */
 export declare class MemoryUSMShared extends _Memory {
   /** As `MemoryUSMDevice`, for USM shared memory. */
   constructor(source: number | bigint | _Memory | SyclUsmArrayInterfaceExporter, options?: MemoryOptions)
+  share(options?: ShareOptions | null): SharedMemoryToken<'shared'>
 }
 
 /** The memory `obj` exposes, in the class of its USM kind, without copying. */
 export declare function asUsmMemory(obj: _Memory | SyclUsmArrayInterfaceExporter): MemoryUSMDevice | MemoryUSMHost | MemoryUSMShared
+
+/**
+ * Opens a token of `mem.share()` (made in any thread of this process) into a memory
+ * object of its kind over the same allocation, with a `buffer` of its own for host and
+ * shared memory; it holds the allocation until freed. Throws `ERR_SHARE_TOKEN_OPENED`,
+ * `ERR_SHARE_TOKEN_EXPIRED`, `ERR_SHARE_TOKEN_REVOKED` or `ERR_SHARE_TOKEN_INVALID`.
+ */
+export declare function openShared<K extends MemoryKind>(token: SharedMemoryToken<K>): MemoryOfKind<K>
+
+/**
+ * Revokes a token of `mem.share()` not yet opened, giving back what it held: `true`;
+ * `false` when it was already opened, revoked or expired.
+ */
+export declare function revokeShared(token: SharedMemoryToken): boolean
 
 /** A SYCL device: a CPU or GPU that USM memory can live on. */
 export declare class SyclDevice implements CloneGuarded {

@@ -7,6 +7,8 @@ export const {
   MemoryUSMHost,
   MemoryUSMShared,
   asUsmMemory,
+  openShared,
+  revokeShared,
   SyclDevice,
   SyclContext,
   SyclQueue,

@@ -206,7 +206,7 @@ for (const kind of KINDS) {
 
   for (const [request, note] of [
     [200 * MiB, 'a pooled size (224 MiB class)'],
-    [512 * MiB, 'above 256 MiB: not pooled, but given the cache back and retried too'],
+    [512 * MiB, 'a large pooled size (512 MiB class), given the cache back and retried too'],
   ]) {
     register(`${kind}: with the cap taken by cached blocks, a ${request / MiB} MiB allocation succeeds after the pool gives them back (${note})`, (t) => {
       const { child, out } = runChild({ kind, mode: 'retry', request });

@@ -75,16 +75,21 @@ function fromNative(error) {
  * so reads this getter, which throws a coded error instead of letting the object arrive
  * as an empty `{}` (its private fields are never cloned).
  */
-const CLONE_GUARD = Object.freeze(
-  Object.defineProperty({}, 'cloneable', {
-    enumerable: true,
-    get() {
-      throw typeError(
-        'dpctl-memory objects cannot be cloned or posted to another thread: pass the data (copyToHost()) or an interface dictionary instead',
-        ErrorCode.NotCloneable,
-      );
-    },
-  }),
+const cloneGuard = (message) =>
+  Object.freeze(
+    Object.defineProperty({}, 'cloneable', {
+      enumerable: true,
+      get() {
+        throw typeError(message, ErrorCode.NotCloneable);
+      },
+    }),
+  );
+const CLONE_GUARD = cloneGuard(
+  'dpctl-memory objects cannot be cloned or posted to another thread: pass the data (copyToHost()) or an interface dictionary instead',
+);
+/** The guard of memory objects, whose message says how to share them instead. */
+const MEMORY_CLONE_GUARD = cloneGuard(
+  'dpctl-memory memory objects cannot be cloned or posted to another thread: post the token of mem.share() instead, and open it there with openShared(token)',
 );
 
 const invalidThis = (className, member) =>
@@ -101,4 +106,5 @@ module.exports = {
   fromNative,
   invalidThis,
   CLONE_GUARD,
+  MEMORY_CLONE_GUARD,
 };

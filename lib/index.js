@@ -11,6 +11,8 @@ module.exports = {
   MemoryUSMHost: memory.MemoryUSMHost,
   MemoryUSMShared: memory.MemoryUSMShared,
   asUsmMemory: memory.asUsmMemory,
+  openShared: memory.openShared,
+  revokeShared: memory.revokeShared,
   SyclDevice: device.SyclDevice,
   SyclContext: device.SyclContext,
   SyclQueue: device.SyclQueue,

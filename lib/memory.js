@@ -5,15 +5,17 @@
 // options and `__sycl_usm_array_interface__` dictionaries are read here, before the
 // binding is called, so no user code runs while the binding holds a raw pointer.
 const { native, own, MEMORY_HANDLE } = require('./native.js');
-const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis, CLONE_GUARD } = require('./errors.js');
+const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis, MEMORY_CLONE_GUARD } = require('./errors.js');
 const { display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg } = require('./values.js');
 const devices = require('./device.js');
 
 const { INTERNAL, SyclQueue, cachedQueue, cachedQueueObject, queueHandle, contextHandle, isQueue, isContext, isDevice } = devices;
-const { ArrayBuffer, Uint8Array, Object, WeakMap, Symbol, Reflect } = globalThis;
+const { ArrayBuffer, Uint8Array, Object, WeakMap, Map, Symbol, Reflect, Number } = globalThis;
 const apply = Reflect.apply;
 const setPrototypeOf = Object.setPrototypeOf;
 const keys = Object.keys;
+const freeze = Object.freeze;
+const isSafeInteger = Number.isSafeInteger;
 const { isArray, from: arrayFrom } = Array;
 
 const SUAI = '__sycl_usm_array_interface__';
@@ -169,7 +171,7 @@ let liveHandle;
 
 /** What all three memory classes share (dpctl's `_Memory`); not constructible itself. */
 class _Memory {
-  __dpctlMemoryCloneGuard__ = CLONE_GUARD;
+  __dpctlMemoryCloneGuard__ = MEMORY_CLONE_GUARD;
   #handle = null;
   #kind = 0;
   #nbytes = 0;
@@ -423,6 +425,24 @@ class _Memory {
   }
 
   /**
+   * A token that another thread (or this one) opens with `openShared(token)` into a
+   * memory object of its own over the same allocation: a frozen plain object, which
+   * `postMessage` carries. It holds the allocation until it is opened, revoked
+   * (`revokeShared`) or its `timeout` (ms, default 30 s) passes; it opens once.
+   */
+  share(options) {
+    const handle = _Memory.#live(this, 'share');
+    const timeout = readShareOptions(options);
+    let text;
+    try {
+      text = native.memShare(handle, timeout);
+    } catch (error) {
+      throw fromNative(error);
+    }
+    return freeze({ dpctlMemoryShare: 1, kind: KIND_NAMES[this.#kind], nbytes: this.#nbytes, handle: text });
+  }
+
+  /**
    * Releases this object's reference to the memory now, and detaches its `buffer` so
    * no TypedArray can touch the memory again. Idempotent; every later use throws
    * `ERR_USM_FREED`. Views made from this object keep the memory alive until they are
@@ -560,4 +580,91 @@ function asUsmMemory(obj) {
   return new Class(INTERNAL, { handle, queue: from.queue, reference: from.reference, facts: from.facts });
 }
 
-module.exports = { _Memory, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared, asUsmMemory, isMemory: (value) => isMemory(value) };
+/** `{ timeout? }` of `share()`: own enumerable properties only, unknown names refused. */
+function readShareOptions(options) {
+  if (options === undefined || options === null) return undefined;
+  if (typeof options !== 'object' || isArray(options)) throw typeError(`share options must be a plain object such as { timeout }, not ${display(options)}`);
+  let timeout;
+  const names = keys(options);
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
+    const value = options[name];
+    if (name !== 'timeout') throw typeError(`unknown option '${name.slice(0, 64)}': the option of share() is timeout`);
+    if (value === undefined || value === null) continue;
+    // The range (1 ms ..= 2^31 - 1 ms, an integer) is the model's to check.
+    if (typeof value !== 'number') throw typeError(`timeout must be a number of milliseconds, not ${typeName(value)}`);
+    timeout = value;
+  }
+  return timeout;
+}
+
+/** What `openShared`/`revokeShared` read of a token: own values, checked, before any native call. */
+function readToken(token, member) {
+  const invalid = (what) =>
+    typeError(`${member} expects a token made by mem.share(), not ${what}`, ErrorCode.ShareTokenInvalid);
+  if (typeof token !== 'object' || token === null || isArray(token)) throw invalid(display(token));
+  if (isMemory(token)) throw invalid('a memory object (post mem.share() and open that)');
+  const version = token.dpctlMemoryShare;
+  const handle = token.handle;
+  const kindName = token.kind;
+  const nbytes = token.nbytes;
+  const kind = kindName === 'device' ? DEVICE : kindName === 'shared' ? SHARED : kindName === 'host' ? HOST : 0;
+  if (version !== 1 || typeof handle !== 'string' || handle.length > 64 || kind === 0 || !isSafeInteger(nbytes) || nbytes <= 0) {
+    throw invalid('an object without its fields (dpctlMemoryShare: 1, kind, nbytes, handle)');
+  }
+  return { handle, kind, nbytes };
+}
+
+/** This realm's `SyclQueue` of each cached queue a token brought, by the binding's key. */
+const sharedCachedQueues = new Map();
+
+/**
+ * Opens a token of `mem.share()` (from any thread of this process) into a memory object
+ * of its kind over the same allocation, with a `buffer` of its own for host and shared
+ * memory. The new object holds the allocation until it is freed (or collected, or its
+ * thread exits). A token opens once.
+ */
+function openShared(token) {
+  const { handle, kind, nbytes } = readToken(token, 'openShared');
+  let id;
+  let facts;
+  try {
+    id = native.memOpenShared(handle, kind, nbytes);
+    facts = native.memSharedFacts(id);
+  } catch (error) {
+    throw fromNative(error);
+  }
+  const readOnly = facts % 2 === 1;
+  const cachedKey = (facts - (readOnly ? 1 : 0)) / 2;
+  let queue = cachedKey === 0 ? undefined : sharedCachedQueues.get(cachedKey);
+  if (queue === undefined) {
+    const queueId = native.memQueue(id);
+    queue = cachedKey === 0 ? new SyclQueue(INTERNAL, queueId) : cachedQueueObject(queueId);
+    if (cachedKey !== 0) sharedCachedQueues.set(cachedKey, queue);
+  }
+  return new CLASS_OF_KIND[kind](INTERNAL, { handle: id, queue, reference: null, facts: [nbytes, undefined, kind, readOnly] });
+}
+
+/**
+ * Revokes a token of `mem.share()` that was not opened yet, giving back what it held:
+ * `true`; `false` when it was already opened, revoked or expired.
+ */
+function revokeShared(token) {
+  const { handle } = readToken(token, 'revokeShared');
+  try {
+    return native.memRevokeShared(handle);
+  } catch (error) {
+    throw fromNative(error);
+  }
+}
+
+module.exports = {
+  _Memory,
+  MemoryUSMDevice,
+  MemoryUSMHost,
+  MemoryUSMShared,
+  asUsmMemory,
+  openShared,
+  revokeShared,
+  isMemory: (value) => isMemory(value),
+};

@@ -184,6 +184,18 @@ error_table! {
         NotCloneable = "ERR_NOT_CLONEABLE" as TypeError,
         /// A failure of Node-API itself, or a call that broke the binding's contract.
         Internal = "ERR_INTERNAL" as Error,
+        /// Not a share token of this process (`openShared`, `revokeShared`).
+        ShareTokenInvalid = "ERR_SHARE_TOKEN_INVALID" as TypeError,
+        /// A share token opened a second time.
+        ShareTokenOpened = "ERR_SHARE_TOKEN_OPENED" as Error,
+        /// A share token whose timeout passed before it was opened.
+        ShareTokenExpired = "ERR_SHARE_TOKEN_EXPIRED" as Error,
+        /// A share token revoked before it was opened.
+        ShareTokenRevoked = "ERR_SHARE_TOKEN_REVOKED" as Error,
+        /// `share()` of memory that another library's exporter owns.
+        ShareNotOwned = "ERR_SHARE_NOT_OWNED" as Error,
+        /// A share timeout outside 1 ms ..= 2^31 - 1 ms.
+        InvalidTimeout = "ERR_INVALID_TIMEOUT" as RangeError,
     }
     variants {
         /// A host buffer argument the binding cannot read; `what` names the argument.
@@ -312,6 +324,27 @@ error_table! {
         /// A copy of `len` bytes into a range of only `range` bytes.
         #[error("a copy of {len} bytes into a range of {range} bytes was refused")]
         CopyPastRange { len: u64, range: u64 } => Internal,
+        /// The thread that releases expired share tokens could not start.
+        #[error("the thread that releases expired share tokens could not start ({why}), so no token can be made")]
+        ShareReaperUnavailable { why: String } => Internal,
+        /// Not a share token of this process; `message` says what is wrong with it.
+        #[error("{message}")]
+        ShareTokenInvalid { message: String } => ShareTokenInvalid,
+        /// A share token opened a second time.
+        #[error("{message}")]
+        ShareTokenOpened { message: String } => ShareTokenOpened,
+        /// A share token whose timeout passed before it was opened.
+        #[error("{message}")]
+        ShareTokenExpired { message: String } => ShareTokenExpired,
+        /// A share token revoked before it was opened.
+        #[error("this token was revoked by revokeShared()")]
+        ShareTokenRevoked => ShareTokenRevoked,
+        /// `share()` of memory that another library's exporter owns.
+        #[error("{message}")]
+        ShareNotOwned { message: String } => ShareNotOwned,
+        /// A share timeout outside what the clock can hold.
+        #[error("{message}")]
+        InvalidTimeout { message: String } => InvalidTimeout,
     }
 }
 

@@ -7,6 +7,8 @@ import {
   MemoryUSMHost,
   MemoryUSMShared,
   asUsmMemory,
+  openShared,
+  revokeShared,
   SyclDevice,
   SyclContext,
   SyclQueue,
@@ -24,6 +26,8 @@ import {
   type PoolStats,
   type SyclUsmArrayInterface,
   type UsmType,
+  type SharedMemoryToken,
+  type ShareOptions,
 } from 'dpctl-memory';
 
 const queue: SyclQueue = new SyclQueue();
@@ -57,6 +61,14 @@ const allocationCode: ErrorCodeValue = new USMAllocationError('x').code;
 const queueError: Error = new SyclQueueCreationError('x', { code: 'ERR_QUEUE_CREATION' });
 const deviceError: Error = new SyclDeviceCreationError('x');
 const reference: object | null = view.referenceObj;
+const shareOptions: ShareOptions = { timeout: 5000 };
+const hostToken: SharedMemoryToken<'host'> = host.share(shareOptions);
+const anyToken: SharedMemoryToken = base.share();
+const openedHost: MemoryUSMHost = openShared(hostToken);
+const openedAny: MemoryUSMDevice | MemoryUSMHost | MemoryUSMShared = openShared(anyToken);
+const revoked: boolean = revokeShared(dev.share({ timeout: null }));
+// @ts-expect-error a host token opens into host memory, not device memory
+const wrongKind: MemoryUSMDevice = openShared(hostToken);
 host[Symbol.dispose]();
 dev.free();
 // @ts-expect-error a string is no byte count

@@ -24,6 +24,7 @@ use crate::js::json;
 use crate::memory::consume::{consume, SyclObj};
 use crate::memory::interface::{IfaceValue, RawInterface};
 use crate::memory::registry::{registry_with, DeviceChoice, Registry};
+use crate::memory::share;
 use crate::memory::usm::{too_large_for_host, Adopted, UsmMemory};
 use crate::runtime::UsmKind;
 use crate::runtime::{Context, Device, Queue};
@@ -486,6 +487,51 @@ pub fn mem_copy_from_device_async(env: &Env, memory_id: f64, source_id: f64) -> 
 pub fn mem_memset_async(env: &Env, memory_id: f64, value: u32) -> napi::Result<AsyncTask<UsmTask>> {
     let memory = live_memory(env, memory_id)?;
     Ok(AsyncTask::new(UsmTask::new(Operation::Memset { memory, value: value as u8 }, None)))
+}
+
+// ---------------------------------------------------------------------------------------
+// Sharing with other threads of the process (`crate::memory::share`)
+// ---------------------------------------------------------------------------------------
+
+/// Holds the memory under a new share token and returns the token's text; `timeout_ms`
+/// `None` gives the default timeout.
+#[napi]
+pub fn mem_share(env: &Env, memory_id: f64, timeout_ms: Option<f64>) -> napi::Result<String> {
+    let memory = live_memory(env, memory_id)?;
+    Ok(share::share(&memory, timeout_ms).or_throw(env)?.text())
+}
+
+/// Opens a share token (made in any thread) into memory of this environment, which
+/// holds the allocation from now on; returns its memory handle (`memSharedFacts` and
+/// `memQueue` tell the rest: a returned typed array would cost more than the open).
+#[napi]
+pub fn mem_open_shared(env: &Env, token: String, kind: u32, nbytes: f64) -> napi::Result<f64> {
+    let kind = kind_of(env, kind)?;
+    let memory = share::open(&token, kind, nbytes as u64).or_throw(env)?;
+    // Reported to V8 as an allocation of this thread: dropped here without free(), it
+    // must drive this thread's collections.
+    memory_handle(env, MemoryHandle::allocated(env, memory))
+}
+
+/// `cachedQueueKey * 2 + (readOnly ? 1 : 0)` of memory opened from a token. The key is 0
+/// unless the memory's queue is its device's cached queue; then it is a number that
+/// stands for that queue for the life of the process (the address of the registry's
+/// queue, below 2^48), so the JS layer can give it this realm's one object for that
+/// queue without making a queue handle or looking the device up.
+#[napi]
+pub fn mem_shared_facts(env: &Env, memory_id: f64) -> napi::Result<f64> {
+    let memory = live_memory(env, memory_id)?;
+    let queue = memory.queue();
+    let cached = registry().cached_queue(&queue.device()).is_ok_and(|cached| Arc::ptr_eq(&cached, queue));
+    let key = if cached { Arc::as_ptr(queue).cast::<()>() as usize as f64 } else { 0.0 };
+    Ok(key * 2.0 + f64::from(u8::from(memory.read_only())))
+}
+
+/// Revokes a share token still pending (`true`); `false` when it was already opened,
+/// revoked or expired.
+#[napi]
+pub fn mem_revoke_shared(env: &Env, token: String) -> napi::Result<bool> {
+    share::revoke(&token).or_throw(env)
 }
 
 /// The largest `ArrayBuffer` this engine makes, for the JS layer's size checks.

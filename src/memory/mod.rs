@@ -8,4 +8,5 @@ pub(crate) mod interface;
 mod interface_props;
 pub(crate) mod pool;
 pub(crate) mod registry;
+pub(crate) mod share;
 pub(crate) mod usm;
