@@ -15,7 +15,7 @@ use crate::memory::interface::check_bounds;
 pub use crate::memory::pool::Provenance;
 use crate::memory::pool::{pool, Block, Pool};
 use crate::runtime::UsmKind;
-use crate::runtime::{Address, Context, Queue};
+use crate::runtime::{check_allocation_request, Address, Context, Queue};
 
 /// The [`Provenance`] of `ptr` in the process's pool, which keeps the one address book
 /// of live, cached and releasing blocks.
@@ -124,15 +124,7 @@ impl Allocation {
         nbytes: u64,
         alignment: u64,
     ) -> Result<Arc<Self>> {
-        if nbytes == 0 {
-            return Err(MemoryError::ZeroSize);
-        }
-        if kind == UsmKind::Unknown {
-            return Err(MemoryError::UnknownKindAllocation);
-        }
-        if alignment != 0 && !alignment.is_power_of_two() {
-            return Err(MemoryError::InvalidAlignment { alignment });
-        }
+        check_allocation_request(kind, nbytes, alignment)?;
         let block = pool.acquire(queue, kind, nbytes, alignment)?;
         let address = block.address;
         let allocation = Arc::new(Allocation { address, nbytes, kind, context: queue.context(), block, pool });

@@ -215,10 +215,11 @@ impl UsmMemory {
         if same_context && !overlap {
             return self.queue.memcpy(self.bytes(), src.bytes().as_read());
         }
-        let len = usize::try_from(src.nbytes).map_err(|_| MemoryError::HostAllocation { nbytes: src.nbytes })?;
-        let mut staging = Vec::new();
-        staging.try_reserve_exact(len).map_err(|_| MemoryError::HostAllocation { nbytes: src.nbytes })?;
-        staging.resize(len, 0);
+        // Scratch of the async copies: reused, and never zero-filled (the copy fills it).
+        let mut staging = usize::try_from(src.nbytes)
+            .ok()
+            .and_then(crate::host::Scratch::new)
+            .ok_or(MemoryError::HostAllocation { nbytes: src.nbytes })?;
         src.queue.memcpy(WriteBytes::of_slice(&mut staging), src.bytes().as_read())?;
         self.queue.memcpy(self.bytes(), ReadBytes::of_slice(&staging))
     }

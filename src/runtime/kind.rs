@@ -1,5 +1,7 @@
 //! USM allocation kinds, with dpctl's names and enum values.
 
+use crate::error::{MemoryError, Result};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum UsmKind {
     Unknown,
@@ -35,6 +37,22 @@ impl UsmKind {
     }
 }
 
+/// Checks an allocation request as every allocator takes it: at least one byte, of a known
+/// kind, at alignment 0 (the runtime's default) or a power of two. The one check of these
+/// rules: the model makes it before the pool, each provider again before its runtime.
+pub(crate) fn check_allocation_request(kind: UsmKind, nbytes: u64, alignment: u64) -> Result<()> {
+    if nbytes == 0 {
+        return Err(MemoryError::ZeroSize);
+    }
+    if kind == UsmKind::Unknown {
+        return Err(MemoryError::UnknownKindAllocation);
+    }
+    if alignment != 0 && !alignment.is_power_of_two() {
+        return Err(MemoryError::InvalidAlignment { alignment });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,5 +66,17 @@ mod tests {
         assert_eq!(values, [0, 1, 2, 3]);
         assert!(UsmKind::Host.host_accessible() && UsmKind::Shared.host_accessible());
         assert!(!UsmKind::Device.host_accessible() && !UsmKind::Unknown.host_accessible());
+    }
+
+    #[test]
+    fn allocation_requests_are_checked_once_for_every_allocator() {
+        assert_eq!(check_allocation_request(UsmKind::Host, 1, 0), Ok(()));
+        assert_eq!(check_allocation_request(UsmKind::Device, 16, 4096), Ok(()));
+        assert_eq!(check_allocation_request(UsmKind::Device, 0, 0), Err(MemoryError::ZeroSize));
+        assert_eq!(check_allocation_request(UsmKind::Unknown, 16, 0), Err(MemoryError::UnknownKindAllocation));
+        for alignment in [3u64, 6, 100, 4097, u64::MAX] {
+            let refused = check_allocation_request(UsmKind::Shared, 16, alignment);
+            assert_eq!(refused, Err(MemoryError::InvalidAlignment { alignment }));
+        }
     }
 }

@@ -18,7 +18,7 @@ pub(crate) mod fake;
 pub(crate) mod kind;
 
 pub(crate) use bytes::{ReadBytes, WriteBytes};
-pub(crate) use kind::UsmKind;
+pub(crate) use kind::{check_allocation_request, UsmKind};
 
 pub type Address = u64;
 

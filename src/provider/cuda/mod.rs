@@ -43,7 +43,9 @@ use self::logic::{
 use self::staging::{Direction, Stager, StagingConfig};
 use crate::error::{MemoryError, Result};
 use crate::runtime::UsmKind;
-use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue, ReadBytes, WriteBytes};
+use crate::runtime::{
+    check_allocation_request, Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue, ReadBytes, WriteBytes,
+};
 use crate::sync::lock;
 
 static PROVIDER: OnceLock<Result<Arc<CudaProvider>>> = OnceLock::new();
@@ -303,9 +305,7 @@ impl CudaContext {
 
     /// Allocates `nbytes` of `kind`, aligned as asked; the handed-out pointer is recorded.
     fn allocate(&self, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Address> {
-        if kind == UsmKind::Unknown {
-            return Err(MemoryError::UnknownKindAllocation);
-        }
+        check_allocation_request(kind, nbytes, alignment)?;
         let mut plan = plan_allocation(nbytes, alignment, base_alignment(kind))?;
         let current = self.current()?;
         loop {

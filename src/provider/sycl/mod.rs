@@ -12,7 +12,9 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use crate::error::{MemoryError, Result};
 use crate::runtime::UsmKind;
-use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue, ReadBytes, WriteBytes};
+use crate::runtime::{
+    check_allocation_request, Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue, ReadBytes, WriteBytes,
+};
 
 mod ffi;
 pub mod locate;
@@ -272,15 +274,13 @@ impl Queue for SyclQueue {
     }
 
     fn allocate(&self, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Address> {
+        check_allocation_request(kind, nbytes, alignment)?;
         let code = match kind {
             UsmKind::Device => ffi::USM_DEVICE,
             UsmKind::Shared => ffi::USM_SHARED,
             UsmKind::Host => ffi::USM_HOST,
             UsmKind::Unknown => return Err(MemoryError::UnknownKindAllocation),
         };
-        if alignment != 0 && !alignment.is_power_of_two() {
-            return Err(MemoryError::InvalidAlignment { alignment });
-        }
         let address = self.handle.malloc(code, nbytes, alignment).map_err(|e| {
             if e.status == ffi::STATUS_ALLOC {
                 MemoryError::UsmAllocation { message: e.message }
