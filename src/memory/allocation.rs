@@ -12,15 +12,44 @@ use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
 use crate::memory::interface::check_bounds;
-pub use crate::memory::pool::Provenance;
-use crate::memory::pool::{pool, Block, Pool};
+use crate::memory::pool::{pool, Block, BookAnswer, Holder, Pool};
 use crate::runtime::UsmKind;
 use crate::runtime::{check_allocation_request, Address, Context, Queue};
+
+/// What this process knows of the memory at an address. One lookup decides both the
+/// bytes a view of that address may touch and the allocation the view must hold, so the
+/// two can never disagree.
+#[derive(Debug)]
+pub enum Provenance {
+    /// Inside the bytes a live allocation asked for: a view must stay within
+    /// `allocation.address()..+allocation.nbytes()` and hold `allocation`.
+    Owned(Arc<Allocation>),
+    /// Memory this process allocated that no live allocation owns at this address: the
+    /// slack between a request and the end of its (rounded-up) block, a block cached in
+    /// the pool, or one on its way there. The runtime still calls it valid USM memory,
+    /// but no view may touch any byte of it.
+    Unowned { block_base: Address },
+    /// Not memory of this process.
+    Foreign,
+}
 
 /// The [`Provenance`] of `ptr` in the process's pool, which keeps the one address book
 /// of live, cached and releasing blocks.
 pub fn provenance(ptr: Address) -> Provenance {
-    pool().provenance(ptr)
+    provenance_in(pool(), ptr)
+}
+
+/// The [`Provenance`] of `ptr` among `pool`'s blocks.
+pub fn provenance_in(pool: &Pool, ptr: Address) -> Provenance {
+    match pool.lookup(ptr) {
+        BookAnswer::Live(holder) => match holder.downcast::<Allocation>() {
+            Ok(allocation) => Provenance::Owned(allocation),
+            // Only allocations hold blocks; anything else owns nothing a view may use.
+            Err(_) => Provenance::Unowned { block_base: ptr },
+        },
+        BookAnswer::Unowned { block_base } => Provenance::Unowned { block_base },
+        BookAnswer::Foreign => Provenance::Foreign,
+    }
 }
 
 /// Whether the runtime's extent of an address (`Context::address_range`) holds memory of
@@ -128,7 +157,8 @@ impl Allocation {
         let block = pool.acquire(queue, kind, nbytes, alignment)?;
         let address = block.address;
         let allocation = Arc::new(Allocation { address, nbytes, kind, context: queue.context(), block, pool });
-        pool.record_live(block, nbytes, Arc::downgrade(&allocation));
+        let holder: Arc<dyn std::any::Any + Send + Sync> = allocation.clone();
+        pool.record_live(block, nbytes, Arc::downgrade(&holder) as Holder);
         Ok(allocation)
     }
 
@@ -172,14 +202,14 @@ mod tests {
     }
 
     fn range_of(pool: &Pool, ptr: Address) -> Option<(Address, u64)> {
-        match pool.provenance(ptr) {
+        match provenance_in(pool, ptr) {
             Provenance::Owned(a) => Some((a.address(), a.nbytes())),
             _ => None,
         }
     }
 
     fn unowned(pool: &Pool, ptr: Address) -> bool {
-        matches!(pool.provenance(ptr), Provenance::Unowned { .. })
+        matches!(provenance_in(pool, ptr), Provenance::Unowned { .. })
     }
 
     #[test]
@@ -194,7 +224,7 @@ mod tests {
         assert_eq!(range_of(pool, address + 4999), Some((address, 5000)));
         assert_eq!(range_of(pool, address + 5000), None, "the slack is no part of the allocation");
         assert!(unowned(pool, address + 5000), "and no view may touch it");
-        assert!(matches!(pool.provenance(address + 5120), Provenance::Foreign));
+        assert!(matches!(provenance_in(pool, address + 5120), Provenance::Foreign));
         drop(a);
         assert_eq!(range_of(pool, address), None);
         assert!(unowned(pool, address + 10), "a cached block has no room for any view");
@@ -215,7 +245,7 @@ mod tests {
         drop(view);
         assert_eq!(pool.cached_range(address), Some((address, 5120)));
         pool.trim();
-        assert!(matches!(pool.provenance(address), Provenance::Foreign), "freed: out of the book");
+        assert!(matches!(provenance_in(pool, address), Provenance::Foreign), "freed: out of the book");
         assert_eq!(context.counts().frees, vec![address]);
         assert_eq!(context.counts().bad_frees, 0);
     }
@@ -227,9 +257,9 @@ mod tests {
         let a = Allocation::new_in(pool, &context.queue(), UsmKind::Host, 5000, 0).unwrap();
         let address = a.address();
         assert_eq!(a.block_size(), 5000);
-        assert!(matches!(pool.provenance(address + 5000), Provenance::Foreign));
+        assert!(matches!(provenance_in(pool, address + 5000), Provenance::Foreign));
         drop(a);
-        assert!(matches!(pool.provenance(address), Provenance::Foreign));
+        assert!(matches!(provenance_in(pool, address), Provenance::Foreign));
         assert_eq!(context.counts().frees, vec![address]);
     }
 
@@ -278,10 +308,10 @@ mod tests {
     fn an_allocation_whose_drop_has_begun_is_never_handed_to_a_view() {
         let pool = own_pool(true);
         let block = Block { address: 0x1000_0000, size: 0x100, pooled: true };
-        pool.record_live(block, 0x100, Weak::new());
+        pool.record_live(block, 0x100, Weak::<Allocation>::new() as Holder);
         assert!(unowned(pool, 0x1000_0000), "a dead allocation is not handed out");
         assert!(unowned(pool, 0x1000_00ff));
-        assert!(matches!(pool.provenance(0x1000_0100), Provenance::Foreign));
-        assert!(matches!(pool.provenance(0x0fff_ffff), Provenance::Foreign));
+        assert!(matches!(provenance_in(pool, 0x1000_0100), Provenance::Foreign));
+        assert!(matches!(provenance_in(pool, 0x0fff_ffff), Provenance::Foreign));
     }
 }

@@ -65,7 +65,7 @@
 //! hold is detached (length 0). A raw pointer (a `BigInt` kept from `pointer` or an old
 //! interface dictionary) is the one thing that can still name a cached block, and the
 //! runtime still calls it valid USM memory: the book knows better, and
-//! `Pool::provenance` (what interface consumers bound views with) calls such a block
+//! `allocation::provenance` (what interface consumers bound views with) calls such a block
 //! unowned, so no view can cover any byte of it.
 //!
 //! **Contents of a reused block are not cleared** (as with `malloc`, and as with the
@@ -83,12 +83,12 @@
 //! runs at exit, so nothing calls into a runtime that is being torn down. Cached blocks
 //! go back with the process, like every other allocation the runtime still holds.
 
+use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsStr;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use crate::error::{MemoryError, Result};
-use crate::memory::allocation::Allocation;
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Queue};
 
@@ -307,7 +307,7 @@ struct State {
 #[derive(Debug)]
 enum BookEntry {
     /// Held by a live allocation, which asked for `size` bytes of a `block`-sized block.
-    Live { size: u64, block: u64, allocation: Weak<Allocation> },
+    Live { size: u64, block: u64, holder: Holder },
     /// In the cache (`size`: the class).
     Cached { size: u64 },
     /// No longer an allocation's, not yet the runtime's again (being cached or freed).
@@ -325,20 +325,18 @@ impl BookEntry {
     }
 }
 
-/// What this process knows of the memory at an address. One lookup decides both the
-/// bytes a view of that address may touch and the allocation the view must hold, so the
-/// two can never disagree.
-#[derive(Debug)]
-pub enum Provenance {
-    /// Inside the bytes a live allocation asked for: a view must stay within
-    /// `allocation.address()..+allocation.nbytes()` and hold `allocation`.
-    Owned(Arc<Allocation>),
-    /// Memory this process allocated that no live allocation owns at this address: the
-    /// slack between a request and the end of its (rounded-up) block, a block cached in
-    /// the pool, or one on its way there. The runtime still calls it valid USM memory,
-    /// but no view may touch any byte of it.
+/// What holds a live block: the allocation, seen by the pool only as something alive
+/// (the pool sits below `allocation`, which knows what it is).
+pub type Holder = Weak<dyn Any + Send + Sync>;
+
+/// What the book says of an address (`allocation::provenance` reads it).
+pub enum BookAnswer {
+    /// Inside the requested bytes of a live block: its holder, while alive.
+    Live(Arc<dyn Any + Send + Sync>),
+    /// A block of this pool that no live holder owns at this address (slack, cached,
+    /// releasing, or a holder whose drop has begun).
     Unowned { block_base: Address },
-    /// Not memory of this process.
+    /// Not memory of this pool.
     Foreign,
 }
 
@@ -653,25 +651,25 @@ impl Pool {
     }
 
     /// Records the block of a new allocation (asked for `size` bytes) as live.
-    pub(crate) fn record_live(&self, block: Block, size: u64, allocation: Weak<Allocation>) {
-        self.lock().book.insert(block.address, BookEntry::Live { size, block: block.size, allocation });
+    pub(crate) fn record_live(&self, block: Block, size: u64, holder: Holder) {
+        self.lock().book.insert(block.address, BookEntry::Live { size, block: block.size, holder });
     }
 
-    /// The [`Provenance`] of `ptr` among this pool's blocks.
-    pub fn provenance(&self, ptr: Address) -> Provenance {
+    /// What the book says of `ptr`, in one lookup.
+    pub fn lookup(&self, ptr: Address) -> BookAnswer {
         let state = self.lock();
         let Some((&base, entry)) = state.book.range(..=ptr).next_back() else {
-            return Provenance::Foreign;
+            return BookAnswer::Foreign;
         };
         if ptr >= base.saturating_add(entry.extent()) {
-            return Provenance::Foreign;
+            return BookAnswer::Foreign;
         }
         match entry {
-            BookEntry::Live { size, allocation, .. } if ptr < base.saturating_add(*size) => {
-                // A failed upgrade is an allocation whose `Drop` has not yet run.
-                allocation.upgrade().map_or(Provenance::Unowned { block_base: base }, Provenance::Owned)
+            BookEntry::Live { size, holder, .. } if ptr < base.saturating_add(*size) => {
+                // A failed upgrade is a holder whose `Drop` has not yet run.
+                holder.upgrade().map_or(BookAnswer::Unowned { block_base: base }, BookAnswer::Live)
             }
-            _ => Provenance::Unowned { block_base: base },
+            _ => BookAnswer::Unowned { block_base: base },
         }
     }
 
