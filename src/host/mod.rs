@@ -282,7 +282,7 @@ fn copy_threads() -> u64 {
 }
 
 /// `host_memcpy` spread over the machine's cores for large copies, as the SYCL CPU
-/// runtime does with its own memcpy (one core moves about 9-10 GB/s). Overlapping
+/// runtime does with its own memcpy (one core cannot fill the memory bus). Overlapping
 /// ranges are copied by one thread, as `memmove`.
 pub(crate) fn host_memcpy_parallel(dst: WriteBytes<'_>, src: ReadBytes<'_>) {
     let nbytes = src.len().min(dst.len());

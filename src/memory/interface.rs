@@ -3,8 +3,9 @@
 //! The JS layer turns the interface dict into a [`RawInterface`] (a small tree of
 //! [`IfaceValue`]s), keeps `syclobj` to itself, and calls [`parse_interface`] with a closure
 //! that resolves `syclobj` against the base pointer. The parser validates the fields in
-//! dpctl's order (reference §8): offset, version, data, syclobj, shape, typestr, strides,
-//! then the extent computation. The first failure wins.
+//! dpctl's order (its `memory/_sycl_usm_array_interface_utils.pxi`): offset, version,
+//! data, syclobj, shape, typestr, strides, then the extent computation. The first failure
+//! wins.
 //!
 //! Differences from dpctl, all deliberate:
 //! * Integers are JS numbers that are integral (safe integers) or bigints. Strings,
@@ -602,7 +603,7 @@ mod tests {
         }
     }
 
-    // ---- extent: the examples of the reference, §8 ----
+    // ---- extent: the examples of dpctl's interface documentation ----
 
     #[test]
     fn example_2x2_strides_10_minus2_offset_9_u1() {

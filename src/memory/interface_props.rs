@@ -1,8 +1,8 @@
 //! Property tests of the Node-free interface consumer: `parse_interface`, `check_bounds`
 //! and `typestr_itemsize` (memory::interface) against a model written here from dpctl's
-//! rules (reference §8) and this port's documented differences, and `bind_view` /
-//! `provenance` (memory::allocation) against a model of the allocations a case made,
-//! over the pool's fake provider.
+//! rules (dpctl's `memory/_sycl_usm_array_interface_utils.pxi`) and this port's
+//! documented differences, and `bind_view` / `provenance` (memory::allocation) against a
+//! model of the allocations a case made, over the pool's fake provider.
 //!
 //! `cargo test --release interface_props` runs them; 256 cases per property by default,
 //! `PROPTEST_CASES` raises that, `PROPTEST_RNG_SEED` picks the seed (fixed by default, so

@@ -10,8 +10,8 @@ use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Queue, ReadBytes, WriteBytes};
 
 /// Copies up to this size between host memory and host-accessible USM are done by the
-/// CPU directly: a runtime call costs several microseconds (40 us for 4 KiB on the SYCL
-/// CPU device), a memcpy of a few KiB a fraction of one.
+/// CPU directly: a runtime call costs microseconds (tens of them on the SYCL CPU
+/// device), a memcpy of a few KiB a fraction of one (the CPU bench shows both).
 const DIRECT_HOST_COPY_MAX: u64 = 256 << 10;
 
 /// How the CPU may reach a memory object's bytes.
