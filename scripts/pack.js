@@ -26,7 +26,8 @@ const PLATFORMS = fs.readdirSync(path.join(root, 'npm')).sort();
 const artifacts = (triple) => [`${manifest.napi.binaryName}.${triple}.node`, 'dpctl_memory_shim.so'];
 
 function npm(args, cwd) {
-  return execFileSync('npm', args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_update_notifier: 'false' } });
+  const env = { ...process.env, npm_config_update_notifier: 'false', npm_config_loglevel: 'warn' };
+  return execFileSync('npm', args, { cwd, encoding: 'utf8', env });
 }
 
 /** Copies through a temporary name and a rename: a concurrent pack never sees half a file. */
