@@ -165,7 +165,9 @@ function runPip(python, staging) {
   const args = ['-m', 'pip', 'install', '--require-hashes', '--no-deps', '--no-compile', '--no-warn-script-location',
     '--disable-pip-version-check', '--prefix', staging, '-r', requirements];
   return new Promise((resolve) => {
-    const child = spawn(python, args, { stdio: 'inherit', env: { ...process.env, TMPDIR: tmp } });
+    // PIP_ROOT_USER_ACTION: no venv advice when root runs it (CI); older pips ignore it.
+    const env = { PIP_ROOT_USER_ACTION: 'ignore', ...process.env, TMPDIR: tmp };
+    const child = spawn(python, args, { stdio: 'inherit', env });
     let interrupted = null;
     const onSignal = (signal) => {
       // A terminal's Ctrl-C reaches pip too; a signal sent to this process alone does not.
