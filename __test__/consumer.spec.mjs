@@ -5,16 +5,16 @@
 // skipped (visibly) with DPCTL_MEMORY_SKIP_CONSUMER_TEST=1.
 import test from 'ava';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const EXPORTS = Object.keys(createRequire(import.meta.url)('../index.js')).sort();
+const require = createRequire(import.meta.url);
+const EXPORTS = Object.keys(require('../index.js')).sort();
+const { packAll } = require('../scripts/pack.js');
 const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false', npm_config_loglevel: 'error' };
 
 // One body for both runners: `test`/`expect` are globals under jest, imports under vitest.
@@ -84,10 +84,9 @@ if (process.env.DPCTL_MEMORY_SKIP_CONSUMER_TEST === '1') {
     const packDir = await mkdtemp(path.join(tmpdir(), 'dpctl-memory-pack-'));
     const projDir = await mkdtemp(path.join(tmpdir(), 'dpctl-memory-consumer-'));
     t.teardown(() => Promise.all([rm(packDir, { recursive: true, force: true }), rm(projDir, { recursive: true, force: true })]));
-    await run('npm', ['pack', '--pack-destination', packDir], { cwd: ROOT, env: npmEnv, maxBuffer: 64 * 2 ** 20 });
-    const [tarball] = (await readdir(packDir)).filter((f) => f.endsWith('.tgz'));
+    const tarballs = packAll(packDir);
     await writeFile(path.join(projDir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, version: '1.0.0' }));
-    await run('npm', ['install', '--no-audit', '--no-fund', '--no-package-lock', path.join(packDir, tarball), 'jest@29.7.0', 'vitest@3.2.4'], {
+    await run('npm', ['install', '--no-audit', '--no-fund', '--no-package-lock', ...tarballs, 'jest@29.7.0', 'vitest@3.2.4'], {
       cwd: projDir,
       env: npmEnv,
       maxBuffer: 64 * 2 ** 20,

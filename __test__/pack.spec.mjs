@@ -1,9 +1,13 @@
-// The published package works: `npm pack` the repository, install the tarball into a fresh
-// project, and use it from there as a user would. Offline: the tarball has no dependencies.
-// Skipped (visibly) with DPCTL_MEMORY_SKIP_PACK_TEST=1, or where npm is missing.
+// The published packages work: pack both (`scripts/pack.js`: the platform package with the
+// `.node` and the shim, and the main package with its publish-time package.json), install
+// them into a fresh project with --ignore-scripts (no Rust, no build there), and use them
+// from there as a user would. Offline: the tarballs have no other dependencies. Also: the
+// errors a user meets without the binary. Skipped (visibly) with DPCTL_MEMORY_SKIP_PACK_TEST=1,
+// or where npm is missing.
 import test from 'ava';
 import { execFile, spawnSync } from 'node:child_process';
 import { mkdtemp, readdir, rm, writeFile, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,7 +15,10 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const TITLE = 'npm pack, install into a fresh project, and use MemoryUSMHost from there';
+const TITLE = 'pack both packages, install them into a fresh project with --ignore-scripts, and use MemoryUSMHost there';
+const { packAll } = createRequire(import.meta.url)('../scripts/pack.js');
+const MANIFEST = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8'));
+const PLATFORM_PACKAGE = `${MANIFEST.name}-linux-x64-gnu`;
 
 function skipReason() {
   if (process.env.DPCTL_MEMORY_SKIP_PACK_TEST === '1') return 'DPCTL_MEMORY_SKIP_PACK_TEST=1';
@@ -59,18 +66,26 @@ if (reason) {
     const projDir = await mkdtemp(path.join(tmpdir(), 'dpctl-memory-user-'));
     t.teardown(() => Promise.all([rm(packDir, { recursive: true, force: true }), rm(projDir, { recursive: true, force: true })]));
 
-    await run('npm', ['pack', '--pack-destination', packDir], { cwd: ROOT, env: npmEnv, maxBuffer: 64 * 2 ** 20 });
-    const tarballs = (await readdir(packDir)).filter((f) => f.endsWith('.tgz'));
-    t.is(tarballs.length, 1, `one tarball: ${tarballs.join(', ')}`);
-    const tgz = path.join(packDir, tarballs[0]);
+    const tarballs = packAll(packDir);
+    t.is(tarballs.length, 2, `two tarballs: ${tarballs.join(', ')}`);
 
     await run('npm', ['init', '-y'], { cwd: projDir, env: npmEnv });
-    await run('npm', ['install', '--no-audit', '--no-fund', '--offline', tgz], { cwd: projDir, env: npmEnv, maxBuffer: 64 * 2 ** 20 });
-    const installed = JSON.parse(await readFile(path.join(projDir, 'node_modules', 'dpctl-memory', 'package.json'), 'utf8'));
+    await run('npm', ['install', '--no-audit', '--no-fund', '--offline', '--ignore-scripts', ...tarballs], { cwd: projDir, env: npmEnv, maxBuffer: 64 * 2 ** 20 });
+    const modules = path.join(projDir, 'node_modules');
+    const installed = JSON.parse(await readFile(path.join(modules, 'dpctl-memory', 'package.json'), 'utf8'));
     t.is(installed.name, 'dpctl-memory');
-    const files = await readdir(path.join(projDir, 'node_modules', 'dpctl-memory'));
-    for (const needed of ['index.js', 'index.d.ts', 'package.json']) t.true(files.includes(needed), `${needed} is in the package`);
-    t.true(files.some((f) => f.endsWith('.node')), `a .node binary is in the package: ${files.join(', ')}`);
+    t.is(installed.scripts, undefined, 'the published package.json has no scripts (they point at files not shipped)');
+    t.is(installed.overrides, undefined);
+    t.deepEqual(installed.optionalDependencies, { [PLATFORM_PACKAGE]: MANIFEST.version }, 'the platform package is an optional dependency');
+    const files = await readdir(path.join(modules, 'dpctl-memory'));
+    for (const needed of ['index.js', 'index.mjs', 'index.d.ts', 'package.json', 'runtime.json', 'README.md']) t.true(files.includes(needed), `${needed} is in the package`);
+    t.false(files.some((f) => f.endsWith('.node') || f.endsWith('.so')), `no binary in the main package: ${files.join(', ')}`);
+    const platform = JSON.parse(await readFile(path.join(modules, PLATFORM_PACKAGE, 'package.json'), 'utf8'));
+    t.deepEqual([platform.os, platform.cpu, platform.libc, platform.version], [['linux'], ['x64'], ['glibc'], MANIFEST.version]);
+    const platformFiles = (await readdir(path.join(modules, PLATFORM_PACKAGE))).sort();
+    t.deepEqual(platformFiles, ['README.md', 'dpctl-memory.linux-x64-gnu.node', 'dpctl_memory_shim.so', 'package.json']);
+    const installScript = path.join(modules, '.bin', 'dpctl-memory-install-runtime');
+    t.true(spawnSync('test', ['-x', installScript]).status === 0, 'npx dpctl-memory-install-runtime is installed');
 
     await writeFile(path.join(projDir, 'use.js'), USER_SCRIPT);
     const { stdout, stderr } = await run(process.execPath, ['use.js'], { cwd: projDir, env: process.env, timeout: 5 * 60 * 1000 });
@@ -83,5 +98,23 @@ if (reason) {
     t.deepEqual(out.back, Array.from({ length: 16 }, (_, i) => (i * 7 + 3) & 0xff));
     t.is(out.detached, 0, 'free() detached the view');
     t.log(`used ${out.device} from the installed package`);
+
+    // The errors without a binary, in the installed project: the platform package left out
+    // (--omit=optional), and a platform that has none.
+    const failure = async (prelude) => {
+      try {
+        await run(process.execPath, ['-e', `${prelude}require('dpctl-memory');`], { cwd: projDir });
+        return null;
+      } catch (error) {
+        return error.stderr;
+      }
+    };
+    const otherArch = await failure("Object.defineProperty(process, 'arch', { value: 'arm64' });");
+    t.regex(otherArch ?? '', /ERR_NO_NATIVE_BINARY/);
+    t.regex(otherArch ?? '', /no native binary for linux-arm64-gnu: binaries are published for linux-x64-gnu\. To build from source: clone the repository and run `npm run build`/);
+    await rm(path.join(modules, PLATFORM_PACKAGE), { recursive: true, force: true });
+    const omitted = await failure('');
+    t.regex(omitted ?? '', new RegExp(`the package ${PLATFORM_PACKAGE}, is not installed.*npm install ${PLATFORM_PACKAGE}@${MANIFEST.version.replace(/\./g, '\\.')}`));
+    t.notRegex(omitted ?? '', /Cannot find native binding/);
   });
 }

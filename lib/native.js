@@ -1,36 +1,57 @@
 'use strict';
-// Loads the native binding: the `.node` built in a clone (`npm run build`), else the
-// per-platform package that npm installs beside this one.
+// Loads the native binding: the `.node` built in a clone (`npm run build`, next to
+// index.js), else the per-platform package npm installed beside this one
+// (`dpctl-memory-<platform>`, listed in the published package's optionalDependencies).
+const fs = require('node:fs');
 const path = require('node:path');
 
-const TRIPLES = { 'linux-x64': 'linux-x64-gnu' };
+const manifest = require('../package.json');
+
+/** This process's platform as the packages name it: `linux-x64-gnu`, `darwin-arm64`. */
+function currentPlatform() {
+  if (process.platform !== 'linux') return `${process.platform}-${process.arch}`;
+  let musl = false;
+  try {
+    musl = fs.readFileSync('/usr/bin/ldd', 'utf8').includes('musl');
+  } catch {
+    musl = !process.report?.getReport?.().header?.glibcVersionRuntime;
+  }
+  return `${process.platform}-${process.arch}-${musl ? 'musl' : 'gnu'}`;
+}
+
+function noBinary(message, cause) {
+  const error = new Error(message);
+  error.code = 'ERR_NO_NATIVE_BINARY';
+  if (cause) error.cause = cause;
+  return error;
+}
 
 function load() {
-  const triple = TRIPLES[`${process.platform}-${process.arch}`];
-  if (!triple) {
-    const error = new Error(
-      `dpctl-memory has no native binary for ${process.platform}-${process.arch}; binaries exist for ` +
-        `${Object.values(TRIPLES).join(', ')}. To build from source, clone the repository and run \`npm run build\`.`,
-    );
-    error.code = 'ERR_NO_NATIVE_BINARY';
-    throw error;
+  const platform = currentPlatform();
+  const local = path.join(__dirname, '..', `${manifest.napi.binaryName}.${platform}.node`);
+  if (fs.existsSync(local)) return require(local);
+  const prefix = `${manifest.name}-`;
+  const published = Object.keys(manifest.optionalDependencies || {}).filter((name) => name.startsWith(prefix));
+  const needs = 'needs Rust, a C++ compiler, and Python 3 with pip for the SYCL runtime';
+  if (published.length === 0) {
+    throw noBinary(`dpctl-memory: ${path.basename(local)} is not built here: run \`npm run build\` (${needs}).`);
   }
-  const local = path.join(__dirname, '..', `dpctl-memory.${triple}.node`);
+  const fromSource = `To build from source: clone the repository and run \`npm run build\` there (${needs}).`;
+  const packageName = `${prefix}${platform}`;
+  if (!published.includes(packageName)) {
+    const platforms = published.map((name) => name.slice(prefix.length)).join(', ');
+    throw noBinary(`dpctl-memory has no native binary for ${platform}: binaries are published for ${platforms}. ${fromSource}`);
+  }
   try {
-    return require(local);
-  } catch (localError) {
-    if (localError.code !== 'MODULE_NOT_FOUND') throw localError;
-    try {
-      return require(`dpctl-memory-${triple}`);
-    } catch (packageError) {
-      const error = new Error(
-        `dpctl-memory: the native binary is missing (looked for ${local} and the package dpctl-memory-${triple}). ` +
-          'Reinstall the package, or in a clone run `npm run build`.',
-      );
-      error.code = 'ERR_NO_NATIVE_BINARY';
-      error.cause = packageError;
-      throw error;
-    }
+    return require(packageName);
+  } catch (error) {
+    if (error.code !== 'MODULE_NOT_FOUND' || !String(error.message).includes(packageName)) throw error;
+    throw noBinary(
+      `dpctl-memory: its native binary, the package ${packageName}, is not installed. npm leaves optional ` +
+        'dependencies out with --omit=optional or --no-optional, and when the lockfile was made on another ' +
+        `platform: run \`npm install ${packageName}@${manifest.version}\`. ${fromSource}`,
+      error,
+    );
   }
 }
 

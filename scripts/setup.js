@@ -1,20 +1,34 @@
 #!/usr/bin/env node
 // Sets up whatever is missing on a fresh clone, and nothing that is already there:
 // npm dependencies, the SYCL runtime (per-user cache), and the release build of the addon.
+// Each step shows its tool's own progress; where stdout is not a terminal (CI, a pipe),
+// a line every few seconds also says the step is still running.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const { install } = require('./install-runtime');
 
 const root = path.resolve(__dirname, '..');
 const addon = path.join(root, 'dpctl-memory.linux-x64-gnu.node');
+const HEARTBEAT_MS = 15000;
 
-function run(command, args) {
-  const result = spawnSync(command, args, { cwd: root, stdio: 'inherit' });
-  if (result.status !== 0) {
-    throw new Error(`${command} ${args.join(' ')} failed (exit ${result.status})`);
-  }
+function run(label, command, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: root, stdio: 'inherit' });
+    const started = Date.now();
+    const heartbeat = process.stdout.isTTY ? null : setInterval(() => {
+      console.log(`dpctl-memory setup: still ${label} (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+    }, HEARTBEAT_MS);
+    const done = (error) => {
+      if (heartbeat) clearInterval(heartbeat);
+      if (error) reject(error);
+      else resolve();
+    };
+    child.on('error', (error) => done(new Error(`could not run ${command}: ${error.message}`)));
+    child.on('close', (status, signal) => done(status === 0 ? null : new Error(
+      `${command} ${args.join(' ')} failed (${signal || `exit ${status}`})`)));
+  });
 }
 
 /** Newest modification time under the given paths (files or folders). */
@@ -33,24 +47,22 @@ function newest(paths) {
   return latest;
 }
 
-function main() {
+async function main() {
   const devDependencies = Object.keys(require(path.join(root, 'package.json')).devDependencies);
   if (devDependencies.some((name) => !fs.existsSync(path.join(root, 'node_modules', name, 'package.json')))) {
     console.log('dpctl-memory setup: installing npm dependencies');
-    run('npm', ['ci', '--no-audit', '--no-fund']);
+    await run('installing npm dependencies', 'npm', ['ci', '--no-audit', '--no-fund']);
   }
-  install({ quiet: true });
-  const sources = newest(['src', 'shim', 'build.rs', 'Cargo.toml', 'Cargo.lock']);
+  await install({ quiet: true });
+  const sources = newest(['src', 'shim', 'build.rs', 'Cargo.toml', 'Cargo.lock', 'runtime.json']);
   const built = fs.existsSync(addon) ? fs.statSync(addon).mtimeMs : 0;
   if (built < sources || !fs.existsSync(path.join(root, 'dpctl_memory_shim.so'))) {
     console.log('dpctl-memory setup: building the addon (release)');
-    run('npx', ['napi', 'build', '--platform', '--release', '--no-js', '--dts', 'target/binding.d.ts']);
+    await run('building the addon', 'npm', ['run', '--silent', 'build']);
   }
 }
 
-try {
-  main();
-} catch (err) {
+main().catch((err) => {
   console.error(`dpctl-memory setup failed: ${err.message}`);
   process.exit(1);
-}
+});

@@ -11,18 +11,34 @@ const root = path.resolve(__dirname, '..');
 const totals = { passed: 0, failed: 0, skipped: 0 };
 let broken = false;
 
+// After this long without a line from a runner (cargo compiling one large crate says
+// nothing for minutes off a terminal), a line says it is still at work.
+const QUIET_MS = 15000;
+
 /** Runs a command, echoing its output line by line and handing each line to `onLine`. */
 function stream(command, args, onLine) {
   return new Promise((resolve) => {
     const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const started = Date.now();
+    let lastLine = started;
+    const heartbeat = setInterval(() => {
+      if (Date.now() - lastLine < QUIET_MS) return;
+      lastLine = Date.now();
+      console.log(`(${path.basename(command)} ${path.basename(args[0])} still running, ${((lastLine - started) / 1000).toFixed(0)} s)`);
+    }, 1000);
     const follow = (input, output) => readline.createInterface({ input }).on('line', (line) => {
+      lastLine = Date.now();
       output.write(`${line}\n`);
       onLine(line);
     });
     follow(child.stdout, process.stdout);
     follow(child.stderr, process.stderr);
-    child.on('error', () => resolve(1));
-    child.on('close', (status) => resolve(status));
+    const done = (status) => {
+      clearInterval(heartbeat);
+      resolve(status);
+    };
+    child.on('error', () => done(1));
+    child.on('close', (status) => done(status));
   });
 }
 

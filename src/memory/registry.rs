@@ -124,6 +124,15 @@ impl Registry {
             None => "No SYCL device is available".to_string(),
         };
         let mut message = what;
+        // The SYCL runtime applies the selector before anything is listed: a selector that
+        // names no device here looks like a missing runtime unless the message says so.
+        let selector = std::env::var("ONEAPI_DEVICE_SELECTOR").ok().filter(|s| !s.is_empty());
+        if let (true, Some(selector)) = (self.devices.is_empty(), selector) {
+            message.push_str(&format!(
+                ". ONEAPI_DEVICE_SELECTOR='{selector}' is set and may filter out every device: unset it to \
+                 see them all"
+            ));
+        }
         if self.devices.is_empty() && !self.unavailable.is_empty() {
             message.push_str(". ");
             message.push_str(&self.unavailable.join("; "));

@@ -254,17 +254,10 @@ pub(super) struct Driver {
 static DRIVER: OnceLock<Driver> = OnceLock::new();
 
 fn no_driver_message() -> String {
-    let mut names: Vec<String> = Vec::new();
-    for n in cudarc::get_lib_name_candidates("cuda") {
-        if !names.contains(&n) {
-            names.push(n);
-        }
-    }
-    format!(
-        "CUDA driver library not found (tried {}). Install the NVIDIA driver, or add the directory \
-         that holds libcuda.so.1 to LD_LIBRARY_PATH.",
-        names.join(", ")
-    )
+    // Most machines that meet this have no NVIDIA hardware: say so briefly, not as a fault.
+    "no NVIDIA driver here (libcuda.so.1 not found; NVIDIA GPUs need it, on LD_LIBRARY_PATH if it is \
+     not in a system folder)"
+        .to_string()
 }
 
 /// Whether a CUDA driver library can be loaded.

@@ -55,8 +55,8 @@ pub const DEVICE_TYPE_ACCELERATOR: u32 = 3;
 pub const DEVICE_TYPE_CUSTOM: u32 = 4;
 
 /// How to get the runtime, for every "not found" message.
-pub const INSTALL_HINT: &str = "run `npx dpctl-memory-install-runtime` (or `node scripts/install-runtime.js`), \
-                                or set ONEAPI_ROOT to an installed oneAPI";
+pub const INSTALL_HINT: &str = "run `npx dpctl-memory-install-runtime` in your project (in a clone of \
+                                dpctl-memory: `npm start`), or set ONEAPI_ROOT to an installed oneAPI";
 
 // Opaque C types (never constructed in Rust).
 #[repr(C)]

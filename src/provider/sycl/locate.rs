@@ -5,15 +5,56 @@
 //! 1. `DPCTL_MEMORY_SYCL_ROOT`, `SYCL_ROOT`, `CMPLR_ROOT`, `ONEAPI_ROOT`: each as given and
 //!    as `<root>/compiler/latest` (the layout of a full oneAPI installation);
 //! 2. the per-user cache that `scripts/install-runtime.js` fills:
-//!    `${DPCTL_MEMORY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dpctl-memory}/sycl-runtime-2025.3.3`.
+//!    `${DPCTL_MEMORY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dpctl-memory}/sycl-runtime-<version>`,
+//!    the version being `runtime.json`'s, which the install script reads too.
 //!
 //! A candidate counts when it holds what the caller needs ([`Need`]): the headers to build
 //! the shim, or `lib/libsycl.so.8` to run it.
 
 use std::path::{Path, PathBuf};
 
-/// The runtime version `scripts/install-runtime.js` installs (keep the two in step).
-pub const RUNTIME_VERSION: &str = "2025.3.3";
+/// The runtime manifest at the repository root, shared with `scripts/install-runtime.js`.
+const RUNTIME_MANIFEST: &str = include_str!("../../../runtime.json");
+
+/// The runtime version the install script installs: `runtime.json`'s top-level `version`,
+/// evaluated at compile time, so a manifest without one fails the build rather than a run.
+pub const RUNTIME_VERSION: &str = top_level_version(RUNTIME_MANIFEST);
+
+/// The string value of the first `"version"` key of `json`: the top-level one, since the
+/// manifest writes it before the wheel list. A `const fn` over bytes: no JSON parser in a
+/// build script that may use `std` only.
+const fn top_level_version(json: &str) -> &str {
+    const KEY: &[u8] = b"\"version\"";
+    let bytes = json.as_bytes();
+    let mut i = 0;
+    while i + KEY.len() <= bytes.len() {
+        let mut k = 0;
+        while k < KEY.len() && bytes[i + k] == KEY[k] {
+            k += 1;
+        }
+        if k == KEY.len() {
+            // Skip `: "` (any spacing), then take everything up to the closing quote.
+            let mut start = i + KEY.len();
+            while start < bytes.len() && (bytes[start] == b' ' || bytes[start] == b':') {
+                start += 1;
+            }
+            assert!(start < bytes.len() && bytes[start] == b'"', "runtime.json: `version` is not a string");
+            start += 1;
+            let mut end = start;
+            while end < bytes.len() && bytes[end] != b'"' {
+                end += 1;
+            }
+            let (_, rest) = bytes.split_at(start);
+            let (value, _) = rest.split_at(end - start);
+            return match std::str::from_utf8(value) {
+                Ok(version) => version,
+                Err(_) => panic!("runtime.json: `version` is not UTF-8"),
+            };
+        }
+        i += 1;
+    }
+    panic!("runtime.json has no `version`")
+}
 
 /// The SONAME the shim links against (libsycl of DPC++ 2025.x).
 pub const LIBSYCL: &str = "libsycl.so.8";
@@ -113,4 +154,17 @@ pub fn locate(need: Need) -> Result<Found, Vec<String>> {
 
 fn non_empty_var(name: &str) -> Option<std::ffi::OsString> {
     std::env::var_os(name).filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_manifest_version_is_the_top_level_one() {
+        let json = r#"{ "$comment": "x", "version" : "1.2.3", "wheels": [{ "name": "a", "version": "9" }] }"#;
+        assert_eq!(top_level_version(json), "1.2.3");
+        assert!(!RUNTIME_VERSION.is_empty() && RUNTIME_VERSION.chars().all(|c| c.is_ascii_digit() || c == '.'));
+        assert!(cache_dir().is_none_or(|dir| dir.ends_with(format!("sycl-runtime-{RUNTIME_VERSION}"))));
+    }
 }

@@ -1,0 +1,49 @@
+// What a new user meets when no device is found, each case in a fresh process (the device
+// list is made once per process): no runtime installed, and a selector that names no device
+// here. The errors say what to do in a consumer project, and speak of the NVIDIA driver
+// only as one line that a machine without one can pass over.
+import test from 'ava';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const PROBE = `
+const dm = require(${JSON.stringify(ROOT)});
+let message = null;
+try { new dm.SyclQueue(); } catch (error) { message = error.constructor.name + ': ' + error.message; }
+console.log(JSON.stringify({ devices: dm.getDevices().length, message }));
+`;
+
+function probe(env) {
+  return JSON.parse(execFileSync(process.execPath, ['-e', PROBE], { env, encoding: 'utf8' }).trim().split('\n').pop());
+}
+
+function withoutRuntimeVars(extra) {
+  const env = { ...process.env };
+  for (const name of ['DPCTL_MEMORY_SYCL_ROOT', 'SYCL_ROOT', 'CMPLR_ROOT', 'ONEAPI_ROOT', 'ONEAPI_DEVICE_SELECTOR']) delete env[name];
+  return Object.assign(env, extra);
+}
+
+test('no runtime installed: the error names the command that works in a consumer project', (t) => {
+  const empty = mkdtempSync(path.join(tmpdir(), 'dpctl-memory-no-runtime-'));
+  t.teardown(() => rmSync(empty, { recursive: true, force: true }));
+  const out = probe(withoutRuntimeVars({ DPCTL_MEMORY_CACHE: empty }));
+  t.is(out.devices, 0);
+  t.regex(out.message, /^SyclQueueCreationError: No SYCL device is available\. SYCL: the SYCL runtime is not installed/);
+  t.regex(out.message, /run `npx dpctl-memory-install-runtime` in your project/);
+  t.notRegex(out.message, /Install the NVIDIA driver|libcuda\.so, libcuda/, 'no advice to install an NVIDIA driver, no list of library names');
+});
+
+test('a selector that names no device here is named in the error', (t) => {
+  const out = probe(withoutRuntimeVars({ ONEAPI_DEVICE_SELECTOR: 'level_zero:gpu' }));
+  if (out.devices > 0) {
+    t.log('this machine has a Level Zero GPU: the selector hides nothing');
+    t.is(out.message, null);
+    return;
+  }
+  t.regex(out.message, /ONEAPI_DEVICE_SELECTOR='level_zero:gpu' is set and may filter out every device: unset it/);
+  t.notRegex(out.message, /Install the NVIDIA driver/);
+});
