@@ -49,7 +49,12 @@ function newest(paths) {
 
 async function main() {
   const devDependencies = Object.keys(require(path.join(root, 'package.json')).devDependencies);
-  if (devDependencies.some((name) => !fs.existsSync(path.join(root, 'node_modules', name, 'package.json')))) {
+  const missing = devDependencies.some((name) => !fs.existsSync(path.join(root, 'node_modules', name, 'package.json')));
+  // npm records what it installed in node_modules/.package-lock.json: a lock file newer
+  // than that (a pull that changed the dependencies) means node_modules is stale.
+  const installed = path.join(root, 'node_modules', '.package-lock.json');
+  const stale = !missing && (!fs.existsSync(installed) || newest(['package-lock.json']) > fs.statSync(installed).mtimeMs);
+  if (missing || stale) {
     console.log('dpctl-memory setup: installing npm dependencies');
     await run('installing npm dependencies', 'npm', ['ci', '--no-audit', '--no-fund']);
   }
