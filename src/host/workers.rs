@@ -8,8 +8,10 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::sync::lock;
 
+/// One unit of a parallel copy, run once on whichever thread takes it.
 pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// The worker threads, fed through one channel: an idle worker takes the next job.
 pub(crate) struct Workers {
     sender: Sender<Job>,
 }

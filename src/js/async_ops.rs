@@ -62,6 +62,7 @@ impl HostSide {
     }
 }
 
+/// What one asynchronous task does, with the memory it holds until it settles.
 pub(crate) enum Operation {
     ToHost { memory: UsmMemory, host: HostSide },
     FromHost { memory: UsmMemory, host: HostSide },
@@ -69,6 +70,8 @@ pub(crate) enum Operation {
     Memset { memory: UsmMemory, value: u8 },
 }
 
+/// The task behind each async method: `compute` runs on libuv's thread pool, `resolve`
+/// and `finally` on the JS thread.
 pub struct UsmTask {
     operation: Operation,
     /// `copyToHostAsync`'s destination, written when the task settles (bounce copies).
@@ -76,6 +79,7 @@ pub struct UsmTask {
 }
 
 impl UsmTask {
+    /// `result` is the JS destination of a bounce copy (`None` for the other operations).
     pub(crate) fn new(operation: Operation, result: Option<TaskRef>) -> Self {
         UsmTask { operation, result }
     }

@@ -37,6 +37,7 @@ pub fn to_js_error(env: &Env, err: MemoryError) -> napi::Error {
         .unwrap_or_else(|_| napi::Error::new(napi::Status::GenericFailure, format!("[{}] {err}", err.code())))
 }
 
+/// Lets binding code end a model call with `.or_throw(env)?`.
 pub trait OrThrow<T> {
     /// Converts the model's error into a JS error for `env`.
     fn or_throw(self, env: &Env) -> napi::Result<T>;

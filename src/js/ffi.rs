@@ -28,6 +28,7 @@ pub struct JsRef {
 }
 
 impl JsRef {
+    /// A strong reference: it keeps `value` alive until dropped.
     pub fn new(value: &Unknown) -> napi::Result<Self> {
         let raw = value.value();
         let mut reference = ptr::null_mut();
@@ -57,6 +58,7 @@ impl JsRef {
         Ok((!value.is_null()).then(|| unsafe { Unknown::from_raw_unchecked(env.raw(), value) }))
     }
 
+    /// The value of a strong reference (a weak one's may be gone: see `get_if_alive`).
     pub fn get<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
         let mut value = ptr::null_mut();
         check(
@@ -161,6 +163,7 @@ pub struct HostBytes {
 }
 
 impl HostBytes {
+    /// Where the bytes start (an `Address` for the model's lookups).
     pub fn address(&self) -> u64 {
         self.data as u64
     }
@@ -265,10 +268,12 @@ pub struct TaskRef(JsRef);
 unsafe impl Send for TaskRef {}
 
 impl TaskRef {
+    /// A strong reference to `value`, taken on the JS thread before the task is queued.
     pub fn new(value: &Unknown) -> napi::Result<Self> {
         Ok(TaskRef(JsRef::new(value)?))
     }
 
+    /// The value, on the JS thread (in `resolve`).
     pub fn get<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
         self.0.get(env)
     }
@@ -287,6 +292,7 @@ pub struct TaskBytes {
 unsafe impl Send for TaskBytes {}
 
 impl TaskBytes {
+    /// Only for bytes that stay put while the task runs (see the type); `HostSide` decides.
     pub fn new(bytes: &HostBytes) -> Self {
         TaskBytes { data: bytes.data, len: bytes.len }
     }

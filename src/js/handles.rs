@@ -40,10 +40,12 @@ pub struct MemoryHandle {
 }
 
 impl MemoryHandle {
+    /// A handle that reports nothing to V8: a view, or memory some other object owns.
     pub(crate) fn new(memory: UsmMemory) -> Self {
         MemoryHandle { memory, reported: 0, buffer: Cell::new(None) }
     }
 
+    /// A handle for memory this call allocated, reported to V8 (up to `REPORT_CAP`).
     pub(crate) fn allocated(env: &Env, memory: UsmMemory) -> Self {
         let reported = i64::try_from(memory.nbytes().min(REPORT_CAP)).unwrap_or(i64::MAX);
         ffi::adjust_external_memory(env, reported);

@@ -33,6 +33,8 @@ const BUILTINS: &str = r#"(() => {
   };
 })()"#;
 
+/// The addon's entry point, once per environment: the fast calls, then this environment's
+/// state.
 #[napi(module_exports)]
 pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {
     binding::define_fast_calls(&env, &mut exports)?;

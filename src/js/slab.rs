@@ -13,6 +13,7 @@ const INDEX_LIMIT: u32 = 1 << 24;
 /// Generations wrap below 2^29, so an id stays below 2^53.
 const GENERATION_LIMIT: u32 = 1 << 29;
 
+/// Values behind ids, with generations so that a stale id finds nothing.
 pub struct Slab<T> {
     entries: Vec<Entry<T>>,
     vacant: Vec<u32>,
@@ -55,6 +56,7 @@ impl<T> Slab<T> {
         Some(id_of(index, 0))
     }
 
+    /// The value of a live id; `None` for a malformed or stale one (its value released).
     pub fn get(&self, id: f64) -> Option<&T> {
         let (index, generation) = parts(id)?;
         let entry = self.entries.get(index as usize)?;

@@ -10,6 +10,7 @@ use napi::Env;
 use crate::js::ffi::JsRef;
 use crate::js::handles::Handles;
 
+/// The binding's per-environment state (see the module documentation).
 pub struct EnvState {
     /// `{ Uint8Array, makeError }`, taken at load time so that code which replaces
     /// globals later cannot run in the middle of a call.

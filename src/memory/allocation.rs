@@ -119,6 +119,7 @@ pub fn owning_allocation(ptr: Address, nbytes: u64) -> Option<Arc<Allocation>> {
     }
 }
 
+/// A block of USM memory this process allocated, given back when the last reference goes.
 pub struct Allocation {
     address: Address,
     /// The size asked for: what users, bounds checks and `provenance` see.
@@ -162,10 +163,12 @@ impl Allocation {
         Ok(allocation)
     }
 
+    /// The first byte (the start of the block).
     pub fn address(&self) -> Address {
         self.address
     }
 
+    /// The size asked for; the block may be larger.
     pub fn nbytes(&self) -> u64 {
         self.nbytes
     }

@@ -181,6 +181,7 @@ pub struct SelectorTerm {
     pub negative: bool,
     /// Lower-case backend name; `None` for `*`.
     pub backend: Option<String>,
+    /// Which devices of the backend it names: all, one type, or one index.
     pub device: SelectorDevice,
 }
 
@@ -202,6 +203,7 @@ pub struct Selector {
 }
 
 impl Selector {
+    /// The entries, in the order written.
     #[cfg(test)]
     pub fn terms(&self) -> &[SelectorTerm] {
         &self.terms

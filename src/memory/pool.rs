@@ -190,8 +190,10 @@ pub struct KindStats {
     pub evictions: u64,
 }
 
+/// What `poolStats()` reports: whether the pool caches, and each kind's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PoolStats {
+    /// Whether the pool caches at all (`DPCTL_MEMORY_POOL` can turn it off).
     pub enabled: bool,
     pub device: KindStats,
     pub host: KindStats,
@@ -199,6 +201,7 @@ pub struct PoolStats {
 }
 
 impl PoolStats {
+    /// The counters of `kind` (all zero for `Unknown`), for tests that go over every kind.
     #[cfg(test)]
     pub fn kind(&self, kind: UsmKind) -> KindStats {
         match kind {
@@ -474,6 +477,8 @@ fn no_spare() -> u64 {
 }
 
 impl Pool {
+    /// A pool that caches only when `enabled`; the process's own is `pool()`, tests make
+    /// more.
     pub fn new(enabled: bool, limits: Limits) -> Self {
         Pool { enabled, limits, state: Mutex::new(State::default()), spare: no_spare }
     }
@@ -484,6 +489,7 @@ impl Pool {
         Pool { spare, ..self }
     }
 
+    /// Whether this pool caches at all.
     #[cfg(test)]
     pub fn enabled(&self) -> bool {
         self.enabled
@@ -627,6 +633,7 @@ impl Pool {
         deferred.run(self).saturating_add((self.spare)())
     }
 
+    /// The counters now, with the cache's blocks and bytes summed over every context.
     pub fn stats(&self) -> PoolStats {
         let state = self.lock();
         let mut kinds = state.counters;

@@ -9,11 +9,14 @@ use crate::error::{MemoryError, Result};
 use crate::memory::filter;
 use crate::runtime::{Context, Device, DeviceType, Provider, ProviderLoad, Queue};
 
+/// A listed device and the filter string that selects it again.
 pub struct RegisteredDevice {
     pub device: Arc<dyn Device>,
+    /// `backend:type:N`, unique in the registry (see `filter::filter_string`).
     pub filter_string: String,
 }
 
+/// The devices of the providers that loaded, why the others did not, and the cached queues.
 pub struct Registry {
     devices: Vec<RegisteredDevice>,
     /// Why each provider that did not load did not load, for messages.
@@ -83,6 +86,7 @@ impl Registry {
         self.providers.iter().fold(0u64, |sum, provider| sum.saturating_add(provider.trim_spare()))
     }
 
+    /// Every listed device, in registry order.
     #[cfg(test)]
     pub fn devices(&self) -> &[RegisteredDevice] {
         &self.devices
@@ -97,6 +101,8 @@ impl Registry {
         self.devices.iter().position(|entry| entry.device.same_device(device))
     }
 
+    /// The filter string of `device`: its registered one, else `backend:type` for a device
+    /// the registry does not list.
     pub fn filter_string_of(&self, device: &dyn Device) -> String {
         match self.index_of(device) {
             Some(i) => self.devices[i].filter_string.clone(),

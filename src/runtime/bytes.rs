@@ -39,18 +39,22 @@ impl<'a> WriteBytes<'a> {
         WriteBytes { address, len, _valid_for: PhantomData }
     }
 
+    /// The bytes of a borrowed slice: the borrow is the proof.
     pub fn of_slice(bytes: &'a mut [u8]) -> Self {
         WriteBytes { address: bytes.as_mut_ptr() as Address, len: bytes.len() as u64, _valid_for: PhantomData }
     }
 
+    /// Where the range starts.
     pub fn address(&self) -> Address {
         self.address
     }
 
+    /// The range's length in bytes.
     pub fn len(&self) -> u64 {
         self.len
     }
 
+    /// Whether the range has no bytes (a copy over it moves nothing).
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -74,18 +78,22 @@ impl<'a> ReadBytes<'a> {
         ReadBytes { address, len, _valid_for: PhantomData }
     }
 
+    /// The bytes of a borrowed slice: the borrow is the proof.
     pub fn of_slice(bytes: &'a [u8]) -> Self {
         ReadBytes { address: bytes.as_ptr() as Address, len: bytes.len() as u64, _valid_for: PhantomData }
     }
 
+    /// Where the range starts.
     pub fn address(&self) -> Address {
         self.address
     }
 
+    /// The range's length in bytes.
     pub fn len(&self) -> u64 {
         self.len
     }
 
+    /// Whether the range has no bytes (a copy over it moves nothing).
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -9,11 +9,13 @@ use crate::error::{MemoryError, Result};
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Queue, ReadBytes, WriteBytes};
 
+/// A device that only describes itself: it makes no contexts (tests make `FakeContext`s).
 pub struct FakeDevice {
     info: DeviceInfo,
 }
 
 impl FakeDevice {
+    /// A CPU device of backend `fake` with these memory sizes (what the pool's limits read).
     pub fn new(global_mem_size: u64, max_mem_alloc_size: u64) -> Arc<Self> {
         Self::of(DeviceInfo {
             name: "fake".into(),
@@ -27,6 +29,7 @@ impl FakeDevice {
         })
     }
 
+    /// A device that reports `info`.
     pub fn of(info: DeviceInfo) -> Arc<Self> {
         Arc::new(FakeDevice { info })
     }
@@ -45,6 +48,7 @@ pub struct FakeProvider {
     pub devices: Vec<Arc<FakeDevice>>,
     /// Superseded by an earlier device of this backend.
     pub superseded_by_backend: Option<&'static str>,
+    /// What `Provider::applies_device_selector` answers.
     pub applies_device_selector: bool,
 }
 
@@ -78,11 +82,16 @@ impl Device for FakeDevice {
     }
 }
 
+/// What a fake context saw, and the knobs tests set (capacity, free memory, misalignment).
 #[derive(Default)]
 pub struct Counts {
+    /// Allocations that succeeded.
     pub allocations: u64,
+    /// Addresses freed, in order.
     pub frees: Vec<Address>,
+    /// Frees of an address that was not live (double or foreign frees).
     pub bad_frees: u64,
+    /// Live allocations: address to bytes.
     pub live: BTreeMap<Address, u64>,
     next: u64,
     /// Allocations fail when live bytes would exceed this.
@@ -96,10 +105,13 @@ pub struct Counts {
 
 /// Shared between wrappers of one fake context (like the SYCL provider's `Arc`s).
 pub struct Shared {
+    /// Identifies the context: `same_context` compares ids.
     pub id: u64,
     pub counts: Mutex<Counts>,
 }
 
+/// One `Arc` wrapper of a fake context; wrappers with the same `Shared` are the same
+/// context.
 pub struct FakeContext {
     me: Weak<FakeContext>,
     pub device: Arc<FakeDevice>,
@@ -107,6 +119,8 @@ pub struct FakeContext {
 }
 
 impl FakeContext {
+    /// A new context; its addresses start at `id << 40`, so different contexts' addresses
+    /// do not overlap.
     pub fn new(id: u64, device: Arc<FakeDevice>) -> Arc<Self> {
         let shared = Arc::new(Shared { id, counts: Mutex::new(Counts { next: id << 40, ..Counts::default() }) });
         Self::wrap(device, shared)
@@ -117,10 +131,12 @@ impl FakeContext {
         Arc::new_cyclic(|me| FakeContext { me: me.clone(), device, shared })
     }
 
+    /// The context's counts (shared by all its wrappers), locked.
     pub fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
         self.shared.counts.lock().unwrap()
     }
 
+    /// A queue on this wrapper: its allocations go into this context's counts.
     pub fn queue(self: &Arc<Self>) -> Arc<dyn Queue> {
         Arc::new(FakeQueue { context: self.clone() })
     }
@@ -168,6 +184,8 @@ impl Context for FakeContext {
     }
 }
 
+/// A queue whose copies and fills move no bytes (a copy still checks lengths);
+/// allocations just hand out addresses.
 pub struct FakeQueue {
     pub context: Arc<FakeContext>,
 }
@@ -206,7 +224,9 @@ impl Queue for FakeQueue {
 /// The runtime calls by raw address, for the providers' own tests, which pass addresses
 /// they have just allocated (or deliberately bad ones, to see them refused).
 pub trait RawCalls {
+    /// `Queue::memcpy` over `nbytes` at raw addresses.
     fn memcpy_raw(&self, dst: Address, src: Address, nbytes: u64) -> Result<()>;
+    /// `Queue::memset` over `nbytes` at a raw address.
     fn memset_raw(&self, dst: Address, value: u8, nbytes: u64) -> Result<()>;
 }
 

@@ -2,6 +2,8 @@
 
 use crate::error::{MemoryError, Result};
 
+/// The kind of a USM allocation; `Unknown` for memory that is not USM of the context
+/// asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum UsmKind {
     Unknown,

@@ -182,6 +182,7 @@ enum Failure {
     Null,
 }
 
+/// The result of a driver call; its error names the call.
 pub(super) type DriverResult<T> = std::result::Result<T, DriverError>;
 
 impl DriverError {

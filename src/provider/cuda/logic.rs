@@ -13,7 +13,9 @@ pub(super) const HOST_BASE_ALIGNMENT: u64 = 4096;
 
 /// `CUmemorytype` values (`CU_MEMORYTYPE_*`).
 pub(super) const MEMORYTYPE_HOST: u32 = CUmemorytype::CU_MEMORYTYPE_HOST as u32;
+/// Device memory (or managed memory, which `IS_MANAGED` tells apart).
 pub(super) const MEMORYTYPE_DEVICE: u32 = CUmemorytype::CU_MEMORYTYPE_DEVICE as u32;
+/// Unified memory (counted as shared).
 pub(super) const MEMORYTYPE_UNIFIED: u32 = CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32;
 
 /// How one allocation is asked of the driver.

@@ -39,19 +39,28 @@ pub const SHIM_FILE: &str = "dpctl_memory_shim.so";
 /// Status codes (`DPM_*`).
 #[cfg_attr(not(test), allow(dead_code))] // matched by the tests
 pub const STATUS_SYCL: c_int = 1;
+/// A `sycl::malloc_*` returned NULL: the runtime refused the allocation.
 pub const STATUS_ALLOC: c_int = 4;
+/// A NULL handle or out pointer, or an unknown USM kind; also what this side reports for
+/// a NULL handle back or an address too wide for a pointer.
 pub const STATUS_ARG: c_int = 5;
 
 /// USM kinds (`DPM_USM_*`, dpctl's values).
 pub const USM_UNKNOWN: c_int = 0;
+/// Device memory (`sycl::usm::alloc::device`).
 pub const USM_DEVICE: c_int = 1;
+/// Shared memory (`sycl::usm::alloc::shared`).
 pub const USM_SHARED: c_int = 2;
+/// Host memory (`sycl::usm::alloc::host`).
 pub const USM_HOST: c_int = 3;
 
 /// Device types (`DPM_DEVICE_TYPE_*`).
 pub const DEVICE_TYPE_CPU: u32 = 1;
+/// A GPU (`sycl::info::device_type::gpu`).
 pub const DEVICE_TYPE_GPU: u32 = 2;
+/// An accelerator (`sycl::info::device_type::accelerator`).
 pub const DEVICE_TYPE_ACCELERATOR: u32 = 3;
+/// A custom device (`sycl::info::device_type::custom`).
 pub const DEVICE_TYPE_CUSTOM: u32 = 4;
 
 /// How to get the runtime, for every "not found" message.
@@ -59,14 +68,17 @@ pub const INSTALL_HINT: &str = "run `npx dpctl-memory-install-runtime` in your p
                                 dpctl-memory: `npm start`), or set ONEAPI_ROOT to an installed oneAPI";
 
 // Opaque C types (never constructed in Rust).
+/// The shim's `dpm_device`.
 #[repr(C)]
 pub struct RawDevice {
     _opaque: [u8; 0],
 }
+/// The shim's `dpm_context`.
 #[repr(C)]
 pub struct RawContext {
     _opaque: [u8; 0],
 }
+/// The shim's `dpm_queue`.
 #[repr(C)]
 pub struct RawQueue {
     _opaque: [u8; 0],
@@ -384,7 +396,9 @@ pub struct DeviceFacts {
     pub vendor: String,
     pub backend: String,
     pub driver_version: String,
+    /// The device's aspect names (the shim sends them space-separated).
     pub aspects: Vec<String>,
+    /// One of the `DEVICE_TYPE_*` codes (0 for a type the shim does not know).
     pub device_type: u32,
     pub global_mem_size: u64,
     pub max_mem_alloc_size: u64,
@@ -472,6 +486,7 @@ fn take_string(p: *const c_char) -> String {
 }
 
 impl DeviceHandle {
+    /// Everything the shim reports of the device, copied out of the shim's memory.
     pub fn info(&self) -> ShimResult<DeviceFacts> {
         let mut raw = RawDeviceInfo {
             name: ptr::null_mut(),
@@ -535,6 +550,7 @@ impl ContextHandle {
         Ok(same != 0)
     }
 
+    /// The devices the context was made for.
     pub fn devices(&self) -> ShimResult<Vec<DeviceHandle>> {
         let ctx = self.raw.as_ptr();
         let shim = self.shim;
