@@ -48,11 +48,8 @@ impl Registrations {
 }
 
 fn with_registrations<R>(env: &Env, f: impl FnOnce(&mut Registrations) -> R) -> napi::Result<R> {
-    let mut handles = crate::js::state::state(env)?
-        .handles
-        .try_borrow_mut()
-        .map_err(|_| MemoryError::Busy)
-        .or_throw(env)?;
+    let mut handles =
+        crate::js::state::state(env)?.handles.try_borrow_mut().map_err(|_| MemoryError::Busy).or_throw(env)?;
     Ok(f(&mut handles.registrations))
 }
 

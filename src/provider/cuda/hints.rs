@@ -25,8 +25,9 @@ impl CudaContext {
 
 impl HostRegistration for CudaContext {
     unsafe fn register(&self, address: Address, len: u64) -> Result<RegisterOutcome> {
-        let size = usize::try_from(len)
-            .map_err(|_| MemoryError::CudaDriver { message: format!("cannot register {len} bytes on this platform") })?;
+        let size = usize::try_from(len).map_err(|_| MemoryError::CudaDriver {
+            message: format!("cannot register {len} bytes on this platform"),
+        })?;
         let current = self.current()?;
         // SAFETY: the caller's contract (mapped now, unregistered once before the context goes).
         unsafe { current.mem_host_register(address as *mut c_void, size, host_register::PORTABLE) }

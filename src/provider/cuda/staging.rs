@@ -1,8 +1,7 @@
 //! Pipelined staging of copies between pageable host memory (a plain JS `ArrayBuffer`)
 //! and device memory. The driver copies pageable memory through one small bounce buffer
-//! with one CPU thread (7-8 GB/s host to device on the H200 here); staging through pinned
-//! buffers, with the host-side memcpy spread over several threads and overlapped with the
-//! DMA, reached 47.6 / 39.5 GB/s in the measurement in `shared/anchors`.
+//! with one CPU thread; staging through pinned buffers, with the host-side memcpy spread
+//! over several threads and overlapped with the DMA, is several times faster.
 //!
 //! Shape: `lanes` lanes (one on the calling thread, the others on the persistent copy
 //! workers of `provider::workers`); lane `t` copies chunks `t, t + lanes, ...`. Each lane
@@ -21,9 +20,9 @@ use crate::runtime::Address;
 use crate::sync::lock;
 
 /// Tunables, read once from the environment (for measurement: `bench/staging-sweep.js`
-/// sweeps them). The defaults follow the C staging measurement in `shared/anchors`
-/// (8 threads and 4 MiB chunks reach the limit for large copies); mid sizes split into
-/// smaller chunks so that every lane still overlaps its memcpy with a DMA.
+/// sweeps them). The defaults: eight lanes of 4 MiB chunks reach the staging limit for
+/// large copies (as a C version of the same pipeline does); mid sizes split into smaller
+/// chunks so that every lane still overlaps its memcpy with a DMA.
 ///
 /// - `DPCTL_MEMORY_STAGING_THRESHOLD` (bytes, default 1 MiB): smaller copies go straight
 ///   to the driver; 0 turns staging off.
