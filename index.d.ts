@@ -70,6 +70,8 @@ export type ErrorCodeValue =
   | 'ERR_HOST_BUFFER_TOO_LARGE'
   | 'ERR_INVALID_THIS'
   | 'ERR_NOT_CLONEABLE'
+  | 'ERR_HOST_RANGE_REGISTERED'
+  | 'ERR_INVALID_ARG_VALUE'
   | 'ERR_INTERNAL'
   | 'ERR_SHARE_TOKEN_INVALID'
   | 'ERR_SHARE_TOKEN_OPENED'
@@ -115,6 +117,8 @@ export declare const ErrorCode: {
   readonly HostBufferTooLarge: 'ERR_HOST_BUFFER_TOO_LARGE'
   readonly InvalidThis: 'ERR_INVALID_THIS'
   readonly NotCloneable: 'ERR_NOT_CLONEABLE'
+  readonly HostRangeRegistered: 'ERR_HOST_RANGE_REGISTERED'
+  readonly InvalidArgValue: 'ERR_INVALID_ARG_VALUE'
   readonly Internal: 'ERR_INTERNAL'
   readonly ShareTokenInvalid: 'ERR_SHARE_TOKEN_INVALID'
   readonly ShareTokenOpened: 'ERR_SHARE_TOKEN_OPENED'
@@ -295,7 +299,74 @@ export declare class MemoryUSMShared extends _Memory {
   /** As `MemoryUSMDevice`, for USM shared memory. */
   constructor(source: number | bigint | _Memory | SyclUsmArrayInterfaceExporter, options?: MemoryOptions)
   share(options?: ShareOptions | null): SharedMemoryToken<'shared'>
+  /**
+   * Migrates the memory to the device (the default) or the host. `applied` is `false`
+   * where the runtime does nothing (the OpenCL CPU device; SYCL has no prefetch to the host).
+   */
+  prefetch(options?: PrefetchOptions): Promise<HintResult>
+  /** A usage hint for the runtime's page placement; the contents never change. */
+  memAdvise(advice: MemAdvice, options?: MemAdviseOptions): Promise<HintResult>
 }
+
+/** Where `prefetch()` moves pages, or where `memAdvise()`'s location-taking advice points. */
+export type MemLocation = 'device' | 'host'
+
+/** Options of `MemoryUSMShared.prototype.prefetch`. */
+export interface PrefetchOptions {
+  /** Default `'device'`. */
+  to?: MemLocation
+}
+
+/** The advice `memAdvise()` takes (CUDA's `cuMemAdvise`, SYCL's `mem_advise`). */
+export type MemAdvice =
+  | 'read-mostly'
+  | 'unset-read-mostly'
+  | 'preferred-location'
+  | 'unset-preferred-location'
+  | 'accessed-by'
+  | 'unset-accessed-by'
+
+/** Options of `MemoryUSMShared.prototype.memAdvise`. */
+export interface MemAdviseOptions {
+  /** For `preferred-location` and `accessed-by` (and their `unset-` forms); default `'device'`. */
+  location?: MemLocation
+}
+
+/** What a hint did: `applied` is whether the runtime acted on it. */
+export interface HintResult {
+  readonly applied: boolean
+}
+
+/** Options of `registerHost`. */
+export interface RegisterHostOptions {
+  /** The queue whose runtime registers; default: the cached queue of the default device. */
+  queue?: SyclQueue
+}
+
+/**
+ * A registration of host memory made by `registerHost`: while active, copies between
+ * device memory and the registered buffer (or any view of it inside the registered
+ * bytes) skip staging. Collection of this object ends it, as does `unregister()`.
+ */
+export declare class HostRegistration implements CloneGuarded {
+  readonly __dpctlMemoryCloneGuard__: object
+  private constructor()
+  /** Whether the runtime pinned the memory; `false` where it needs none (a CPU device). */
+  readonly registered: boolean
+  /** The registered bytes. */
+  readonly byteLength: number
+  /** Ends the registration (after any copy in flight that uses it). Idempotent. */
+  unregister(): void
+  [Symbol.dispose](): void
+}
+
+/**
+ * Registers the bytes of `buffer` with the runtime of `options.queue`'s device (CUDA
+ * `cuMemHostRegister`, SYCL `prepare_for_device_copy`). A copy uses the registration only
+ * while the buffer it is given is the registered buffer object, not detached, with the
+ * registered data pointer and length; otherwise it takes the ordinary path.
+ */
+export declare function registerHost(buffer: HostBuffer, options?: RegisterHostOptions): HostRegistration
 
 /** The memory `obj` exposes, in the class of its USM kind, without copying. */
 export declare function asUsmMemory(obj: _Memory | SyclUsmArrayInterfaceExporter): MemoryUSMDevice | MemoryUSMHost | MemoryUSMShared

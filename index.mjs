@@ -16,6 +16,8 @@ export const {
   getRuntimeDiagnostics,
   poolStats,
   poolTrim,
+  registerHost,
+  HostRegistration,
   ErrorCode,
   USMAllocationError,
   SyclQueueCreationError,

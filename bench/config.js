@@ -54,6 +54,11 @@ module.exports = {
     overheadSize: 64,
     allocSizes: [4 * KiB, 1 * MiB, 256 * MiB],
     kinds: ['device', 'host', 'shared'],
+    // Pageable copies below copySize (the mid sizes), and the buffer whose
+    // register/unregister cost is timed (registerHost).
+    midSizes: [1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB],
+    registerSize: 1024 * MiB,
+    registerRepeats: quick ? 2 : 5,
   },
   // A peer process that runs longer than this is stopped and reported as an error.
   peerTimeoutS: 300,

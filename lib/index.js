@@ -4,6 +4,7 @@ const errors = require('./errors.js');
 const device = require('./device.js');
 const memory = require('./memory.js');
 const pool = require('./pool.js');
+const registration = require('./registration.js');
 
 module.exports = {
   _Memory: memory._Memory,
@@ -20,6 +21,8 @@ module.exports = {
   getRuntimeDiagnostics: device.getRuntimeDiagnostics,
   poolStats: pool.poolStats,
   poolTrim: pool.poolTrim,
+  registerHost: registration.registerHost,
+  HostRegistration: registration.HostRegistration,
   ErrorCode: errors.ErrorCode,
   USMAllocationError: errors.USMAllocationError,
   SyclQueueCreationError: errors.SyclQueueCreationError,

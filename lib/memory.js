@@ -8,6 +8,7 @@ const { native, own, MEMORY_HANDLE } = require('./native.js');
 const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis, MEMORY_CLONE_GUARD } = require('./errors.js');
 const { display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg } = require('./values.js');
 const devices = require('./device.js');
+const { prefetchArgs, adviseArgs, runHint } = require('./hints.js');
 
 const { INTERNAL, SyclQueue, cachedQueue, cachedQueueObject, queueHandle, contextHandle, isQueue, isContext, isDevice } = devices;
 const { ArrayBuffer, Uint8Array, Object, WeakMap, Map, Symbol, Reflect, Number } = globalThis;
@@ -30,6 +31,9 @@ const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 
 /** Keeps an exporter alive as long as the zero-copy buffer over its memory. */
 const bufferOwners = new WeakMap();
+
+/** `_Memory.#live` for the subclasses' own methods (set in `_Memory`'s static block). */
+let checkedHandle;
 
 let defaultQueueObject;
 const defaultQueue = () => (defaultQueueObject ??= cachedQueue(undefined));
@@ -240,6 +244,10 @@ class _Memory {
   }
 
   /** The live handle, after checking `self` is a memory object that is not freed. */
+  static {
+    checkedHandle = (self, member) => _Memory.#live(self, member);
+  }
+
   static #live(self, member) {
     if (typeof self !== 'object' || self === null || !(#handle in self)) throw invalidThis('_Memory', member);
     const handle = self.#handle;
@@ -562,6 +570,22 @@ class MemoryUSMShared extends _Memory {
   /** As `MemoryUSMDevice`, for USM shared memory. */
   constructor(source, options) {
     super(SHARED, source, options);
+  }
+  /**
+   * Migrates the memory to the device (`to: 'device'`, the default) or the host, and
+   * resolves to `{ applied }`: whether the runtime acted on it (`false` where it does
+   * nothing, as on the OpenCL CPU device).
+   */
+  prefetch(options) {
+    const handle = checkedHandle(this, 'prefetch');
+    const toHost = prefetchArgs(options);
+    return runHint(() => native.memPrefetch(handle, toHost), this);
+  }
+  /** A usage hint (`'read-mostly'`, `'preferred-location'`, `'accessed-by'` and their `unset-` forms); resolves to `{ applied }`. */
+  memAdvise(advice, options) {
+    const handle = checkedHandle(this, 'memAdvise');
+    const [name, toHost] = adviseArgs(advice, options);
+    return runHint(() => native.memAdvise(handle, name, toHost), this);
   }
 }
 

@@ -208,6 +208,10 @@ void wait_and_report(dpm_queue_s *q, sycl::event ev) {
   q->errors->rethrow_first();
 }
 
+// The OpenCL adapter of the unified runtime enqueues a marker for prefetch and advice:
+// they are accepted and do nothing.
+bool hints_are_no_ops(const sycl::queue &queue) { return queue.get_backend() == sycl::backend::opencl; }
+
 }  // namespace
 
 extern "C" {
@@ -401,6 +405,59 @@ int dpm_memset(dpm_queue *q, void *dst, int value, size_t nbytes) {
     require(q, "queue");
     if (nbytes == 0) return;
     wait_and_report(q, q->q.memset(dst, static_cast<unsigned char>(value), nbytes));
+  });
+}
+
+int dpm_host_register(const dpm_context *ctx, void *ptr, size_t nbytes, int *registered) {
+  return guard([&] {
+    require(ctx, "context");
+    require(registered, "registered");
+    try {
+      sycl::ext::oneapi::experimental::prepare_for_device_copy(ptr, nbytes, ctx->ctx);
+    } catch (const sycl::exception &e) {
+      // A backend without the feature (the OpenCL adapter) answers UNSUPPORTED_FEATURE,
+      // which this runtime surfaces as errc::runtime with the unified runtime's name in
+      // the text; later runtimes may use errc::feature_not_supported.
+      const bool unsupported = e.code() == sycl::errc::feature_not_supported ||
+                               std::strstr(e.what(), "UR_RESULT_ERROR_UNSUPPORTED_FEATURE") != nullptr;
+      if (!unsupported) throw;
+      *registered = 0;
+      return;
+    }
+    *registered = 1;
+  });
+}
+
+int dpm_host_unregister(const dpm_context *ctx, void *ptr) {
+  return guard([&] {
+    require(ctx, "context");
+    sycl::ext::oneapi::experimental::release_from_device_copy(ptr, ctx->ctx);
+  });
+}
+
+int dpm_prefetch(dpm_queue *q, const void *ptr, size_t nbytes, int to_host, int *applied) {
+  return guard([&] {
+    require(q, "queue");
+    require(applied, "applied");
+    if (to_host != 0 || nbytes == 0) {
+      *applied = 0;
+      return;
+    }
+    wait_and_report(q, q->q.prefetch(ptr, nbytes));
+    *applied = hints_are_no_ops(q->q) ? 0 : 1;
+  });
+}
+
+int dpm_mem_advise(dpm_queue *q, const void *ptr, size_t nbytes, int advice, int *applied) {
+  return guard([&] {
+    require(q, "queue");
+    require(applied, "applied");
+    if (nbytes == 0) {
+      *applied = 0;
+      return;
+    }
+    wait_and_report(q, q->q.mem_advise(ptr, nbytes, advice));
+    *applied = hints_are_no_ops(q->q) ? 0 : 1;
   });
 }
 

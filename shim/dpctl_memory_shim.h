@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to this file; the Rust side refuses a shim of another version. */
-#define DPM_ABI_VERSION 1
+#define DPM_ABI_VERSION 2
 
 /* Status codes. */
 #define DPM_OK 0
@@ -163,6 +163,29 @@ int dpm_memset(dpm_queue *q, void *dst, int value, size_t nbytes);
 
 /* Waits for all work on q (wait_and_throw) and reports asynchronous errors. */
 int dpm_queue_wait(dpm_queue *q);
+
+/* --- Registered host memory and shared-memory hints ---------------------------------- */
+
+/* Registers nbytes of host memory at ptr with ctx for device copies
+ * (sycl::ext::oneapi::experimental::prepare_for_device_copy). *registered = 1 when the
+ * runtime did (undo with dpm_host_unregister), 0 when the backend does not support it
+ * (it answers UNSUPPORTED_FEATURE: nothing was done, nothing to undo). ptr must stay mapped until
+ * it is unregistered. */
+int dpm_host_register(const dpm_context *ctx, void *ptr, size_t nbytes, int *registered);
+
+/* Ends a registration dpm_host_register made (release_from_device_copy). */
+int dpm_host_unregister(const dpm_context *ctx, void *ptr);
+
+/* Prefetches nbytes of shared memory at ptr to the queue's device (queue::prefetch) and
+ * waits. *applied = 0 when the runtime does nothing for this backend (OpenCL: its memory
+ * model has no migration) or the target: SYCL 2020 prefetches to the device only, so
+ * to_host != 0 calls nothing and reports 0. */
+int dpm_prefetch(dpm_queue *q, const void *ptr, size_t nbytes, int to_host, int *applied);
+
+/* queue::mem_advise(ptr, nbytes, advice) and waits; advice is a ur_usm_advice_flags_t
+ * value (the unified runtime's, which every backend adapter maps to its own). *applied = 0
+ * for the OpenCL backend, whose adapter ignores advice. */
+int dpm_mem_advise(dpm_queue *q, const void *ptr, size_t nbytes, int advice, int *applied);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -196,6 +196,11 @@ error_table! {
         ShareNotOwned = "ERR_SHARE_NOT_OWNED" as Error,
         /// A share timeout outside 1 ms ..= 2^31 - 1 ms.
         InvalidTimeout = "ERR_INVALID_TIMEOUT" as RangeError,
+        /// Host memory that overlaps a live registration (`registerHost`), or a copy that
+        /// would need host memory inside one that may no longer be its buffer's.
+        HostRangeRegistered = "ERR_HOST_RANGE_REGISTERED" as Error,
+        /// An option of the right type but not one of the values it takes (checked in `lib/`).
+        InvalidArgValue = "ERR_INVALID_ARG_VALUE" as TypeError,
     }
     variants {
         /// A host buffer argument the binding cannot read; `what` names the argument.
@@ -345,6 +350,27 @@ error_table! {
         /// A share timeout outside what the clock can hold.
         #[error("{message}")]
         InvalidTimeout { message: String } => InvalidTimeout,
+        /// `registerHost` of no bytes (an empty or detached buffer).
+        #[error("cannot register an empty (or detached) buffer: it has no bytes")]
+        EmptyRegistration => InvalidSize,
+        /// A registration of `len` bytes at `address` over a live one of `registered` bytes at `start`.
+        #[error(
+            "{len} bytes at {address:#x} overlap a live registration of {registered} bytes at {start:#x}: \
+             unregister it first (registrations of the same bytes cannot nest)"
+        )]
+        RegistrationOverlap { len: u64, address: u64, registered: u64, start: u64 } => HostRangeRegistered,
+        /// A copy's own bounce buffer landed in registered memory too.
+        #[error(
+            "a copy of {nbytes} bytes could not be made: host memory it needs lies in registered memory that \
+             may no longer be its buffer's; unregister the registrations of buffers that were transferred"
+        )]
+        BounceInRegistration { nbytes: u64 } => HostRangeRegistered,
+        /// `memAdvise` advice that is not one of its names.
+        #[error("unknown advice '{advice}'")]
+        UnknownAdvice { advice: String } => InvalidArgValue,
+        /// A shared-memory hint (`operation`) on memory of another kind (`object`: its repr).
+        #[error("{operation} applies to USM shared memory only; this is {object}")]
+        NotSharedMemory { operation: &'static str, object: String } => UsmKindMismatch,
     }
 }
 

@@ -55,6 +55,23 @@ def bench_cupy(cfg, timing, np):
         rt.free(d1)
         rt.free(d2)
 
+    for n in gpu["midSizes"]:
+        lab = size_label(n)
+        d = rt.malloc(n)
+        src = np.ones(n, dtype=np.uint8)
+        dst = np.zeros(n, dtype=np.uint8)
+        try:
+            run(f"h2d.pageable.{lab}", lambda: rt.memcpy(d, src.ctypes.data, n, H2D))
+            run(f"d2h.pageable.{lab}", lambda: rt.memcpy(dst.ctypes.data, d, n, D2H))
+        finally:
+            rt.free(d)
+
+    try:
+        register_cost(rt, gpu, np, results)
+    except Exception as exc:
+        lab = size_label(gpu["registerSize"])
+        results[f"register.{lab}"] = results[f"unregister.{lab}"] = {"error": f"{type(exc).__name__}: {exc}"}
+
     n = gpu["overheadSize"]
     lab = size_label(n)
     pinned = rt.hostAlloc(n, 0)
@@ -77,6 +94,31 @@ def bench_cupy(cfg, timing, np):
         if n * 4 < free_bytes:  # never ask for managed memory the device does not have free
             run(f"alloc.shared.{lab}", lambda n=n: rt.free(rt.mallocManaged(n, 1)))
     return {"status": "ok", "meta": meta, "results": results}
+
+
+def register_cost(rt, gpu, np, results):
+    """cudaHostRegister / cudaHostUnregister of registerSize touched bytes, one call each."""
+    import time
+    n = gpu["registerSize"]
+    lab = size_label(n)
+    buf = np.ones(n, dtype=np.uint8)
+    reg, unreg = [], []
+    for _ in range(gpu["registerRepeats"]):
+        t0 = time.perf_counter_ns()
+        rt.hostRegister(buf.ctypes.data, n, 0)
+        t1 = time.perf_counter_ns()
+        rt.hostUnregister(buf.ctypes.data)
+        t2 = time.perf_counter_ns()
+        reg.append(t1 - t0)
+        unreg.append(t2 - t1)
+
+    def record(samples):
+        ordered = sorted(samples)
+        mid = len(ordered) // 2
+        median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+        return {"ns": median, "min_ns": ordered[0], "batch": 1, "samples": samples}
+    results[f"register.{lab}"] = record(reg)
+    results[f"unregister.{lab}"] = record(unreg)
 
 
 def bench_torch(cfg, timing):

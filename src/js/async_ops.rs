@@ -23,13 +23,16 @@ use crate::host::Scratch;
 use crate::js::errors::to_js_error;
 use crate::js::ffi::{HostBytes, TaskBytes, TaskRef};
 use crate::memory::allocation::{owning_allocation, Allocation};
+use crate::memory::registration::Registration;
 use crate::memory::usm::UsmMemory;
 use crate::runtime::{ReadBytes, WriteBytes};
 
 /// Where the host bytes of a copy are while the worker runs.
 pub(crate) enum HostSide {
-    /// JS memory the worker may use directly; `_pin` holds USM memory of ours under it.
-    Direct { bytes: TaskBytes, _pin: Option<Arc<Allocation>> },
+    /// JS memory the worker may use directly; `_pin` holds USM memory of ours under it,
+    /// `registration` the registration it may use (held until the task is done, so an
+    /// `unregister()` meanwhile lets go of the memory only after the copy).
+    Direct { bytes: TaskBytes, _pin: Option<Arc<Allocation>>, registration: Option<Arc<Registration>> },
     /// The task's own copy of a plain `ArrayBuffer`'s bytes (`None` until the worker
     /// makes it, for a destination).
     Bounce(Option<Scratch>),
@@ -40,7 +43,8 @@ impl HostSide {
     fn direct(env: &Env, bytes: &HostBytes) -> napi::Result<Option<HostSide>> {
         let pin = owning_allocation(bytes.address(), bytes.byte_length() as u64);
         if pin.is_some() || bytes.is_shared(env)? {
-            return Ok(Some(HostSide::Direct { bytes: TaskBytes::new(bytes), _pin: pin }));
+            let registration = crate::js::registration::vouched(env, bytes)?;
+            return Ok(Some(HostSide::Direct { bytes: TaskBytes::new(bytes), _pin: pin, registration }));
         }
         Ok(None)
     }
@@ -98,12 +102,12 @@ impl<'task> ScopedTask<'task> for UsmTask {
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         Ok(match &mut self.operation {
-            Operation::ToHost { memory, host: HostSide::Direct { bytes, .. } } => {
-                bytes.with_bytes(|dst| memory.copy_to_host(dst))
+            Operation::ToHost { memory, host: HostSide::Direct { bytes, registration, .. } } => {
+                bytes.with_bytes(|dst| memory.copy_to_host_via(dst, registration.as_deref()))
             }
             Operation::ToHost { memory, host: HostSide::Bounce(staging) } => bounce_into(memory, staging),
-            Operation::FromHost { memory, host: HostSide::Direct { bytes, .. } } => {
-                bytes.with_bytes(|src| memory.copy_from_host(src.as_read()))
+            Operation::FromHost { memory, host: HostSide::Direct { bytes, registration, .. } } => {
+                bytes.with_bytes(|src| memory.copy_from_host_via(src.as_read(), registration.as_deref()))
             }
             Operation::FromHost { memory, host: HostSide::Bounce(Some(copy)) } => {
                 memory.copy_from_host(ReadBytes::of_slice(copy))

@@ -439,13 +439,15 @@ fn host_bytes(env: &Env, value: &Unknown, what: &str) -> napi::Result<HostBytes>
 pub fn mem_copy_to_host(env: &Env, memory_id: f64, dst: Unknown) -> napi::Result<()> {
     let memory = live_memory(env, memory_id)?;
     let bytes = host_bytes(env, &dst, "dst")?;
-    bytes.with_bytes(|dst| memory.copy_to_host(dst)).or_throw(env)
+    let registration = crate::js::registration::vouched(env, &bytes)?;
+    bytes.with_bytes(|dst| memory.copy_to_host_via(dst, registration.as_deref())).or_throw(env)
 }
 
 pub fn mem_copy_from_host(env: &Env, memory_id: f64, src: Unknown) -> napi::Result<()> {
     let memory = live_memory(env, memory_id)?;
     let bytes = host_bytes(env, &src, "src")?;
-    bytes.with_bytes(|src| memory.copy_from_host(src.as_read())).or_throw(env)
+    let registration = crate::js::registration::vouched(env, &bytes)?;
+    bytes.with_bytes(|src| memory.copy_from_host_via(src.as_read(), registration.as_deref())).or_throw(env)
 }
 
 pub fn mem_copy_from_device(env: &Env, memory_id: f64, source_id: f64) -> napi::Result<()> {

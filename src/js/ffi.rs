@@ -182,6 +182,23 @@ impl HostBytes {
         Ok(!is_arraybuffer)
     }
 
+    /// A strong reference to the `ArrayBuffer` or `SharedArrayBuffer` holding the bytes.
+    pub fn buffer_ref(&self, env: &Env) -> napi::Result<JsRef> {
+        // SAFETY: `buffer` is a live value of `env` in the current call.
+        JsRef::new(&unsafe { Unknown::from_raw_unchecked(env.raw(), self.buffer) })
+    }
+
+    /// Whether the bytes live in `buffer`, that very object (`===`).
+    pub fn in_buffer(&self, env: &Env, buffer: &Unknown) -> napi::Result<bool> {
+        let mut same = false;
+        check(
+            // SAFETY: two live values of `env`; the out-pointer is a local.
+            unsafe { sys::napi_strict_equals(env.raw(), self.buffer, buffer.raw(), &mut same) },
+            "napi_strict_equals",
+        )?;
+        Ok(same)
+    }
+
     /// Runs `f` over the bytes (a range, never a slice: a `SharedArrayBuffer` may be
     /// written by another thread meanwhile). `f` must not call into JS (which could
     /// detach or free the buffer); the model's copies never do.
@@ -190,6 +207,24 @@ impl HostBytes {
         // JS frame keeps alive, and no JS runs (so nothing detaches it) until `f` returns.
         f(unsafe { WriteBytes::from_raw(self.data as u64, self.len as u64) })
     }
+}
+
+/// `(data, byteLength)` of an `ArrayBuffer` now (`(0, 0)` once detached); `None` for any
+/// other value (a `SharedArrayBuffer`).
+pub fn arraybuffer_extent(env: &Env, value: &Unknown) -> napi::Result<Option<(u64, usize)>> {
+    let mut is = false;
+    // SAFETY: `value` is a live value of `env`; out-pointers are locals.
+    check(unsafe { sys::napi_is_arraybuffer(env.raw(), value.raw(), &mut is) }, "napi_is_arraybuffer")?;
+    if !is {
+        return Ok(None);
+    }
+    let (mut data, mut len) = (ptr::null_mut(), 0usize);
+    check(
+        // SAFETY: as above.
+        unsafe { sys::napi_get_arraybuffer_info(env.raw(), value.raw(), &mut data, &mut len) },
+        "napi_get_arraybuffer_info",
+    )?;
+    Ok(Some((data as u64, len)))
 }
 
 /// Reads `(data, byteLength)` of an `ArrayBuffer` or any `ArrayBufferView` (TypedArray,

@@ -67,12 +67,14 @@ pub struct Handles {
     pub(crate) contexts: Slab<Arc<dyn Context>>,
     pub(crate) queues: Slab<Arc<dyn Queue>>,
     pub(crate) memories: Slab<MemoryHandle>,
+    pub(crate) registrations: crate::js::registration::Registrations,
 }
 
 impl Handles {
     /// At environment teardown the environment releases every reference itself; deleting
     /// them then could touch it after that, so the buffers' references are forgotten.
     pub(crate) fn forget_references(&mut self) {
+        self.registrations.forget_references();
         self.memories.for_each(|handle| {
             if let Some((_, reference)) = handle.buffer.take() {
                 std::mem::forget(reference);

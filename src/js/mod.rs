@@ -5,8 +5,10 @@ pub mod binding;
 pub mod errors;
 pub mod ffi;
 pub mod handles;
+pub mod hints;
 pub mod json;
 pub mod pool;
+pub mod registration;
 pub mod slab;
 pub mod state;
 

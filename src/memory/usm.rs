@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
 use crate::memory::allocation::Allocation;
+use crate::memory::registration::{host_copy, HostSide, Registration};
+use crate::runtime::prefetch::{Advice, HintOutcome, Location};
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Queue, ReadBytes, WriteBytes};
 
@@ -128,14 +130,21 @@ impl UsmMemory {
         unsafe { WriteBytes::from_raw(self.address, self.nbytes) }
     }
 
-    /// A copy between this memory and host memory: by the CPU where it can reach the
-    /// memory (see `CpuAccess`), else through the queue.
-    fn host_transfer(&self, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()> {
+    /// A copy between this memory and host memory (the `host` side): by the CPU where it
+    /// can reach the memory (see `CpuAccess`), else through the queue, using `registration`
+    /// as `memory::registration` allows.
+    fn host_transfer(
+        &self,
+        dst: WriteBytes<'_>,
+        src: ReadBytes<'_>,
+        host: HostSide,
+        registration: Option<&Registration>,
+    ) -> Result<()> {
         if self.cpu_access.covers(src.len()) {
             crate::host::host_memcpy_parallel(dst, src);
             return Ok(());
         }
-        self.queue.memcpy(dst, src)
+        host_copy(&self.queue, dst, src, host, registration)
     }
 
     pub fn address(&self) -> Address {
@@ -175,14 +184,24 @@ impl UsmMemory {
 
     /// Copies all `nbytes` into the start of `dst`, which must be at least that long.
     pub fn copy_to_host(&self, dst: WriteBytes<'_>) -> Result<()> {
+        self.copy_to_host_via(dst, None)
+    }
+
+    /// `copy_to_host` through `registration`, which the caller checked still holds `dst`.
+    pub fn copy_to_host_via(&self, dst: WriteBytes<'_>, registration: Option<&Registration>) -> Result<()> {
         if dst.len() < self.nbytes {
             return Err(MemoryError::DestinationTooSmall { nbytes: self.nbytes, len: dst.len() });
         }
-        self.host_transfer(dst, self.bytes().as_read())
+        self.host_transfer(dst, self.bytes().as_read(), HostSide::Destination, registration)
     }
 
     /// Writes `src` at offset 0; a shorter source leaves the tail unchanged.
     pub fn copy_from_host(&self, src: ReadBytes<'_>) -> Result<()> {
+        self.copy_from_host_via(src, None)
+    }
+
+    /// `copy_from_host` through `registration`, which the caller checked still holds `src`.
+    pub fn copy_from_host_via(&self, src: ReadBytes<'_>, registration: Option<&Registration>) -> Result<()> {
         let len = src.len();
         if len > self.nbytes {
             return Err(MemoryError::SourceTooLarge { nbytes: self.nbytes, len });
@@ -191,7 +210,7 @@ impl UsmMemory {
         if len == 0 {
             return Ok(());
         }
-        self.host_transfer(self.bytes(), src)
+        self.host_transfer(self.bytes(), src, HostSide::Source, registration)
     }
 
     /// Copies all of `src` to offset 0 of this memory, through the host when the two
@@ -220,8 +239,33 @@ impl UsmMemory {
             .ok()
             .and_then(crate::host::Scratch::new)
             .ok_or(MemoryError::HostAllocation { nbytes: src.nbytes })?;
-        src.queue.memcpy(WriteBytes::of_slice(&mut staging), src.bytes().as_read())?;
-        self.queue.memcpy(self.bytes(), ReadBytes::of_slice(&staging))
+        host_copy(&src.queue, WriteBytes::of_slice(&mut staging), src.bytes().as_read(), HostSide::Destination, None)?;
+        host_copy(&self.queue, self.bytes(), ReadBytes::of_slice(&staging), HostSide::Source, None)
+    }
+
+    /// Migrates shared memory to `to` (`prefetch()`) and waits; other kinds are refused.
+    pub fn prefetch(&self, to: Location) -> Result<HintOutcome> {
+        self.check_shared("prefetch")?;
+        match self.queue.shared_memory_hints() {
+            Some(hints) => hints.prefetch(self.bytes().as_read(), to),
+            None => Ok(HintOutcome::NoOp),
+        }
+    }
+
+    /// Gives the runtime a usage hint about shared memory (`memAdvise()`).
+    pub fn advise(&self, advice: Advice) -> Result<HintOutcome> {
+        self.check_shared("memAdvise")?;
+        match self.queue.shared_memory_hints() {
+            Some(hints) => hints.advise(self.bytes().as_read(), advice),
+            None => Ok(HintOutcome::NoOp),
+        }
+    }
+
+    fn check_shared(&self, operation: &'static str) -> Result<()> {
+        if self.kind != UsmKind::Shared {
+            return Err(MemoryError::NotSharedMemory { operation, object: self.describe() });
+        }
+        Ok(())
     }
 
     pub fn memset(&self, value: u8) -> Result<()> {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{MemoryError, Result};
+use crate::runtime::host_register::{HostRegistration, RegisterOutcome};
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Queue, ReadBytes, WriteBytes};
 
@@ -101,6 +102,15 @@ pub struct Counts {
     /// Added to addresses of alignment-0 requests (simulates a runtime that only
     /// aligns to this by default).
     pub misalign: u64,
+    /// The context offers host registration.
+    pub registers: bool,
+    /// Registration calls fail.
+    pub fail_registration: bool,
+    pub registered: BTreeMap<Address, u64>,
+    pub unregistered: Vec<Address>,
+    /// `(dst, src)` of each plain `memcpy`.
+    pub plain_copies: Vec<(Address, Address)>,
+    pub registered_copies: u64,
 }
 
 /// Shared between wrappers of one fake context (like the SYCL provider's `Arc`s).
@@ -170,6 +180,9 @@ impl Context for FakeContext {
     fn free_memory(&self) -> Option<u64> {
         self.counts().free_memory
     }
+    fn host_registration(&self) -> Option<&dyn HostRegistration> {
+        self.counts().registers.then_some(self as &dyn HostRegistration)
+    }
     unsafe fn free(&self, ptr: Address) -> Result<()> {
         let mut counts = self.counts();
         if counts.live.remove(&ptr).is_none() {
@@ -181,6 +194,26 @@ impl Context for FakeContext {
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+impl HostRegistration for FakeContext {
+    unsafe fn register(&self, address: Address, len: u64) -> Result<RegisterOutcome> {
+        let mut counts = self.counts();
+        if counts.fail_registration {
+            return Err(MemoryError::CudaDriver { message: "fake registration failure".into() });
+        }
+        counts.registered.insert(address, len);
+        Ok(RegisterOutcome::Registered)
+    }
+    unsafe fn unregister(&self, address: Address) -> Result<()> {
+        let mut counts = self.counts();
+        if counts.registered.remove(&address).is_none() {
+            counts.bad_frees += 1;
+            return Err(MemoryError::ForeignPointer { message: format!("{address:#x} is not registered") });
+        }
+        counts.unregistered.push(address);
+        Ok(())
     }
 }
 
@@ -211,6 +244,11 @@ impl Queue for FakeQueue {
         Ok(address)
     }
     fn memcpy(&self, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()> {
+        self.context.counts().plain_copies.push((dst.address(), src.address()));
+        src.copy_len(&dst).map(|_| ())
+    }
+    fn memcpy_registered(&self, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()> {
+        self.context.counts().registered_copies += 1;
         src.copy_len(&dst).map(|_| ())
     }
     fn memset(&self, _dst: WriteBytes<'_>, _value: u8) -> Result<()> {

@@ -15,7 +15,9 @@ use crate::error::Result;
 mod bytes;
 #[cfg(test)]
 pub(crate) mod fake;
+pub(crate) mod host_register;
 pub(crate) mod kind;
+pub(crate) mod prefetch;
 
 pub(crate) use bytes::{ReadBytes, WriteBytes};
 pub(crate) use kind::{check_allocation_request, UsmKind};
@@ -100,6 +102,10 @@ pub trait Context: Send + Sync + Any {
     /// `ptr` is an allocation of this context (from `Queue::allocate`) that nothing will
     /// read or write again, freed once.
     unsafe fn free(&self, ptr: Address) -> Result<()>;
+    /// Registering host memory it did not allocate, where the runtime can.
+    fn host_registration(&self) -> Option<&dyn host_register::HostRegistration> {
+        None
+    }
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -117,6 +123,16 @@ pub trait Queue: Send + Sync + Any {
     /// Fills `dst` with `value`. Returns when done.
     fn memset(&self, dst: WriteBytes<'_>, value: u8) -> Result<()>;
     fn wait(&self) -> Result<()>;
+    /// `memcpy` whose host side lies in a range registered through this queue's context,
+    /// which the caller has checked is still the memory registered: the runtime may DMA it
+    /// directly. Plain `memcpy` is never given host memory overlapping a registration.
+    fn memcpy_registered(&self, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()> {
+        self.memcpy(dst, src)
+    }
+    /// Prefetch and advice for shared memory, where the runtime has them.
+    fn shared_memory_hints(&self) -> Option<&dyn prefetch::SharedMemoryHints> {
+        None
+    }
 }
 
 /// A source of devices. Enumerated once per process.

@@ -24,6 +24,7 @@
 //!   it did not allocate (or already freed) an error instead of undefined behaviour.
 
 mod driver;
+mod hints;
 mod logic;
 mod staging;
 
@@ -42,6 +43,8 @@ use self::logic::{
 };
 use self::staging::{Direction, Stager, StagingConfig};
 use crate::error::{MemoryError, Result};
+use crate::runtime::host_register::HostRegistration;
+use crate::runtime::prefetch::SharedMemoryHints;
 use crate::runtime::UsmKind;
 use crate::runtime::{
     check_allocation_request, Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue, ReadBytes, WriteBytes,
@@ -213,6 +216,8 @@ pub(crate) struct CudaContext {
     allocations: Mutex<BTreeMap<u64, Allocation>>,
     /// Pinned buffers for staged pageable copies, made on first need.
     stager: Mutex<Option<Arc<Stager>>>,
+    /// Host ranges registered through this context (`hints::register`), start to length.
+    registered: Mutex<BTreeMap<u64, u64>>,
 }
 
 /// Contexts that made staging buffers, for `trim_staging`.
@@ -254,6 +259,7 @@ impl CudaContext {
             ownership,
             allocations: Mutex::new(BTreeMap::new()),
             stager: Mutex::new(None),
+            registered: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -437,6 +443,10 @@ impl Context for CudaContext {
         if let Some((_, a)) = self.lookup(ptr) {
             return a.kind;
         }
+        // Registered host memory is the user's, not USM memory of ours.
+        if self.is_registered(ptr) {
+            return UsmKind::Unknown;
+        }
         self.driver_pointer_kind(ptr)
     }
 
@@ -477,6 +487,10 @@ impl Context for CudaContext {
         // SAFETY: `a` was just taken out of the table, so it is given back once; nothing
         // uses it any more (the caller's contract).
         unsafe { self.raw_free(&current, a.kind, a.raw) }
+    }
+
+    fn host_registration(&self) -> Option<&dyn HostRegistration> {
+        Some(self)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -521,6 +535,27 @@ pub(crate) struct CudaQueue {
     context: Arc<CudaContext>,
 }
 
+impl CudaQueue {
+    /// One `cuMemcpyAsync` on the queue's stream, waited for: the driver's own path
+    /// (pinned memory at the DMA engine's rate; pageable memory through its bounce buffer).
+    fn direct_copy(&self, dst_bytes: WriteBytes<'_>, src_bytes: ReadBytes<'_>) -> Result<()> {
+        let nbytes = src_bytes.copy_len(&dst_bytes)?;
+        let (dst, src) = (dst_bytes.address(), src_bytes.address());
+        if nbytes == 0 {
+            return Ok(());
+        }
+        let size = usize::try_from(nbytes)
+            .map_err(|_| MemoryError::CudaDriver { message: format!("cannot copy {nbytes} bytes on this platform") })?;
+        let current = self.context.current()?;
+        // SAFETY: both ranges are valid for `nbytes` (USM memory of this context or live
+        // host memory: their types' contract) for this call, which synchronises below.
+        unsafe { current.memcpy_async(dst, src, size, &self.stream) }.map_err(|e| MemoryError::CudaDriver {
+            message: format!("cuMemcpyAsync of {nbytes} bytes from 0x{src:x} to 0x{dst:x} failed: {}", e.description()),
+        })?;
+        Ok(current.synchronize(&self.stream)?)
+    }
+}
+
 impl Queue for CudaQueue {
     fn context(&self) -> Arc<dyn Context> {
         self.context.clone()
@@ -549,13 +584,7 @@ impl Queue for CudaQueue {
                 return unsafe { self.context.staged_copy(direction, host, device, size) };
             }
         }
-        let current = self.context.current()?;
-        // SAFETY: both ranges are valid for `nbytes` (USM memory of this context or live
-        // host memory: their types' contract) for this call, which synchronises below.
-        unsafe { current.memcpy_async(dst, src, size, &self.stream) }.map_err(|e| MemoryError::CudaDriver {
-            message: format!("cuMemcpyAsync of {nbytes} bytes from 0x{src:x} to 0x{dst:x} failed: {}", e.description()),
-        })?;
-        Ok(current.synchronize(&self.stream)?)
+        self.direct_copy(dst_bytes, src_bytes)
     }
 
     fn memset(&self, dst_bytes: WriteBytes<'_>, value: u8) -> Result<()> {
@@ -576,6 +605,14 @@ impl Queue for CudaQueue {
 
     fn wait(&self) -> Result<()> {
         Ok(self.context.current()?.synchronize(&self.stream)?)
+    }
+
+    fn memcpy_registered(&self, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()> {
+        self.direct_copy(dst, src)
+    }
+
+    fn shared_memory_hints(&self) -> Option<&dyn SharedMemoryHints> {
+        Some(self)
     }
 }
 

@@ -1,8 +1,7 @@
 //! Pipelined staging of copies between pageable host memory (a plain JS `ArrayBuffer`)
 //! and device memory. The driver copies pageable memory through one small bounce buffer
-//! with one CPU thread (7-8 GB/s host to device on the H200 here); staging through pinned
-//! buffers, with the host-side memcpy spread over several threads and overlapped with the
-//! DMA, reached 47.6 / 39.5 GB/s in the measurement in `shared/anchors`.
+//! with one CPU thread; staging through pinned buffers, with the host-side memcpy spread
+//! over several threads and overlapped with the DMA, is several times faster.
 //!
 //! Shape: `lanes` lanes (one on the calling thread, the others on the persistent copy
 //! workers of `provider::workers`); lane `t` copies chunks `t, t + lanes, ...`. Each lane
@@ -20,17 +19,31 @@ use crate::host::workers::{run_all, workers, Job};
 use crate::runtime::Address;
 use crate::sync::lock;
 
-/// Tunables, read once from the environment (for measurement). The defaults come from
-/// `bench/staging-sweep.js` on the H200 machine: a direct copy wins up to 8 MiB (15.9 vs
-/// 15.1 GB/s host to device), they tie at 12 MiB, staging wins from 16 MiB (17.2 vs 16.4;
-/// 32.5 vs 14.0 at 64 MiB).
+/// Tunables, read once from the environment (for measurement: `bench/staging-sweep.js`
+/// sweeps them). The defaults: eight lanes of 4 MiB chunks reach the staging limit for
+/// large copies (as a C version of the same pipeline does); mid sizes split into smaller
+/// chunks so that every lane still overlaps its memcpy with a DMA.
+///
+/// - `DPCTL_MEMORY_STAGING_THRESHOLD` (bytes, default 1 MiB): smaller copies go straight
+///   to the driver; 0 turns staging off.
+/// - `DPCTL_MEMORY_STAGING_CHUNK` (bytes, default 4 MiB, at least 64 KiB): the largest
+///   chunk, and the size of each pinned buffer.
+/// - `DPCTL_MEMORY_STAGING_MIN_CHUNK` (bytes, default 256 KiB, at least 64 KiB): the
+///   smallest chunk a copy is split into.
+/// - `DPCTL_MEMORY_STAGING_LANES` (default: the cores, at most 8; 1..32): concurrent lanes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct StagingConfig {
     /// Copies smaller than this go straight to the driver.
     pub threshold: u64,
+    /// The largest chunk (the pinned buffers' size).
     pub chunk: usize,
+    /// The smallest chunk.
+    pub min_chunk: usize,
     pub lanes: usize,
 }
+
+/// Chunks are whole multiples of this.
+const CHUNK_GRAIN: usize = 64 << 10;
 
 impl StagingConfig {
     pub(super) fn get() -> StagingConfig {
@@ -40,10 +53,12 @@ impl StagingConfig {
                 std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
             };
             let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as u64;
+            let chunk = read("DPCTL_MEMORY_STAGING_CHUNK", 4 << 20).max(CHUNK_GRAIN as u64) as usize;
             StagingConfig {
-                // 0 turns staging off.
-                threshold: read("DPCTL_MEMORY_STAGING_THRESHOLD", 12 << 20),
-                chunk: read("DPCTL_MEMORY_STAGING_CHUNK", 4 << 20).max(64 << 10) as usize,
+                threshold: read("DPCTL_MEMORY_STAGING_THRESHOLD", 1 << 20),
+                chunk,
+                min_chunk: (read("DPCTL_MEMORY_STAGING_MIN_CHUNK", 256 << 10).max(CHUNK_GRAIN as u64) as usize)
+                    .min(chunk),
                 lanes: read("DPCTL_MEMORY_STAGING_LANES", cores.min(8)).clamp(1, 32) as usize,
             }
         })
@@ -51,6 +66,14 @@ impl StagingConfig {
 
     pub(super) fn applies(&self, nbytes: u64) -> bool {
         self.threshold != 0 && self.lanes > 1 && nbytes >= self.threshold
+    }
+
+    /// The chunk a copy of `nbytes` is split into: small enough that each lane gets two
+    /// (its memcpy of one overlaps the DMA of the other), within `min_chunk..=chunk`.
+    pub(super) fn chunk_for(&self, nbytes: usize) -> usize {
+        let per_two_rounds = nbytes.div_ceil(2 * self.lanes.max(1));
+        let grained = per_two_rounds.div_ceil(CHUNK_GRAIN).saturating_mul(CHUNK_GRAIN);
+        grained.clamp(self.min_chunk, self.chunk)
     }
 }
 
@@ -72,7 +95,7 @@ struct PinnedBuffer {
 pub(super) struct Stager {
     driver: &'static Driver,
     context: ContextHandle,
-    chunk: usize,
+    config: StagingConfig,
     /// `2 * lanes` buffers: lane `t` uses `2t` and `2t + 1`.
     buffers: Vec<PinnedBuffer>,
 }
@@ -82,6 +105,7 @@ pub(super) struct Stager {
 struct LaneJob {
     lane: usize,
     lanes: usize,
+    chunk: usize,
     direction: Direction,
     host: usize,
     device: Address,
@@ -98,12 +122,12 @@ impl Stager {
             let stream = current.stream_create().map_err(|e| e.during("staging"))?;
             buffers.push(PinnedBuffer { stream, host });
         }
-        Ok(Stager { driver: current.driver(), context: current.context(), chunk: config.chunk, buffers })
+        Ok(Stager { driver: current.driver(), context: current.context(), config, buffers })
     }
 
     /// Bytes of pinned memory the buffers hold.
     pub(super) fn bytes(&self) -> u64 {
-        (self.chunk as u64).saturating_mul(self.buffers.len() as u64)
+        (self.config.chunk as u64).saturating_mul(self.buffers.len() as u64)
     }
 
     /// Copies `nbytes` between pageable `host` and `device` memory of this context, one
@@ -121,11 +145,12 @@ impl Stager {
         nbytes: usize,
     ) -> Result<()> {
         let lanes = self.buffers.len() / 2;
-        let used = lanes.min(nbytes.div_ceil(self.chunk)).max(1);
+        let chunk = self.config.chunk_for(nbytes);
+        let used = lanes.min(nbytes.div_ceil(chunk)).max(1);
         let results: Arc<Mutex<Vec<Result<()>>>> = Arc::new(Mutex::new(Vec::with_capacity(used)));
         let jobs: Vec<Job> = (0..used)
             .map(|lane| {
-                let job = LaneJob { lane, lanes: used, direction, host, device, nbytes };
+                let job = LaneJob { lane, lanes: used, chunk, direction, host, device, nbytes };
                 let (stager, results) = (self.clone(), results.clone());
                 Box::new(move || {
                     let result = stager.run_lane(job);
@@ -148,9 +173,9 @@ impl Stager {
         // Chunks of this lane: (offset, length).
         let chunks = (job.lane..)
             .step_by(job.lanes)
-            .map(|i| i * self.chunk)
+            .map(|i| i * job.chunk)
             .take_while(|&offset| offset < job.nbytes)
-            .map(|offset| (offset, self.chunk.min(job.nbytes - offset)));
+            .map(|offset| (offset, job.chunk.min(job.nbytes - offset)));
         let mut pending: [Option<(usize, usize)>; 2] = [None, None];
         let result = (|| -> Result<()> {
             for (n, (offset, len)) in chunks.enumerate() {
@@ -232,10 +257,26 @@ mod tests {
 
     #[test]
     fn staging_applies_only_above_the_threshold_with_several_lanes() {
-        let config = StagingConfig { threshold: 8 << 20, chunk: 4 << 20, lanes: 8 };
+        let config = StagingConfig { threshold: 8 << 20, chunk: 4 << 20, min_chunk: 256 << 10, lanes: 8 };
         assert!(!config.applies((8 << 20) - 1));
         assert!(config.applies(8 << 20));
         assert!(!StagingConfig { lanes: 1, ..config }.applies(1 << 30));
         assert!(!StagingConfig { threshold: 0, ..config }.applies(1 << 30));
+    }
+
+    #[test]
+    fn chunks_give_every_lane_two_within_the_bounds() {
+        let config = StagingConfig { threshold: 1 << 20, chunk: 4 << 20, min_chunk: 256 << 10, lanes: 8 };
+        // 16 MiB over 8 lanes: two 1 MiB chunks each.
+        assert_eq!(config.chunk_for(16 << 20), 1 << 20);
+        // Large copies use the largest chunk, small ones the smallest.
+        assert_eq!(config.chunk_for(256 << 20), 4 << 20);
+        assert_eq!(config.chunk_for(1 << 20), 256 << 10);
+        // Odd sizes round up to the grain; never past the buffers.
+        assert_eq!(config.chunk_for((16 << 20) + 1) % CHUNK_GRAIN, 0);
+        for n in [1usize, 4095, 3 << 20, 1 << 30] {
+            let chunk = config.chunk_for(n);
+            assert!((config.min_chunk..=config.chunk).contains(&chunk), "{n}: {chunk}");
+        }
     }
 }

@@ -31,7 +31,7 @@ use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_LOCAL, RTLD_NOW};
 use super::locate;
 
 /// The shim's `DPM_ABI_VERSION` this code is written against.
-const ABI_VERSION: u32 = 1;
+const ABI_VERSION: u32 = 2;
 
 /// The file name of the shim, beside the `.node` file.
 pub const SHIM_FILE: &str = "dpctl_memory_shim.so";
@@ -132,6 +132,10 @@ pub struct Shim {
     memcpy: unsafe extern "C" fn(*mut RawQueue, *mut c_void, *const c_void, usize) -> c_int,
     memset: unsafe extern "C" fn(*mut RawQueue, *mut c_void, c_int, usize) -> c_int,
     queue_wait: unsafe extern "C" fn(*mut RawQueue) -> c_int,
+    host_register: unsafe extern "C" fn(*const RawContext, *mut c_void, usize, *mut c_int) -> c_int,
+    host_unregister: unsafe extern "C" fn(*const RawContext, *mut c_void) -> c_int,
+    prefetch: unsafe extern "C" fn(*mut RawQueue, *const c_void, usize, c_int, *mut c_int) -> c_int,
+    mem_advise: unsafe extern "C" fn(*mut RawQueue, *const c_void, usize, c_int, *mut c_int) -> c_int,
 }
 
 /// A failed shim call: its `DPM_*` status and the shim's error text.
@@ -259,6 +263,10 @@ fn load_shim() -> Result<Shim, String> {
         memcpy: sym!("dpm_memcpy"),
         memset: sym!("dpm_memset"),
         queue_wait: sym!("dpm_queue_wait"),
+        host_register: sym!("dpm_host_register"),
+        host_unregister: sym!("dpm_host_unregister"),
+        prefetch: sym!("dpm_prefetch"),
+        mem_advise: sym!("dpm_mem_advise"),
         runtime_root: runtime.root,
         shim_path: shim_path.clone(),
         _libm: libm,
@@ -589,6 +597,32 @@ impl ContextHandle {
         Ok(DeviceHandle { raw: non_null(out, "device")?, shim: self.shim })
     }
 
+    /// Registers host memory for device copies: `true` when the runtime did, `false` when
+    /// the backend does not support it (nothing to undo).
+    ///
+    /// # Safety
+    /// `addr..addr + nbytes` is host memory mapped now, unregistered once (with
+    /// [`ContextHandle::host_unregister`]) before this context goes.
+    pub unsafe fn host_register(&self, addr: u64, nbytes: u64) -> ShimResult<bool> {
+        let (p, n) = (address(addr)? as *mut c_void, size(nbytes, "size")?);
+        let mut registered: c_int = 0;
+        // SAFETY: a live context handle, a valid out-parameter, and the range of this fn's
+        // contract.
+        self.shim.check(unsafe { (self.shim.host_register)(self.raw.as_ptr(), p, n, &mut registered) })?;
+        Ok(registered != 0)
+    }
+
+    /// Ends a registration.
+    ///
+    /// # Safety
+    /// `addr` was registered by [`ContextHandle::host_register`] of this context, is
+    /// unregistered once, and no copy of it is in flight.
+    pub unsafe fn host_unregister(&self, addr: u64) -> ShimResult<()> {
+        let p = address(addr)? as *mut c_void;
+        // SAFETY: a live context handle; the address is this fn's contract.
+        self.shim.check(unsafe { (self.shim.host_unregister)(self.raw.as_ptr(), p) })
+    }
+
     /// Frees USM memory of this context.
     ///
     /// # Safety
@@ -628,6 +662,29 @@ impl QueueHandle {
         // SAFETY: a live queue handle; `dst` is valid for writes of `n` bytes (its type's
         // contract).
         self.shim.check(unsafe { (self.shim.memset)(self.raw.as_ptr(), d, c_int::from(value), n) })
+    }
+
+    /// Prefetches shared memory to the device (`to_host` false) and waits: `true` when the
+    /// runtime acts on it, `false` when it does nothing here.
+    pub fn prefetch(&self, bytes: ReadBytes<'_>, to_host: bool) -> ShimResult<bool> {
+        let (p, n) = (address(bytes.address())? as *const c_void, size(bytes.len(), "size")?);
+        let mut applied: c_int = 0;
+        let raw = self.raw.as_ptr();
+        // SAFETY: a live queue handle and a valid out-parameter; `bytes` is valid for reads
+        // of `n` bytes (its type's contract), and the call waits for the prefetch.
+        let status = unsafe { (self.shim.prefetch)(raw, p, n, c_int::from(to_host), &mut applied) };
+        self.shim.check(status)?;
+        Ok(applied != 0)
+    }
+
+    /// `queue::mem_advise` with a `ur_usm_advice_flags_t` value, waited for: `true` when
+    /// the runtime acts on it.
+    pub fn mem_advise(&self, bytes: ReadBytes<'_>, advice: c_int) -> ShimResult<bool> {
+        let (p, n) = (address(bytes.address())? as *const c_void, size(bytes.len(), "size")?);
+        let mut applied: c_int = 0;
+        // SAFETY: as `prefetch`; advice never changes the bytes.
+        self.shim.check(unsafe { (self.shim.mem_advise)(self.raw.as_ptr(), p, n, advice, &mut applied) })?;
+        Ok(applied != 0)
     }
 
     /// Waits for all work on the queue, reporting asynchronous errors.

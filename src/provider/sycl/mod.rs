@@ -17,6 +17,7 @@ use crate::runtime::{
 };
 
 mod ffi;
+mod hints;
 pub mod locate;
 
 #[cfg(test)]
@@ -234,6 +235,10 @@ impl Context for SyclContext {
         None // SYCL has no query for an allocation's extent
     }
 
+    fn host_registration(&self) -> Option<&dyn crate::runtime::host_register::HostRegistration> {
+        Some(self)
+    }
+
     unsafe fn free(&self, ptr: Address) -> Result<()> {
         // SAFETY: the caller's contract (`Context::free`) is the shim's.
         unsafe { self.handle.free(ptr) }.map_err(|e| runtime_error(&format!("freeing USM pointer 0x{ptr:x}"), e))
@@ -323,5 +328,9 @@ impl Queue for SyclQueue {
     fn wait(&self) -> Result<()> {
         let _one_at_a_time = self.cpu_device_guard();
         self.handle.wait().map_err(|e| runtime_error("waiting for the SYCL queue", e))
+    }
+
+    fn shared_memory_hints(&self) -> Option<&dyn crate::runtime::prefetch::SharedMemoryHints> {
+        Some(self)
     }
 }

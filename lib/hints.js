@@ -1,0 +1,82 @@
+'use strict';
+// The arguments of `MemoryUSMShared`'s `prefetch()` and `memAdvise()`, read into plain
+// values before the binding is called, and their result.
+const { ErrorCode, typeError, fromNative } = require('./errors.js');
+const { display, typeName } = require('./values.js');
+
+const { Object } = globalThis;
+const keys = Object.keys;
+const freeze = Object.freeze;
+const { isArray } = Array;
+
+/** The names `memAdvise` takes (the binding's `Advice::NAMES`). */
+const ADVICE = freeze([
+  'read-mostly',
+  'unset-read-mostly',
+  'preferred-location',
+  'unset-preferred-location',
+  'accessed-by',
+  'unset-accessed-by',
+]);
+
+const invalidValue = (message) => typeError(message, ErrorCode.InvalidArgValue);
+
+/** `'device'` → false, `'host'` → true (whether the target is the host). */
+function locationArg(value, what) {
+  if (value === undefined) return false;
+  if (value === 'device') return false;
+  if (value === 'host') return true;
+  if (typeof value !== 'string') throw typeError(`${what} must be 'device' or 'host', not ${typeName(value)}`);
+  throw invalidValue(`${what} must be 'device' or 'host', not ${display(value)}`);
+}
+
+/** One option named `name` of a plain options object (own enumerable keys only). */
+function onlyOption(options, name, method) {
+  if (options === undefined || options === null) return undefined;
+  if (typeof options !== 'object' || isArray(options)) {
+    throw typeError(`${method} options must be a plain object such as { ${name} }, not ${typeName(options)}`);
+  }
+  const names = keys(options);
+  for (let i = 0; i < names.length; i++) {
+    if (names[i] !== name) throw typeError(`unknown option '${names[i].slice(0, 64)}': ${method} takes { ${name} }`);
+  }
+  return options[name];
+}
+
+/** `prefetch({ to })`: whether the target is the host. */
+function prefetchArgs(options) {
+  return locationArg(onlyOption(options, 'to', 'prefetch'), 'to');
+}
+
+/** `memAdvise(advice, { location })`: `[advice, locationIsHost]`. */
+function adviseArgs(advice, options) {
+  if (typeof advice !== 'string') throw typeError(`advice must be a string, not ${typeName(advice)}`);
+  if (!ADVICE.includes(advice)) throw invalidValue(`advice must be one of ${ADVICE.join(', ')}, not ${display(advice)}`);
+  return [advice, locationArg(onlyOption(options, 'location', 'memAdvise'), 'location')];
+}
+
+/**
+ * Starts the binding's hint task now (its errors throw at once) and resolves to
+ * `{ applied }`. `memory` stays reachable until it settles.
+ */
+function runHint(start, memory) {
+  let promise;
+  try {
+    promise = start();
+  } catch (error) {
+    throw fromNative(error);
+  }
+  return settleHint(promise, memory);
+}
+
+async function settleHint(promise, memory) {
+  try {
+    return freeze({ applied: (await promise) === true });
+  } catch (error) {
+    throw fromNative(error);
+  } finally {
+    memory = undefined;
+  }
+}
+
+module.exports = { ADVICE, prefetchArgs, adviseArgs, runHint };

@@ -1,0 +1,117 @@
+'use strict';
+// `registerHost(buffer, { queue })` and `HostRegistration`: an ArrayBuffer or
+// SharedArrayBuffer of the user's (or a view of one) registered with the runtime so that
+// copies between it and device memory skip the staging path. The binding holds the
+// buffer strongly while registered, checks at every copy that the buffer still holds the
+// registered bytes, and ends the registration when this object is collected.
+const { native } = require('./native.js');
+const { ErrorCode, typeError, fromNative, CLONE_GUARD } = require('./errors.js');
+const { display, typeName, hostArg } = require('./values.js');
+const { cachedQueue, queueHandle, isQueue } = require('./device.js');
+
+const { Object, Symbol, Reflect, FinalizationRegistry } = globalThis;
+const keys = Object.keys;
+const { isArray } = Array;
+const apply = Reflect.apply;
+const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
+const inspect = Symbol.for('nodejs.util.inspect.custom');
+
+/** Ends the registration of a `HostRegistration` that is collected. */
+const collected = new FinalizationRegistry((id) => native.hostUnregister(id));
+const { register: track, unregister: untrack } = FinalizationRegistry.prototype;
+
+const MAKE = Symbol('HostRegistration');
+
+/** A registration of host memory with a device runtime; `unregister()` ends it. */
+class HostRegistration {
+  __dpctlMemoryCloneGuard__ = CLONE_GUARD;
+  #id = 0;
+  #registered = false;
+  #byteLength = 0;
+
+  constructor(token, id, registered, byteLength) {
+    if (token !== MAKE) {
+      throw typeError('HostRegistration cannot be constructed: use registerHost(buffer, { queue })', ErrorCode.ConstructCallRequired);
+    }
+    this.#id = id;
+    this.#registered = registered;
+    this.#byteLength = byteLength;
+    apply(track, collected, [this, id, this]);
+  }
+
+  static #check(self, member) {
+    if (typeof self !== 'object' || self === null || !(#id in self)) {
+      throw typeError(`HostRegistration.prototype.${member} called on an object that is not a HostRegistration`, ErrorCode.InvalidThis);
+    }
+  }
+
+  /** Whether the runtime pinned the memory (`false`: it needs no registration, e.g. a CPU device). */
+  get registered() {
+    HostRegistration.#check(this, 'registered');
+    return this.#registered;
+  }
+  /** The registered bytes. */
+  get byteLength() {
+    HostRegistration.#check(this, 'byteLength');
+    return this.#byteLength;
+  }
+  /** Ends the registration; a copy in flight that uses it finishes first. Idempotent. */
+  unregister() {
+    HostRegistration.#check(this, 'unregister');
+    const id = this.#id;
+    if (id === 0) return;
+    this.#id = 0;
+    apply(untrack, collected, [this]);
+    try {
+      native.hostUnregister(id);
+    } catch (error) {
+      throw fromNative(error);
+    }
+  }
+  /** `using registration = registerHost(...)`: `unregister()` at the end of the scope. */
+  [dispose]() {
+    this.unregister();
+  }
+  [inspect]() {
+    const state = this.#id === 0 ? 'ended' : this.#registered ? 'registered' : 'not needed';
+    return `HostRegistration { byteLength: ${this.#byteLength}, ${state} }`;
+  }
+}
+
+/** `{ queue }`: the queue whose runtime registers (the default queue when omitted). */
+function queueOption(options) {
+  if (options === undefined || options === null) return undefined;
+  if (typeof options !== 'object' || isArray(options)) {
+    throw typeError(`registerHost options must be a plain object such as { queue }, not ${typeName(options)}`);
+  }
+  let queue;
+  const names = keys(options);
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
+    if (name !== 'queue') throw typeError(`unknown option '${name.slice(0, 64)}': registerHost takes { queue }`);
+    const value = options[name];
+    if (value !== undefined && value !== null && !isQueue(value)) throw typeError(`queue must be a SyclQueue, not ${display(value)}`);
+    if (value !== undefined && value !== null) queue = value;
+  }
+  return queue;
+}
+
+/**
+ * Registers the bytes of `buffer` (an ArrayBuffer, SharedArrayBuffer or a view of one)
+ * with the runtime of `queue`'s device, so that copies between them and device memory go
+ * straight to the DMA engine. Where the runtime needs no registration the result says
+ * `registered: false` and copies are unchanged.
+ */
+function registerHost(buffer, options) {
+  const bytes = hostArg(buffer, 'buffer');
+  const queue = queueOption(options) ?? cachedQueue(undefined);
+  let facts;
+  try {
+    facts = native.hostRegister(queueHandle(queue), bytes);
+  } catch (error) {
+    throw fromNative(error);
+  }
+  return new HostRegistration(MAKE, facts[0], facts[1] === 1, facts[2]);
+}
+
+module.exports = { HostRegistration, registerHost };

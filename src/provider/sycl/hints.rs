@@ -1,0 +1,84 @@
+//! The SYCL provider's optional capabilities: registered host memory
+//! (`prepare_for_device_copy`/`release_from_device_copy`; a backend without it, the OpenCL
+//! CPU device, reports a no-op) and prefetch and advice for shared memory
+//! (`queue::prefetch`/`queue::mem_advise`, which the OpenCL backend accepts and ignores).
+
+use std::ffi::c_int;
+
+use super::{runtime_error, SyclContext, SyclQueue};
+use crate::error::Result;
+use crate::runtime::host_register::{HostRegistration, RegisterOutcome};
+use crate::runtime::prefetch::{Advice, HintOutcome, Location, SharedMemoryHints};
+use crate::runtime::{Address, ReadBytes};
+
+/// `ur_usm_advice_flags_t` (the unified runtime's `ur_api.h`), which `queue::mem_advise`
+/// hands to the backend adapter.
+mod ur_advice {
+    use std::ffi::c_int;
+    pub(super) const SET_READ_MOSTLY: c_int = 1 << 1;
+    pub(super) const CLEAR_READ_MOSTLY: c_int = 1 << 2;
+    pub(super) const SET_PREFERRED_LOCATION: c_int = 1 << 3;
+    pub(super) const CLEAR_PREFERRED_LOCATION: c_int = 1 << 4;
+    pub(super) const SET_ACCESSED_BY_DEVICE: c_int = 1 << 9;
+    pub(super) const CLEAR_ACCESSED_BY_DEVICE: c_int = 1 << 10;
+    pub(super) const SET_ACCESSED_BY_HOST: c_int = 1 << 11;
+    pub(super) const CLEAR_ACCESSED_BY_HOST: c_int = 1 << 12;
+    pub(super) const SET_PREFERRED_LOCATION_HOST: c_int = 1 << 13;
+    pub(super) const CLEAR_PREFERRED_LOCATION_HOST: c_int = 1 << 14;
+}
+
+/// The unified runtime's flag for `advice`.
+fn ur_flag(advice: Advice) -> c_int {
+    use ur_advice::*;
+    match advice {
+        Advice::ReadMostly(true) => SET_READ_MOSTLY,
+        Advice::ReadMostly(false) => CLEAR_READ_MOSTLY,
+        Advice::PreferredLocation(Location::Device, true) => SET_PREFERRED_LOCATION,
+        Advice::PreferredLocation(Location::Device, false) => CLEAR_PREFERRED_LOCATION,
+        Advice::PreferredLocation(Location::Host, true) => SET_PREFERRED_LOCATION_HOST,
+        Advice::PreferredLocation(Location::Host, false) => CLEAR_PREFERRED_LOCATION_HOST,
+        Advice::AccessedBy(Location::Device, true) => SET_ACCESSED_BY_DEVICE,
+        Advice::AccessedBy(Location::Device, false) => CLEAR_ACCESSED_BY_DEVICE,
+        Advice::AccessedBy(Location::Host, true) => SET_ACCESSED_BY_HOST,
+        Advice::AccessedBy(Location::Host, false) => CLEAR_ACCESSED_BY_HOST,
+    }
+}
+
+fn outcome(applied: bool) -> HintOutcome {
+    if applied {
+        HintOutcome::Applied
+    } else {
+        HintOutcome::NoOp
+    }
+}
+
+impl HostRegistration for SyclContext {
+    unsafe fn register(&self, address: Address, len: u64) -> Result<RegisterOutcome> {
+        // SAFETY: the caller's contract is the shim's.
+        let registered = unsafe { self.handle.host_register(address, len) }
+            .map_err(|e| runtime_error(&format!("registering {len} bytes of host memory"), e))?;
+        Ok(if registered { RegisterOutcome::Registered } else { RegisterOutcome::NotNeeded })
+    }
+
+    unsafe fn unregister(&self, address: Address) -> Result<()> {
+        // SAFETY: the caller's contract is the shim's.
+        unsafe { self.handle.host_unregister(address) }
+            .map_err(|e| runtime_error(&format!("unregistering host memory at 0x{address:x}"), e))
+    }
+}
+
+impl SharedMemoryHints for SyclQueue {
+    fn prefetch(&self, bytes: ReadBytes<'_>, to: Location) -> Result<HintOutcome> {
+        let _one_at_a_time = self.cpu_device_guard();
+        let applied =
+            self.handle.prefetch(bytes, to == Location::Host).map_err(|e| runtime_error("SYCL prefetch failed", e))?;
+        Ok(outcome(applied))
+    }
+
+    fn advise(&self, bytes: ReadBytes<'_>, advice: Advice) -> Result<HintOutcome> {
+        let _one_at_a_time = self.cpu_device_guard();
+        let applied =
+            self.handle.mem_advise(bytes, ur_flag(advice)).map_err(|e| runtime_error("SYCL mem_advise failed", e))?;
+        Ok(outcome(applied))
+    }
+}
