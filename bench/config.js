@@ -52,7 +52,7 @@ module.exports = {
     rounds: quick ? 1 : 2,
     copySize: 256 * MiB,
     overheadSize: 64,
-    allocSizes: [4 * KiB, 1 * MiB, 256 * MiB],
+    allocSizes: [4 * KiB, 1 * MiB, 256 * MiB, 1024 * MiB],
     kinds: ['device', 'host', 'shared'],
     // Pageable copies below copySize (the mid sizes), and the buffer whose
     // register/unregister cost is timed (registerHost).

@@ -177,8 +177,9 @@ function rows(cfg) {
       const id = `alloc.${kind}.${sizeLabel(n)}`;
       const target = kind === 'host' && n === 1024 * 1024 ? { ratio: 50 } : null;
       add(`alloc+free ${kind} ${sizeLabel(n)}`, id, 'time', cupy(id, `${raw[kind]} (CuPy)`, target));
-      // The JS-surface target: pooled 4 KiB and 1 MiB at least torch's caching allocator.
-      const cachedTarget = n <= 1024 * 1024 ? { ratio: 1 } : null;
+      // Targets: pooled 4 KiB and 1 MiB of each kind, and large device blocks (256 MiB,
+      // 1 GiB: pooled too), at least torch's caching allocator.
+      const cachedTarget = n <= 1024 * 1024 || kind === 'device' ? { ratio: 1 } : null;
       if (cached[kind]) add(`alloc+free ${kind} ${sizeLabel(n)}`, id, 'time', { ...torch(id, cached[kind]), target: cachedTarget });
     }
   }
