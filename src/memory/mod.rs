@@ -4,6 +4,7 @@ pub(crate) mod allocation;
 pub(crate) mod consume;
 pub(crate) mod filter;
 pub(crate) mod interface;
+pub(crate) mod ipc;
 #[cfg(test)]
 mod interface_props;
 pub(crate) mod pool;
