@@ -547,6 +547,14 @@ pub fn ipc_available(env: &Env, device_id: f64) -> napi::Result<bool> {
     Ok(ipc::available(device(env, device_id)?.as_ref()))
 }
 
+/// Bytes of memory free now on the device, where its runtime can tell (CUDA:
+/// `cuMemGetInfo`), else `null`: what the IPC tests and the bench compare with a baseline.
+#[napi]
+pub fn device_free_memory(env: &Env, device_id: f64) -> napi::Result<Option<f64>> {
+    let context = device(env, device_id)?.default_context().or_throw(env)?;
+    Ok(context.free_memory().map(|bytes| bytes as f64))
+}
+
 /// The IPC handle of the memory: its bytes, one per element (the JS layer makes the
 /// `Uint8Array` in its own realm).
 #[napi]
