@@ -78,7 +78,10 @@ pub fn export(memory: &UsmMemory) -> Result<Vec<u8>> {
     let device = memory.queue().device();
     let kind = memory.usm_type(None);
     if kind != UsmKind::Device {
-        return Err(not_exportable(&format!("IPC handles are made of USM device memory only, not {} memory", kind.name())));
+        return Err(not_exportable(&format!(
+            "IPC handles are made of USM device memory only, not {} memory",
+            kind.name()
+        )));
     }
     let allocation = match memory.owner() {
         Owner::Allocation(allocation) => allocation,
@@ -133,9 +136,10 @@ pub fn open_with(len: usize, read: impl FnOnce(&mut [u8]), queue: &Arc<dyn Queue
     let book = guard.get_or_insert_with(Book::default);
     if book.exported.get(handle).is_some_and(|allocation| allocation.strong_count() > 0) {
         return Err(MemoryError::IpcHandleInvalid {
-            message: "this IPC handle was exported by this process, which cannot open its own handles: share the memory \
+            message:
+                "this IPC handle was exported by this process, which cannot open its own handles: share the memory \
                       object itself with other threads (share())"
-                .into(),
+                    .into(),
         });
     }
     if book.open.get(handle).is_some_and(|mapping| mapping.strong_count() > 0) {

@@ -147,8 +147,20 @@ fn a_view_of_part_of_an_allocation_is_not_exported() {
     // SAFETY: views inside the allocation, which they hold.
     let (half, tail) = unsafe {
         (
-            UsmMemory::from_interface(memory.address(), KIB / 2, queue.clone(), Owner::Allocation(allocation.clone()), false),
-            UsmMemory::from_interface(memory.address() + 8, KIB - 8, queue.clone(), Owner::Allocation(allocation), false),
+            UsmMemory::from_interface(
+                memory.address(),
+                KIB / 2,
+                queue.clone(),
+                Owner::Allocation(allocation.clone()),
+                false,
+            ),
+            UsmMemory::from_interface(
+                memory.address() + 8,
+                KIB - 8,
+                queue.clone(),
+                Owner::Allocation(allocation),
+                false,
+            ),
         )
     };
     assert_eq!(half.usm_type(None), UsmKind::Device);

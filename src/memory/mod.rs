@@ -4,9 +4,9 @@ pub(crate) mod allocation;
 pub(crate) mod consume;
 pub(crate) mod filter;
 pub(crate) mod interface;
-pub(crate) mod ipc;
 #[cfg(test)]
 mod interface_props;
+pub(crate) mod ipc;
 pub(crate) mod pool;
 pub(crate) mod registration;
 pub(crate) mod registry;

@@ -354,13 +354,17 @@ impl Ipc for FakeContext {
     fn export(&self, address: Address) -> Result<Vec<u8>> {
         let mut counts = self.counts();
         if !counts.live.contains_key(&address) {
-            return Err(MemoryError::ForeignPointer { message: format!("{address:#x} is no allocation of this context") });
+            return Err(MemoryError::ForeignPointer {
+                message: format!("{address:#x} is no allocation of this context"),
+            });
         }
         counts.exports += 1;
         Ok(fake_handle(self.shared.id, address, device_tag(self.device.as_ref())))
     }
     fn open(&self, handle: &[u8], device: &dyn Device) -> Result<Mapped> {
-        let refused = |why: &str| MemoryError::IpcHandleInvalid { message: format!("the fake runtime refused the handle: {why}") };
+        let refused = |why: &str| MemoryError::IpcHandleInvalid {
+            message: format!("the fake runtime refused the handle: {why}"),
+        };
         if handle.len() != FAKE_HANDLE_LEN || handle[24..].iter().any(|&b| b != 0) {
             return Err(refused("not a handle"));
         }

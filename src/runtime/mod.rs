@@ -13,10 +13,10 @@ use std::sync::Arc;
 use crate::error::Result;
 
 mod bytes;
-pub(crate) mod ipc;
 #[cfg(test)]
 pub(crate) mod fake;
 pub(crate) mod host_register;
+pub(crate) mod ipc;
 pub(crate) mod kind;
 pub(crate) mod prefetch;
 

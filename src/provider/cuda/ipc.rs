@@ -40,9 +40,9 @@ impl Ipc for CudaContext {
     }
 
     fn export(&self, address: Address) -> Result<Vec<u8>> {
-        let whole = self.lookup(address).is_some_and(|(start, a)| {
-            start == address && a.raw == address && a.kind == UsmKind::Device
-        });
+        let whole = self
+            .lookup(address)
+            .is_some_and(|(start, a)| start == address && a.raw == address && a.kind == UsmKind::Device);
         if !whole {
             return Err(MemoryError::IpcNotExportable {
                 message: format!(
