@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use super::*;
 use crate::error::ErrorCode;
-use crate::memory::allocation::provenance;
-use crate::memory::pool::{pool, Provenance};
+use crate::memory::allocation::{provenance, Provenance};
+use crate::memory::pool::pool;
 use crate::runtime::fake::{FakeContext, FakeDevice, FAKE_HANDLE_LEN};
 use crate::runtime::ipc::Ipc;
 use crate::runtime::{Address, Queue};
