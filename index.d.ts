@@ -79,6 +79,12 @@ export type ErrorCodeValue =
   | 'ERR_SHARE_TOKEN_REVOKED'
   | 'ERR_SHARE_NOT_OWNED'
   | 'ERR_INVALID_TIMEOUT'
+  | 'ERR_IPC_UNAVAILABLE'
+  | 'ERR_IPC_NOT_EXPORTABLE'
+  | 'ERR_IPC_HANDLE_LENGTH'
+  | 'ERR_IPC_HANDLE_INVALID'
+  | 'ERR_IPC_HANDLE_OPEN'
+  | 'ERR_IPC_OUT_OF_BOUNDS'
 
 /** The codes by name, e.g. `ErrorCode.UsmFreed === 'ERR_USM_FREED'` (a frozen object). */
 export declare const ErrorCode: {
@@ -126,6 +132,12 @@ export declare const ErrorCode: {
   readonly ShareTokenRevoked: 'ERR_SHARE_TOKEN_REVOKED'
   readonly ShareNotOwned: 'ERR_SHARE_NOT_OWNED'
   readonly InvalidTimeout: 'ERR_INVALID_TIMEOUT'
+  readonly IpcUnavailable: 'ERR_IPC_UNAVAILABLE'
+  readonly IpcNotExportable: 'ERR_IPC_NOT_EXPORTABLE'
+  readonly IpcHandleLength: 'ERR_IPC_HANDLE_LENGTH'
+  readonly IpcHandleInvalid: 'ERR_IPC_HANDLE_INVALID'
+  readonly IpcHandleOpen: 'ERR_IPC_HANDLE_OPEN'
+  readonly IpcOutOfBounds: 'ERR_IPC_OUT_OF_BOUNDS'
 }
 export type ErrorCode = ErrorCodeValue
 
@@ -384,6 +396,46 @@ export declare function openShared<K extends MemoryKind>(token: SharedMemoryToke
  * `false` when it was already opened, revoked or expired.
  */
 export declare function revokeShared(token: SharedMemoryToken): boolean
+
+/** Options of `IPCMemoryHandle.open`: where to open the handle, and how many bytes. */
+export interface IPCOpenOptions {
+  /** The queue the memory is used through (else `device`'s cached queue). */
+  queue?: SyclQueue | null
+  /** The device to open on (else the default device); not with `queue`. */
+  device?: SyclDevice | null
+  /** Bytes to open: what the exporter sent with the handle, at most the exported size. */
+  nbytes: number | bigint
+}
+
+/**
+ * The IPC handle of USM device memory that owns its whole allocation: bytes another
+ * process of this machine opens with `IPCMemoryHandle.open`. Making one marks the
+ * allocation as exported: it is freed, never pooled, when it goes. Throws
+ * `ERR_IPC_NOT_EXPORTABLE` for other memory, `ERR_IPC_UNAVAILABLE` where the runtime has
+ * no IPC.
+ */
+export declare class IPCMemoryHandle implements CloneGuarded {
+  constructor(memory: MemoryUSMDevice)
+  readonly __dpctlMemoryCloneGuard__: object
+  /** The handle's bytes (CUDA: the driver's 64-byte `CUipcMemHandle`), a new copy each call. */
+  toBytes(): Uint8Array
+  /** Bytes of the exported memory, to send with the handle. */
+  get nbytes(): number
+  /**
+   * Opens handle bytes another process exported. Throws `ERR_IPC_HANDLE_LENGTH`,
+   * `ERR_IPC_HANDLE_INVALID`, `ERR_IPC_HANDLE_OPEN`, `ERR_IPC_OUT_OF_BOUNDS` or
+   * `ERR_IPC_UNAVAILABLE`.
+   */
+  static open(bytes: Uint8Array, options: IPCOpenOptions): MemoryIPCDevice
+  /** Whether memory on `device` (default: the default device) can be shared with other processes. */
+  static isAvailable(device?: SyclDevice | null): boolean
+  toString(): string
+}
+
+/** Device memory another process exported, opened from its handle; `free()` closes the mapping once no view holds it. */
+export declare class MemoryIPCDevice extends MemoryUSMDevice {
+  private constructor()
+}
 
 /** A SYCL device: a CPU or GPU that USM memory can live on. */
 export declare class SyclDevice implements CloneGuarded {

@@ -9,6 +9,8 @@ export const {
   asUsmMemory,
   openShared,
   revokeShared,
+  IPCMemoryHandle,
+  MemoryIPCDevice,
   SyclDevice,
   SyclContext,
   SyclQueue,

@@ -3,6 +3,7 @@
 // Our calls are synchronous (they return when the copy is done), so wall time is the measure.
 'use strict';
 const { sizeLabel, median, runCase, sectionContext, runGetters, getterRows } = require('./lib');
+const ipcPipe = require('./ipc-pipe');
 
 function runOurs(addon, cfg, timing) {
   const { q, opts, classes, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared, ours, node, checks, run } =
@@ -97,6 +98,7 @@ function runOurs(addon, cfg, timing) {
     for (const n of cfg.allocSizes) run(`alloc.${kind}.${sizeLabel(n)}`, () => new C(n, opts).free());
   }
   runGetters(addon, opts, run, node, timing);
+  if (addon.IPCMemoryHandle.isAvailable(q.syclDevice)) runIpc(addon, cfg, timing, { opts, ours, checks, run });
   return { ours, node, checks };
 }
 
@@ -126,6 +128,56 @@ function registrationCost(addon, cfg, opts, ours) {
   const record = (samples) => ({ ns: median(samples), min_ns: Math.min(...samples), batch: 1, samples });
   ours[`register.${lab}`] = record(register);
   ours[`unregister.${lab}`] = record(unregister);
+}
+
+/**
+ * IPC rows: export + open + close of 1 MiB, the open and close in a child process kept
+ * alive and driven over FIFOs (bench/ipc-child.js), as the CuPy peer drives its child
+ * over pipes; and copies into memory the child opened against the same copies into
+ * memory of its own (measured in the child).
+ */
+function runIpc(addon, cfg, timing, { opts, ours, checks, run }) {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const { execFileSync, spawn } = require('node:child_process');
+  const { IPCMemoryHandle, MemoryUSMDevice } = addon;
+  const { REQUEST, OPS, readExact, sendRequest } = ipcPipe;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dpctl-memory-ipc-'));
+  const [requests, answers] = [path.join(dir, 'requests'), path.join(dir, 'answers')];
+  execFileSync('mkfifo', [requests, answers]);
+  const script = path.join(__dirname, 'ipc-child.js');
+  const child = spawn(process.execPath, [script, requests, answers, cfg.filter, JSON.stringify(timing)], { stdio: 'inherit' });
+  // Read-write: opening never waits for the child. The answers are opened read-only, so
+  // a child that dies is the end of the input, never a read that waits forever.
+  const output = fs.openSync(requests, 'r+');
+  const input = fs.openSync(answers, 'r');
+  const request = Buffer.alloc(REQUEST);
+  const mem = new MemoryUSMDevice(1 << 20, opts);
+  const large = new MemoryUSMDevice(cfg.copySize, opts);
+  try {
+    run('ipc.cycle.1MiB', () => {
+      sendRequest(output, request, OPS.cycle, new IPCMemoryHandle(mem).toBytes(), 1 << 20);
+      if (readExact(input, 1) === null) throw new Error('the IPC child ended');
+    });
+    sendRequest(output, request, OPS.bench, new IPCMemoryHandle(large).toBytes(), cfg.copySize);
+    const length = readExact(input, 4);
+    const answer = length && readExact(input, length.readUInt32LE(0));
+    if (answer === null) throw new Error('the IPC child ended before its copy rows');
+    const { results, check } = JSON.parse(answer.toString());
+    Object.assign(ours, results);
+    checks.push([`copies into opened IPC memory ${sizeLabel(cfg.copySize)}`, check]);
+  } catch (err) {
+    ours[`ipc.h2d.opened.${sizeLabel(cfg.copySize)}`] = { error: err.message };
+  } finally {
+    sendRequest(output, request, OPS.quit, new Uint8Array(64), 0);
+    fs.closeSync(output);
+    fs.closeSync(input);
+    fs.rmSync(dir, { recursive: true, force: true });
+    mem.free();
+    large.free();
+    if (child.exitCode === null) child.kill();
+  }
 }
 
 function rows(cfg) {
@@ -183,6 +235,10 @@ function rows(cfg) {
       if (cached[kind]) add(`alloc+free ${kind} ${sizeLabel(n)}`, id, 'time', { ...torch(id, cached[kind]), target: cachedTarget });
     }
   }
+  add('IPC export+open+close 1MiB (open in a child process, messages)', 'ipc.cycle.1MiB', 'time', cupy('ipc.cycle.1MiB', 'ipcGetMemHandle+ipcOpenMemHandle+ipcCloseMemHandle (CuPy, child)', { ratio: 1 }));
+  const same = (id) => ({ source: 'ours', id, name: 'the same copy into ordinary device memory', target: { ratio: 0.95 } });
+  add(`H2D pageable ${lab} into opened IPC memory`, `ipc.h2d.opened.${lab}`, 'bw', same(`ipc.h2d.plain.${lab}`));
+  add(`D2D ${lab} into opened IPC memory`, `ipc.d2d.opened.${lab}`, 'bw', same(`ipc.d2d.plain.${lab}`));
   for (const row of getterRows()) out.push(row);
   return out.map((r) => ({ section: 'gpu', ...r }));
 }

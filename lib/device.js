@@ -352,6 +352,7 @@ module.exports = {
   cachedQueueObject,
   contextHandle: (context) => contextHandle(context),
   queueHandle: (queue) => queueHandle(queue),
+  deviceHandle: (device) => deviceHandle(device),
   isDevice: (value) => isDevice(value),
   isContext: (value) => isContext(value),
   isQueue: (value) => isQueue(value),

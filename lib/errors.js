@@ -91,6 +91,10 @@ const CLONE_GUARD = cloneGuard(
 const MEMORY_CLONE_GUARD = cloneGuard(
   'dpctl-memory memory objects cannot be cloned or posted to another thread: post the token of mem.share() instead, and open it there with openShared(token)',
 );
+/** The guard of IPC handles, whose message says what to send instead. */
+const IPC_CLONE_GUARD = cloneGuard(
+  'an IPCMemoryHandle cannot be cloned or posted: send handle.toBytes() and handle.nbytes, and open them with IPCMemoryHandle.open(bytes, { device, nbytes })',
+);
 
 const invalidThis = (className, member) =>
   typeError(`${className}.prototype.${member} called on an object that is not a ${className}`, ErrorCode.InvalidThis);
@@ -107,4 +111,5 @@ module.exports = {
   invalidThis,
   CLONE_GUARD,
   MEMORY_CLONE_GUARD,
+  IPC_CLONE_GUARD,
 };

@@ -5,6 +5,7 @@ const device = require('./device.js');
 const memory = require('./memory.js');
 const pool = require('./pool.js');
 const registration = require('./registration.js');
+const ipc = require('./ipc.js');
 
 module.exports = {
   _Memory: memory._Memory,
@@ -14,6 +15,8 @@ module.exports = {
   asUsmMemory: memory.asUsmMemory,
   openShared: memory.openShared,
   revokeShared: memory.revokeShared,
+  IPCMemoryHandle: ipc.IPCMemoryHandle,
+  MemoryIPCDevice: ipc.MemoryIPCDevice,
   SyclDevice: device.SyclDevice,
   SyclContext: device.SyclContext,
   SyclQueue: device.SyclQueue,

@@ -691,4 +691,5 @@ module.exports = {
   openShared,
   revokeShared,
   isMemory: (value) => isMemory(value),
+  memorySource: (value) => memorySource(value),
 };

@@ -201,6 +201,18 @@ error_table! {
         HostRangeRegistered = "ERR_HOST_RANGE_REGISTERED" as Error,
         /// An option of the right type but not one of the values it takes (checked in `lib/`).
         InvalidArgValue = "ERR_INVALID_ARG_VALUE" as TypeError,
+        /// The device's runtime cannot share memory with other processes (IPC handles).
+        IpcUnavailable = "ERR_IPC_UNAVAILABLE" as Error,
+        /// An IPC handle of memory that is not USM device memory owning a whole allocation.
+        IpcNotExportable = "ERR_IPC_NOT_EXPORTABLE" as Error,
+        /// IPC handle bytes of the wrong length for the device's runtime.
+        IpcHandleLength = "ERR_IPC_HANDLE_LENGTH" as RangeError,
+        /// IPC handle bytes the runtime cannot open (freed by its exporter, another device or machine, not a handle).
+        IpcHandleInvalid = "ERR_IPC_HANDLE_INVALID" as Error,
+        /// An IPC handle opened a second time in one process while its first mapping is open.
+        IpcHandleOpen = "ERR_IPC_HANDLE_OPEN" as Error,
+        /// `nbytes` of an IPC open beyond the exported allocation.
+        IpcOutOfBounds = "ERR_IPC_OUT_OF_BOUNDS" as RangeError,
     }
     variants {
         /// A host buffer argument the binding cannot read; `what` names the argument.
@@ -371,6 +383,27 @@ error_table! {
         /// A shared-memory hint (`operation`) on memory of another kind (`object`: its repr).
         #[error("{operation} applies to USM shared memory only; this is {object}")]
         NotSharedMemory { operation: &'static str, object: String } => UsmKindMismatch,
+        /// The device's runtime has no IPC handles; `device` names it.
+        #[error("IPC handles are not available on '{device}': its runtime cannot share memory with other processes")]
+        IpcUnavailable { device: String } => IpcUnavailable,
+        /// Memory that no IPC handle may be made of, and why.
+        #[error("{message}")]
+        IpcNotExportable { message: String } => IpcNotExportable,
+        /// Handle bytes of `len` bytes where the runtime's handles have `expected`.
+        #[error("an IPC handle of this device has {expected} bytes, not {len}")]
+        IpcHandleLength { len: u64, expected: u64 } => IpcHandleLength,
+        /// Handle bytes the runtime refused to open; `message` says what it said.
+        #[error("{message}")]
+        IpcHandleInvalid { message: String } => IpcHandleInvalid,
+        /// A handle whose earlier open in this process is still open.
+        #[error(
+            "this IPC handle is already open in this process: use the memory it opened into (share() it with other \
+             threads), or free that before opening the handle again"
+        )]
+        IpcHandleOpen => IpcHandleOpen,
+        /// `nbytes` asked of a mapping whose exported allocation has only `size` bytes.
+        #[error("cannot open {nbytes} bytes of an IPC handle whose exported allocation has {size} bytes")]
+        IpcOutOfBounds { nbytes: u64, size: u64 } => IpcOutOfBounds,
     }
 }
 

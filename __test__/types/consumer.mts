@@ -9,6 +9,8 @@ import {
   asUsmMemory,
   openShared,
   revokeShared,
+  IPCMemoryHandle,
+  MemoryIPCDevice,
   SyclDevice,
   SyclContext,
   SyclQueue,
@@ -28,6 +30,7 @@ import {
   type UsmType,
   type SharedMemoryToken,
   type ShareOptions,
+  type IPCOpenOptions,
 } from 'dpctl-memory';
 
 const queue: SyclQueue = new SyclQueue();
@@ -69,6 +72,19 @@ const openedAny: MemoryUSMDevice | MemoryUSMHost | MemoryUSMShared = openShared(
 const revoked: boolean = revokeShared(dev.share({ timeout: null }));
 // @ts-expect-error a host token opens into host memory, not device memory
 const wrongKind: MemoryUSMDevice = openShared(hostToken);
+const ipcDevice = new SyclDevice();
+const ipcHandle = new IPCMemoryHandle(dev);
+const ipcBytes: Uint8Array = ipcHandle.toBytes();
+const ipcOptions: IPCOpenOptions = { device: ipcDevice, nbytes: ipcHandle.nbytes };
+const ipcOpened: MemoryIPCDevice = IPCMemoryHandle.open(ipcBytes, ipcOptions);
+const ipcAsDevice: MemoryUSMDevice = ipcOpened;
+const ipcAvailable: boolean = IPCMemoryHandle.isAvailable(ipcDevice) || IPCMemoryHandle.isAvailable();
+// @ts-expect-error open needs nbytes
+IPCMemoryHandle.open(ipcBytes, { device: ipcDevice });
+// @ts-expect-error IPC handle bytes are a Uint8Array, not an array of numbers
+IPCMemoryHandle.open([1, 2], { nbytes: 16 });
+// @ts-expect-error MemoryIPCDevice is made by IPCMemoryHandle.open only
+new MemoryIPCDevice(16);
 host[Symbol.dispose]();
 dev.free();
 // @ts-expect-error a string is no byte count
@@ -80,3 +96,4 @@ const wrong: ErrorCodeValue = 'ERR_NOT_A_CODE';
 // @ts-expect-error _Memory is abstract
 new _Memory();
 export { bytes, floats, shared2, later, laterInto, kind, kindNumber, pointer, stats, freed, code, allocationCode, queueError, deviceError, reference, devices, why, base, wrong };
+export { ipcAsDevice, ipcAvailable };

@@ -4,6 +4,8 @@ Run by bench.js as `python3 cuda_gpu.py '<config json>'` with the GPU machine's 
 Case ids match bench/gpu.js. A peer that does not import is reported missing, not an error.
 """
 import os
+import struct
+import subprocess
 import sys
 import traceback
 
@@ -93,6 +95,7 @@ def bench_cupy(cfg, timing, np):
         run(f"alloc.host.{lab}", lambda n=n: rt.freeHost(rt.hostAlloc(n, 0)))
         if n * 4 < free_bytes:  # never ask for managed memory the device does not have free
             run(f"alloc.shared.{lab}", lambda n=n: rt.free(rt.mallocManaged(n, 1)))
+    bench_cupy_ipc(rt, dev, run)
     return {"status": "ok", "meta": meta, "results": results}
 
 
@@ -119,6 +122,50 @@ def register_cost(rt, gpu, np, results):
         return {"ns": median, "min_ns": ordered[0], "batch": 1, "samples": samples}
     results[f"register.{lab}"] = record(reg)
     results[f"unregister.{lab}"] = record(unreg)
+
+
+IPC_REQUEST = 1 + 64 + 8  # op byte, handle, nbytes (float64): bench/ipc-pipe.js's shape
+
+
+def bench_cupy_ipc(rt, dev, run):
+    """Export + open + close of 1 MiB, the open and close in a child process kept alive
+    and driven over its pipes, as bench/gpu.js drives its child over FIFOs."""
+    n = 1 << 20
+    d = rt.malloc(n)
+    child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--ipc-child", str(dev)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        def cycle():
+            handle = rt.ipcGetMemHandle(d)
+            child.stdin.write(b"c" + handle + struct.pack("<d", n))
+            child.stdin.flush()
+            if child.stdout.read(1) != b"k":
+                raise RuntimeError("the IPC child ended")
+        run(f"ipc.cycle.{size_label(n)}", cycle)
+    finally:
+        try:
+            child.stdin.write(b"q" + bytes(IPC_REQUEST - 1))
+            child.stdin.close()
+            child.wait(timeout=30)
+        except Exception:
+            child.kill()
+        rt.free(d)
+
+
+def ipc_child(dev):
+    """The child of bench_cupy_ipc: opens each handle it reads and closes it."""
+    import cupy
+    rt = cupy.cuda.runtime
+    cupy.cuda.Device(dev).use()
+    requests, answers = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        request = requests.read(IPC_REQUEST)
+        if len(request) < IPC_REQUEST or request[:1] == b"q":
+            return
+        ptr = rt.ipcOpenMemHandle(request[1:65])  # flags: cudaIpcMemLazyEnablePeerAccess
+        rt.ipcCloseMemHandle(ptr)
+        answers.write(b"k")
+        answers.flush()
 
 
 def bench_torch(cfg, timing):
@@ -186,6 +233,9 @@ def main():
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--ipc-child":
+        ipc_child(int(sys.argv[2]))
+        sys.exit(0)
     try:
         main()
     except Exception as exc:

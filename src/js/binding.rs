@@ -23,11 +23,12 @@ use crate::js::handles::{BufferLease, Handles, MemoryHandle};
 use crate::js::json;
 use crate::memory::consume::{consume, SyclObj};
 use crate::memory::interface::{IfaceValue, RawInterface};
+use crate::memory::ipc;
 use crate::memory::registry::{registry_with, DeviceChoice, Registry};
 use crate::memory::share;
 use crate::memory::usm::{too_large_for_host, Adopted, UsmMemory};
 use crate::runtime::UsmKind;
-use crate::runtime::{Context, Device, Queue};
+use crate::runtime::{Context, Device, Queue, WriteBytes};
 
 /// The process's device registry over every provider (the binding is where the
 /// providers are named; the model only sees the runtime interface).
@@ -534,6 +535,48 @@ pub fn mem_shared_facts(env: &Env, memory_id: f64) -> napi::Result<f64> {
 #[napi]
 pub fn mem_revoke_shared(env: &Env, token: String) -> napi::Result<bool> {
     share::revoke(&token).or_throw(env)
+}
+
+// ---------------------------------------------------------------------------------------
+// Sharing device memory with other processes (`crate::memory::ipc`)
+// ---------------------------------------------------------------------------------------
+
+/// Whether memory on the device can be shared with other processes (IPC handles).
+#[napi]
+pub fn ipc_available(env: &Env, device_id: f64) -> napi::Result<bool> {
+    Ok(ipc::available(device(env, device_id)?.as_ref()))
+}
+
+/// Bytes of memory free now on the device, where its runtime can tell (CUDA:
+/// `cuMemGetInfo`), else `null`: what the IPC tests and the bench compare with a baseline.
+#[napi]
+pub fn device_free_memory(env: &Env, device_id: f64) -> napi::Result<Option<f64>> {
+    let context = device(env, device_id)?.default_context().or_throw(env)?;
+    Ok(context.free_memory().map(|bytes| bytes as f64))
+}
+
+/// The IPC handle of the memory: its bytes, one per element (the JS layer makes the
+/// `Uint8Array` in its own realm).
+#[napi]
+pub fn mem_ipc_export(env: &Env, memory_id: f64) -> napi::Result<Float64Array> {
+    let memory = live_memory(env, memory_id)?;
+    let handle = ipc::export(&memory).or_throw(env)?;
+    Ok(Float64Array::new(handle.into_iter().map(f64::from).collect()))
+}
+
+/// Opens IPC handle bytes (a host buffer) into `nbytes` of memory used through the queue
+/// `queue_id`; returns its memory handle.
+#[napi]
+pub fn mem_ipc_open(env: &Env, bytes: Unknown, queue_id: f64, nbytes: f64) -> napi::Result<f64> {
+    let queue = queue(env, queue_id)?;
+    let bytes = host_bytes(env, &bytes, "handle")?;
+    let read = |handle: &mut [u8]| {
+        bytes.with_bytes(|src| crate::host::host_memcpy(WriteBytes::of_slice(handle), src.as_read()));
+    };
+    let memory = ipc::open_with(bytes.byte_length(), read, &queue, nbytes as u64).or_throw(env)?;
+    // Reported to V8 like an allocation: a mapping dropped without free() must drive
+    // collections, which close it.
+    memory_handle(env, MemoryHandle::allocated(env, memory))
 }
 
 /// The largest `ArrayBuffer` this engine makes, for the JS layer's size checks.

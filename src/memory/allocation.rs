@@ -8,6 +8,7 @@
 //! memory can still be reachable from JS when the block reaches a new owner (see the
 //! module documentation of `memory::pool`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
@@ -130,6 +131,9 @@ pub struct Allocation {
     block: Block,
     /// The pool the block came from and goes back to.
     pool: &'static Pool,
+    /// Whether an IPC handle of it was made: another process may map the block, so it is
+    /// freed at the end, never cached for a new owner.
+    exported: AtomicBool,
 }
 
 impl std::fmt::Debug for Allocation {
@@ -157,7 +161,15 @@ impl Allocation {
         check_allocation_request(kind, nbytes, alignment)?;
         let block = pool.acquire(queue, kind, nbytes, alignment)?;
         let address = block.address;
-        let allocation = Arc::new(Allocation { address, nbytes, kind, context: queue.context(), block, pool });
+        let allocation = Arc::new(Allocation {
+            address,
+            nbytes,
+            kind,
+            context: queue.context(),
+            block,
+            pool,
+            exported: AtomicBool::new(false),
+        });
         let holder: Arc<dyn std::any::Any + Send + Sync> = allocation.clone();
         pool.record_live(block, nbytes, Arc::downgrade(&holder) as Holder);
         Ok(allocation)
@@ -173,6 +185,17 @@ impl Allocation {
         self.nbytes
     }
 
+    /// The context that made the allocation (and frees it).
+    pub fn context(&self) -> &Arc<dyn Context> {
+        &self.context
+    }
+
+    /// Marks the allocation as exported to other processes (see `exported`): from now on
+    /// its block is freed when the allocation goes, not cached.
+    pub fn mark_exported(&self) {
+        self.exported.store(true, Ordering::Release);
+    }
+
     /// Bytes of the block under the allocation (the pool's size class, at least `nbytes`).
     #[cfg(test)]
     pub fn block_size(&self) -> u64 {
@@ -186,7 +209,8 @@ impl Drop for Allocation {
         // serve a new owner. The pool marks it releasing in its book before anything else,
         // so no interface can cover it on the way. Never panics; a failed free is ignored
         // (the memory is left to the runtime's teardown).
-        self.pool.release(&self.context, self.kind, self.block);
+        let pooled = self.block.pooled && !self.exported.load(Ordering::Acquire);
+        self.pool.release(&self.context, self.kind, Block { pooled, ..self.block });
     }
 }
 

@@ -30,7 +30,11 @@ pub fn consume(registry: &Registry, raw: &RawInterface, syclobj: SyclObj, shown:
     let parsed = parse_interface(raw, |ptr| resolve(registry, syclobj, ptr, shown))?;
     let queue = parsed.queue;
     let owner = bind_view(&*queue.context(), parsed.base_ptr, parsed.ptr, parsed.nbytes)?;
-    let owner = owner.map_or(Owner::Foreign, Owner::Allocation);
+    let owner = match owner {
+        Some(allocation) => Owner::Allocation(allocation),
+        // A mapping of another process's memory opened here is held like our own memory.
+        None => crate::memory::ipc::mapping_holding(parsed.ptr, parsed.nbytes).map_or(Owner::Foreign, Owner::Mapping),
+    };
     // SAFETY: `parse_interface` and `bind_view` checked that the range is USM memory of
     // the queue's context, inside `owner` when this process allocated it (the view holds
     // it); foreign memory is kept alive by the interface's exporter, as dpctl trusts.

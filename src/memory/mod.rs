@@ -6,6 +6,7 @@ pub(crate) mod filter;
 pub(crate) mod interface;
 #[cfg(test)]
 mod interface_props;
+pub(crate) mod ipc;
 pub(crate) mod pool;
 pub(crate) mod registration;
 pub(crate) mod registry;

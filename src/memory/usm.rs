@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
 use crate::memory::allocation::Allocation;
+use crate::memory::ipc::IpcMapping;
 use crate::memory::registration::{host_copy, HostSide, Registration};
 use crate::runtime::prefetch::{Advice, HintOutcome, Location};
 use crate::runtime::UsmKind;
@@ -58,6 +59,9 @@ pub enum Owner {
     /// Memory another party allocated and keeps alive (an interface over foreign memory,
     /// which the exporting object keeps alive, as dpctl trusts).
     Foreign,
+    /// Device memory of another process mapped through an IPC handle, closed when its
+    /// last holder goes (never pooled: the memory is the exporter's).
+    Mapping(#[allow(dead_code, reason = "held for its Drop, which closes the mapping")] Arc<IpcMapping>),
 }
 
 impl Owner {
@@ -66,7 +70,7 @@ impl Owner {
     pub fn allocation(&self) -> Option<&Arc<Allocation>> {
         match self {
             Owner::Allocation(allocation) => Some(allocation),
-            Owner::Foreign => None,
+            Owner::Foreign | Owner::Mapping(_) => None,
         }
     }
 }
@@ -121,6 +125,24 @@ impl UsmMemory {
         let kind = queue.context().pointer_kind(address);
         let cpu_access = CpuAccess::of(kind, &queue);
         UsmMemory { address, nbytes, kind, cpu_access, queue, owner, read_only }
+    }
+
+    /// Device memory of another process, opened through an IPC handle: the first
+    /// `nbytes` of `mapping` (at most its size), used through `queue` (of the mapping's
+    /// context).
+    pub fn from_mapping(mapping: Arc<IpcMapping>, nbytes: u64, queue: Arc<dyn Queue>) -> Self {
+        let nbytes = nbytes.min(mapping.size());
+        let cpu_access = CpuAccess::of(UsmKind::Device, &queue);
+        let address = mapping.address();
+        UsmMemory {
+            address,
+            nbytes,
+            kind: UsmKind::Device,
+            cpu_access,
+            queue,
+            owner: Owner::Mapping(mapping),
+            read_only: false,
+        }
     }
 
     /// The memory's bytes, for copies.

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{MemoryError, Result};
 use crate::runtime::host_register::{HostRegistration, RegisterOutcome};
+use crate::runtime::ipc::{Ipc, Mapped};
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Queue, ReadBytes, WriteBytes};
 
@@ -111,6 +112,17 @@ pub struct Counts {
     /// `(dst, src)` of each plain `memcpy`.
     pub plain_copies: Vec<(Address, Address)>,
     pub registered_copies: u64,
+    /// Whether the context offers the fake IPC capability (`Context::ipc`).
+    pub ipc: bool,
+    /// The kind of each live allocation (what `pointer_kind` reports with `ipc`).
+    pub kinds: BTreeMap<Address, UsmKind>,
+    /// IPC calls: handles made, mappings opened (address -> size), opens, closes, and
+    /// closes of an address that was not open.
+    pub exports: u64,
+    pub mapped: BTreeMap<Address, u64>,
+    pub opens: u64,
+    pub closes: u64,
+    pub bad_closes: u64,
 }
 
 /// Shared between wrappers of one fake context (like the SYCL provider's `Arc`s).
@@ -134,6 +146,16 @@ impl FakeContext {
     pub fn new(id: u64, device: Arc<FakeDevice>) -> Arc<Self> {
         let shared = Arc::new(Shared { id, counts: Mutex::new(Counts { next: id << 40, ..Counts::default() }) });
         Self::wrap(device, shared)
+    }
+
+    /// A context with the fake IPC capability: its handles name an allocation of a fake
+    /// context (as another process's would), which any context with IPC on the same
+    /// device can open.
+    pub fn with_ipc(id: u64, device: Arc<FakeDevice>) -> Arc<Self> {
+        let context = Self::new(id, device);
+        context.counts().ipc = true;
+        IPC_CONTEXTS.lock().unwrap().push(Arc::downgrade(&context.shared));
+        context
     }
 
     /// A second `Arc` of the same context.
@@ -164,7 +186,17 @@ impl Context for FakeContext {
     }
     fn pointer_kind(&self, ptr: Address) -> UsmKind {
         // Every non-null pointer counts as host memory of this context: enough for
-        // consumers' "is it bound to the context" check.
+        // consumers' "is it bound to the context" check. A context with IPC knows the
+        // kinds of its allocations (exports are of device memory only).
+        let counts = self.counts();
+        if counts.ipc {
+            if let Some((&base, &size)) = counts.live.range(..=ptr).next_back() {
+                if ptr < base + size {
+                    return counts.kinds.get(&base).copied().unwrap_or(UsmKind::Host);
+                }
+            }
+        }
+        drop(counts);
         if ptr == 0 {
             UsmKind::Unknown
         } else {
@@ -182,6 +214,9 @@ impl Context for FakeContext {
     }
     fn host_registration(&self) -> Option<&dyn HostRegistration> {
         self.counts().registers.then_some(self as &dyn HostRegistration)
+    }
+    fn ipc(&self) -> Option<&dyn Ipc> {
+        self.counts().ipc.then_some(self as &dyn Ipc)
     }
     unsafe fn free(&self, ptr: Address) -> Result<()> {
         let mut counts = self.counts();
@@ -230,7 +265,7 @@ impl Queue for FakeQueue {
     fn device(&self) -> Arc<dyn Device> {
         self.context.device.clone()
     }
-    fn allocate(&self, _kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Address> {
+    fn allocate(&self, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Address> {
         let mut counts = self.context.counts();
         let live: u64 = counts.live.values().sum();
         if counts.capacity.is_some_and(|cap| live + nbytes > cap) {
@@ -241,6 +276,7 @@ impl Queue for FakeQueue {
         let address = if alignment == 0 { base + counts.misalign } else { base };
         counts.allocations += 1;
         counts.live.insert(address, nbytes);
+        counts.kinds.insert(address, kind);
         Ok(address)
     }
     fn memcpy(&self, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()> {
@@ -284,4 +320,74 @@ impl<Q: Queue + ?Sized> RawCalls for Q {
 pub fn free_raw(context: &(impl Context + ?Sized), ptr: Address) -> Result<()> {
     // SAFETY: test code; see [`RawCalls`].
     unsafe { context.free(ptr) }
+}
+
+/// The fake contexts with IPC, which fake handles name (a stand-in for the machine's
+/// other processes).
+static IPC_CONTEXTS: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+
+/// Bytes of a fake IPC handle: exporter context id, address, device, then zeros.
+pub const FAKE_HANDLE_LEN: usize = 64;
+/// Where fake mappings start (each its own 4 GiB).
+const FAKE_MAPPING_BASE: Address = 0x7000_0000_0000;
+
+fn fake_handle(context: u64, address: Address, device: u64) -> Vec<u8> {
+    let mut bytes = vec![0u8; FAKE_HANDLE_LEN];
+    bytes[..8].copy_from_slice(&context.to_le_bytes());
+    bytes[8..16].copy_from_slice(&address.to_le_bytes());
+    bytes[16..24].copy_from_slice(&device.to_le_bytes());
+    bytes
+}
+
+fn word(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+}
+
+fn device_tag(device: &dyn Device) -> u64 {
+    std::ptr::from_ref(device).cast::<()>() as u64
+}
+
+impl Ipc for FakeContext {
+    fn handle_len(&self) -> usize {
+        FAKE_HANDLE_LEN
+    }
+    fn export(&self, address: Address) -> Result<Vec<u8>> {
+        let mut counts = self.counts();
+        if !counts.live.contains_key(&address) {
+            return Err(MemoryError::ForeignPointer {
+                message: format!("{address:#x} is no allocation of this context"),
+            });
+        }
+        counts.exports += 1;
+        Ok(fake_handle(self.shared.id, address, device_tag(self.device.as_ref())))
+    }
+    fn open(&self, handle: &[u8], device: &dyn Device) -> Result<Mapped> {
+        let refused = |why: &str| MemoryError::IpcHandleInvalid {
+            message: format!("the fake runtime refused the handle: {why}"),
+        };
+        if handle.len() != FAKE_HANDLE_LEN || handle[24..].iter().any(|&b| b != 0) {
+            return Err(refused("not a handle"));
+        }
+        if word(handle, 16) != device_tag(device) || device_tag(device) != device_tag(self.device.as_ref()) {
+            return Err(refused("a handle of another device, without peer access"));
+        }
+        let (id, address) = (word(handle, 0), word(handle, 8));
+        let exporter = IPC_CONTEXTS.lock().unwrap().iter().filter_map(Weak::upgrade).find(|s| s.id == id);
+        let size = exporter.and_then(|s| s.counts.lock().unwrap().live.get(&address).copied());
+        let Some(size) = size else { return Err(refused("its memory was freed")) };
+        let mut counts = self.counts();
+        counts.opens += 1;
+        let mapping = FAKE_MAPPING_BASE + (counts.opens << 32);
+        counts.mapped.insert(mapping, size);
+        Ok(Mapped { address: mapping, size })
+    }
+    unsafe fn close(&self, address: Address) -> Result<()> {
+        let mut counts = self.counts();
+        if counts.mapped.remove(&address).is_none() {
+            counts.bad_closes += 1;
+            return Err(MemoryError::ForeignPointer { message: format!("{address:#x} is not mapped") });
+        }
+        counts.closes += 1;
+        Ok(())
+    }
 }

@@ -16,6 +16,7 @@ mod bytes;
 #[cfg(test)]
 pub(crate) mod fake;
 pub(crate) mod host_register;
+pub(crate) mod ipc;
 pub(crate) mod kind;
 pub(crate) mod prefetch;
 
@@ -94,6 +95,10 @@ pub trait Context: Send + Sync + Any {
     /// Bytes of device memory free now, where the runtime can tell (CUDA:
     /// `cuMemGetInfo`); `None` where it cannot.
     fn free_memory(&self) -> Option<u64> {
+        None
+    }
+    /// Sharing of device memory with other processes, where the runtime offers it.
+    fn ipc(&self) -> Option<&dyn ipc::Ipc> {
         None
     }
     /// Frees memory this context allocated.

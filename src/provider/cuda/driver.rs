@@ -349,6 +349,9 @@ pub(super) struct IpcMemHandle([u8; CU_IPC_HANDLE_SIZE as usize]);
 
 #[cfg_attr(not(test), allow(dead_code))]
 impl IpcMemHandle {
+    /// Bytes of a handle.
+    pub(super) const LEN: usize = CU_IPC_HANDLE_SIZE as usize;
+
     /// The handle's bytes, to send to another process.
     pub(super) fn as_bytes(&self) -> &[u8] {
         &self.0
@@ -369,6 +372,12 @@ impl IpcMemHandle {
 }
 
 impl Driver {
+    /// Whether this driver has the IPC entry points (get, open, close a handle).
+    pub(super) fn has_ipc(&self) -> bool {
+        let table = &self.table;
+        table.cuIpcGetMemHandle.is_some() && table.cuIpcOpenMemHandle.is_some() && table.cuIpcCloseMemHandle.is_some()
+    }
+
     /// `Ok(())` for `CUDA_SUCCESS`, else the [`DriverError`] of `call`: the one place a
     /// status code becomes an error.
     fn status(&self, call: &'static str, code: CuResult) -> DriverResult<()> {

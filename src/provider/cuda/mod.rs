@@ -25,6 +25,7 @@
 
 mod driver;
 mod hints;
+mod ipc;
 mod logic;
 mod staging;
 
@@ -447,6 +448,9 @@ impl Context for CudaContext {
         if self.is_registered(ptr) {
             return UsmKind::Unknown;
         }
+        if ipc::mapping_of(self, ptr).is_some() {
+            return UsmKind::Device;
+        }
         self.driver_pointer_kind(ptr)
     }
 
@@ -467,12 +471,19 @@ impl Context for CudaContext {
         self.current().ok()?.mem_info().ok().map(|(free, _)| free)
     }
 
+    fn ipc(&self) -> Option<&dyn crate::runtime::ipc::Ipc> {
+        self.driver.has_ipc().then_some(self)
+    }
+
     fn address_range(&self, ptr: Address) -> Option<(Address, u64)> {
         if ptr == 0 {
             return None;
         }
         if let Some((start, a)) = self.lookup(ptr) {
             return Some((start, a.size));
+        }
+        if let Some(range) = ipc::mapping_of(self, ptr) {
+            return Some(range);
         }
         self.driver_address_range(ptr)
     }

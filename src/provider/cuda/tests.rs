@@ -392,3 +392,25 @@ fn gpu_calls_from_many_threads() {
     .join()
     .expect("thread panicked");
 }
+
+#[test]
+#[ignore = "needs CUDA"]
+fn gpu_ipc_exports_whole_device_allocations_only_as_the_drivers_64_bytes() {
+    let (_dev, ctx, q) = setup();
+    let ipc = ctx.ipc().expect("a CUDA context has IPC");
+    assert_eq!(ipc.handle_len(), 64);
+    let p = q.allocate(UsmKind::Device, MIB as u64, 0).unwrap();
+    let handle = ipc.export(p).unwrap();
+    assert_eq!(handle.len(), 64);
+    assert!(handle.iter().any(|&b| b != 0), "the driver filled the handle");
+    let refused = |address| ipc.export(address).unwrap_err().error_code();
+    assert_eq!(refused(p + 256), crate::error::ErrorCode::IpcNotExportable, "inside the allocation");
+    let host = q.allocate(UsmKind::Host, 4096, 0).unwrap();
+    assert_eq!(refused(host), crate::error::ErrorCode::IpcNotExportable, "host memory");
+    assert_eq!(
+        ipc.open(&handle[..63], ctx.devices()[0].as_ref()).unwrap_err().error_code(),
+        crate::error::ErrorCode::IpcHandleLength
+    );
+    free_raw(ctx.as_ref(), host).unwrap();
+    free_raw(ctx.as_ref(), p).unwrap();
+}

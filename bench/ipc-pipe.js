@@ -1,0 +1,29 @@
+// The requests of the IPC bench rows between bench/gpu.js and its child (bench/ipc-child.js),
+// over FIFOs with blocking reads and writes: an op byte, the 64 handle bytes, nbytes (float64).
+'use strict';
+const fs = require('node:fs');
+
+const REQUEST = 1 + 64 + 8;
+const OPS = { cycle: 0x63, bench: 0x62, quit: 0x71 };
+
+/** Reads exactly `n` bytes from `fd` (a FIFO may return fewer per read); null at end of input. */
+function readExact(fd, n) {
+  const bytes = Buffer.alloc(n);
+  let got = 0;
+  while (got < n) {
+    const read = fs.readSync(fd, bytes, got, n - got, null);
+    if (read === 0) return null;
+    got += read;
+  }
+  return bytes;
+}
+
+/** Writes one request into `buffer` (REQUEST bytes) and sends it. */
+function sendRequest(fd, buffer, op, handle, nbytes) {
+  buffer[0] = op;
+  buffer.set(handle, 1);
+  buffer.writeDoubleLE(nbytes, 65);
+  fs.writeSync(fd, buffer);
+}
+
+module.exports = { REQUEST, OPS, readExact, sendRequest };
