@@ -87,6 +87,7 @@ use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsStr;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use crate::error::{MemoryError, Result};
 use crate::runtime::UsmKind;
@@ -470,7 +471,12 @@ pub struct Pool {
     state: Mutex<State>,
     /// Frees other idle memory (host scratch) on `trim`; returns the bytes freed.
     spare: fn() -> u64,
+    /// The last reading of a context's free device memory: (context, when, bytes).
+    free_memory_seen: Mutex<Option<(usize, Instant, u64)>>,
 }
+
+/// How long a reading of a device's free memory stands for the large-block rule.
+const FREE_MEMORY_REFRESH: Duration = Duration::from_millis(100);
 
 fn no_spare() -> u64 {
     0
@@ -480,7 +486,13 @@ impl Pool {
     /// A pool that caches only when `enabled`; the process's own is `pool()`, tests make
     /// more.
     pub fn new(enabled: bool, limits: Limits) -> Self {
-        Pool { enabled, limits, state: Mutex::new(State::default()), spare: no_spare }
+        Pool {
+            enabled,
+            limits,
+            state: Mutex::new(State::default()),
+            spare: no_spare,
+            free_memory_seen: Mutex::new(None),
+        }
     }
 
     /// The pool whose `trim` also runs `spare` (memory idle elsewhere that a refused
@@ -590,7 +602,8 @@ impl Pool {
         let mut deferred = Deferred::default();
         // A large block stays cached only while the device keeps room for others (other
         // processes too): asked outside the lock, where the runtime can tell.
-        let keep_large = block.size <= LARGE_BLOCK || self.device_has_room(context, block.size);
+        let keep_large =
+            block.size <= LARGE_BLOCK || kind == UsmKind::Host || self.device_has_room(context, block.size);
         {
             let mut state = self.lock();
             state.book.insert(block.address, BookEntry::Releasing { block: block.size });
@@ -649,12 +662,24 @@ impl Pool {
 
     /// Whether caching `size` more bytes in `context` leaves its device at least a quarter
     /// of its memory free (true where the runtime cannot tell).
+    /// The reading is kept for [`FREE_MEMORY_REFRESH`]: asking the runtime costs more than
+    /// the rest of a pooled release, and the rule is a soft one.
     fn device_has_room(&self, context: &Arc<dyn Context>, size: u64) -> bool {
         let global = context.devices().first().map_or(0, |d| d.info().global_mem_size);
-        match context.free_memory() {
-            Some(free) => free.saturating_sub(size) >= global / 4,
-            None => true,
-        }
+        let identity = Arc::as_ptr(context) as *const () as usize;
+        let now = Instant::now();
+        let seen = *crate::sync::lock(&self.free_memory_seen);
+        let free = match seen {
+            Some((who, at, free)) if who == identity && now.duration_since(at) < FREE_MEMORY_REFRESH => Some(free),
+            _ => {
+                let free = context.free_memory();
+                if let Some(free) = free {
+                    *crate::sync::lock(&self.free_memory_seen) = Some((identity, now, free));
+                }
+                free
+            }
+        };
+        free.is_none_or(|free| free.saturating_sub(size) >= global / 4)
     }
 
     /// Records the block of a new allocation (asked for `size` bytes) as live.
