@@ -197,9 +197,10 @@ enum ContextOwnership {
     Created,
 }
 
-/// One allocation this context made.
+/// One allocation this context made with the driver (the raw pointer it frees, beside the
+/// aligned one it handed out); not the model's `memory::allocation::Allocation`.
 #[derive(Debug, Clone, Copy)]
-struct Allocation {
+struct DriverAllocation {
     /// What the driver returned (differs from the key for over-allocated aligned blocks).
     raw: u64,
     /// Bytes the caller asked for, from the key (the pointer handed out).
@@ -214,7 +215,7 @@ pub(crate) struct CudaContext {
     handle: ContextHandle,
     ownership: ContextOwnership,
     /// Allocations by the address handed out.
-    allocations: Mutex<BTreeMap<u64, Allocation>>,
+    allocations: Mutex<BTreeMap<u64, DriverAllocation>>,
     /// Pinned buffers for staged pageable copies, made on first need.
     stager: Mutex<Option<Arc<Stager>>>,
     /// Host ranges registered through this context (`hints::register`), start to length.
@@ -269,7 +270,7 @@ impl CudaContext {
     }
 
     /// The allocation of ours that holds `ptr`, as `(handed-out address, allocation)`.
-    fn lookup(&self, ptr: u64) -> Option<(u64, Allocation)> {
+    fn lookup(&self, ptr: u64) -> Option<(u64, DriverAllocation)> {
         let map = lock(&self.allocations);
         let (&start, &a) = map.range(..=ptr).next_back()?;
         (ptr - start < a.size).then_some((start, a))
@@ -319,7 +320,7 @@ impl CudaContext {
             let raw = self.raw_alloc(&current, kind, plan.request)?;
             match align_up(raw, plan.align) {
                 Some(user) if plan.padded || user == raw => {
-                    lock(&self.allocations).insert(user, Allocation { raw, size: nbytes, kind });
+                    lock(&self.allocations).insert(user, DriverAllocation { raw, size: nbytes, kind });
                     return Ok(user);
                 }
                 _ => {
@@ -513,7 +514,7 @@ impl Drop for CudaContext {
     fn drop(&mut self) {
         // The staging buffers belong to this context: release them while it exists.
         drop(lock(&self.stager).take());
-        let leftovers: Vec<Allocation> = std::mem::take(&mut *lock(&self.allocations)).into_values().collect();
+        let leftovers: Vec<DriverAllocation> = std::mem::take(&mut *lock(&self.allocations)).into_values().collect();
         if !leftovers.is_empty() {
             if let Ok(current) = self.current() {
                 for a in leftovers {

@@ -1,11 +1,11 @@
 //! SYCL provider: devices, contexts and queues of the SYCL runtime, through the C++ shim
-//! (`shim/dpctl_memory_shim.h`) loaded at run time by [`ffi`].
+//! (`shim/dpctl_memory_shim.h`) loaded at run time by [`shim`].
 //!
 //! Identity: two objects are the same device (context) when the shim's equality says so;
 //! the devices of contexts and of pointers are mapped back to the provider's enumerated
 //! `Arc`s where they match, so callers usually get the very same object.
 //!
-//! `unsafe` lives only in `ffi.rs`.
+//! `unsafe` lives only in `shim.rs`.
 
 use std::any::Any;
 use std::sync::{Arc, OnceLock, Weak};
@@ -16,9 +16,9 @@ use crate::runtime::{
     check_allocation_request, Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue, ReadBytes, WriteBytes,
 };
 
-mod ffi;
 mod hints;
 pub mod locate;
+mod shim;
 
 #[cfg(test)]
 mod tests;
@@ -38,13 +38,13 @@ pub fn load() -> Result<Arc<dyn Provider>> {
 #[cfg(test)]
 pub fn loaded_from() -> Option<(&'static std::path::Path, &'static std::path::Path)> {
     match PROVIDER.get() {
-        Some(Ok(_)) => ffi::shim().ok().map(|s| (s.runtime_root.as_path(), s.shim_path.as_path())),
+        Some(Ok(_)) => shim::shim().ok().map(|s| (s.runtime_root.as_path(), s.shim_path.as_path())),
         _ => None,
     }
 }
 
 fn load_provider() -> Result<Arc<SyclProvider>> {
-    let shim = ffi::shim().map_err(|message| MemoryError::QueueCreation { message })?;
+    let shim = shim::shim().map_err(|message| MemoryError::QueueCreation { message })?;
     let handles = shim.devices().map_err(|e| MemoryError::QueueCreation {
         message: format!("the SYCL runtime could not list its devices: {e}"),
     })?;
@@ -58,12 +58,12 @@ fn load_provider() -> Result<Arc<SyclProvider>> {
     Ok(Arc::new(SyclProvider { devices }))
 }
 
-fn runtime_error(what: &str, e: ffi::ShimError) -> MemoryError {
+fn runtime_error(what: &str, e: shim::ShimError) -> MemoryError {
     MemoryError::SyclRuntime { operation: what.into(), message: e.to_string() }
 }
 
 /// The provider's device equal to `handle`, or a new device around it.
-fn canonical_device(handle: ffi::DeviceHandle) -> Result<Arc<SyclDevice>> {
+fn canonical_device(handle: shim::DeviceHandle) -> Result<Arc<SyclDevice>> {
     if let Some(Ok(provider)) = PROVIDER.get() {
         for device in &provider.devices {
             if device.handle.equals(&handle).map_err(|e| runtime_error("comparing SYCL devices", e))? {
@@ -92,7 +92,7 @@ impl Provider for SyclProvider {
 
 /// A `sycl::device`.
 pub struct SyclDevice {
-    handle: ffi::DeviceHandle,
+    handle: shim::DeviceHandle,
     info: DeviceInfo,
 }
 
@@ -103,13 +103,13 @@ impl std::fmt::Debug for SyclDevice {
 }
 
 impl SyclDevice {
-    fn new(handle: ffi::DeviceHandle) -> Result<Self> {
+    fn new(handle: shim::DeviceHandle) -> Result<Self> {
         let facts = handle.info().map_err(|e| runtime_error("reading SYCL device information", e))?;
         let device_type = match facts.device_type {
-            ffi::DEVICE_TYPE_CPU => DeviceType::Cpu,
-            ffi::DEVICE_TYPE_GPU => DeviceType::Gpu,
-            ffi::DEVICE_TYPE_ACCELERATOR => DeviceType::Accelerator,
-            ffi::DEVICE_TYPE_CUSTOM => DeviceType::Custom,
+            shim::DEVICE_TYPE_CPU => DeviceType::Cpu,
+            shim::DEVICE_TYPE_GPU => DeviceType::Gpu,
+            shim::DEVICE_TYPE_ACCELERATOR => DeviceType::Accelerator,
+            shim::DEVICE_TYPE_CUSTOM => DeviceType::Custom,
             _ => DeviceType::Unknown,
         };
         let info = DeviceInfo {
@@ -163,12 +163,12 @@ impl Device for SyclDevice {
 pub struct SyclContext {
     /// This context's own `Arc`, for the queues it makes.
     me: Weak<SyclContext>,
-    handle: ffi::ContextHandle,
+    handle: shim::ContextHandle,
     devices: Vec<Arc<SyclDevice>>,
 }
 
 impl SyclContext {
-    fn new(handle: ffi::ContextHandle) -> Result<Arc<Self>> {
+    fn new(handle: shim::ContextHandle) -> Result<Arc<Self>> {
         let devices = handle
             .devices()
             .map_err(|e| runtime_error("listing the devices of a SYCL context", e))?
@@ -209,9 +209,9 @@ impl Context for SyclContext {
 
     fn pointer_kind(&self, ptr: Address) -> UsmKind {
         match self.handle.pointer_type(ptr) {
-            Ok(ffi::USM_DEVICE) => UsmKind::Device,
-            Ok(ffi::USM_SHARED) => UsmKind::Shared,
-            Ok(ffi::USM_HOST) => UsmKind::Host,
+            Ok(shim::USM_DEVICE) => UsmKind::Device,
+            Ok(shim::USM_SHARED) => UsmKind::Shared,
+            Ok(shim::USM_HOST) => UsmKind::Host,
             _ => UsmKind::Unknown,
         }
     }
@@ -251,7 +251,7 @@ impl Context for SyclContext {
 
 /// A `sycl::queue` (out-of-order; each operation waits on its own event) on one device of one context.
 pub struct SyclQueue {
-    handle: ffi::QueueHandle,
+    handle: shim::QueueHandle,
     context: Arc<SyclContext>,
     device: Arc<SyclDevice>,
 }
@@ -281,13 +281,13 @@ impl Queue for SyclQueue {
     fn allocate(&self, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Address> {
         check_allocation_request(kind, nbytes, alignment)?;
         let code = match kind {
-            UsmKind::Device => ffi::USM_DEVICE,
-            UsmKind::Shared => ffi::USM_SHARED,
-            UsmKind::Host => ffi::USM_HOST,
+            UsmKind::Device => shim::USM_DEVICE,
+            UsmKind::Shared => shim::USM_SHARED,
+            UsmKind::Host => shim::USM_HOST,
             UsmKind::Unknown => return Err(MemoryError::UnknownKindAllocation),
         };
         let address = self.handle.malloc(code, nbytes, alignment).map_err(|e| {
-            if e.status == ffi::STATUS_ALLOC {
+            if e.status == shim::STATUS_ALLOC {
                 MemoryError::UsmAllocation { message: e.message }
             } else {
                 MemoryError::UsmAllocation {

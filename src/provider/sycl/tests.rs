@@ -11,7 +11,7 @@ use crate::runtime::fake::{free_raw, RawCalls};
 /// has no SYCL runtime at all. A runtime that is present but fails to load fails the test.
 fn cpu_device() -> Option<(Arc<dyn Provider>, Arc<dyn Device>)> {
     if let Err(searched) = locate::locate(locate::Need::Library) {
-        eprintln!("SKIPPED: no SYCL runtime installed (searched: {}); {}", searched.join("; "), ffi::INSTALL_HINT);
+        eprintln!("SKIPPED: no SYCL runtime installed (searched: {}); {}", searched.join("; "), shim::INSTALL_HINT);
         return None;
     }
     let provider = match load() {
@@ -204,7 +204,7 @@ fn foreign_pointers_are_unknown_and_have_no_device() {
     match sycl.handle.pointer_device(&on_stack as *const u64 as u64) {
         Err(e) => {
             eprintln!("get_pointer_device(stack address): status {}: {}", e.status, e.message);
-            assert_eq!(e.status, ffi::STATUS_SYCL);
+            assert_eq!(e.status, shim::STATUS_SYCL);
             assert!(!e.message.is_empty());
         }
         Ok(_) => panic!("get_pointer_device accepted a stack address"),
