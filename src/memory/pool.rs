@@ -1,7 +1,7 @@
 //! A caching allocator for USM blocks (dpctl has none).
 //!
 //! Why: an allocation from the runtime is slow where it matters most: pinned host memory
-//! (`cuMemHostAlloc` pins every page, about a millisecond per MiB), and on the SYCL
+//! (`cuMemHostAlloc` pins every page before it returns), and on the SYCL
 //! OpenCL CPU device every fresh block pays its first touch because the runtime never
 //! reuses blocks (the bench measures both). A block that goes back to a cache and out
 //! again costs a lock and a map lookup instead.
