@@ -14,20 +14,49 @@ use std::marker::PhantomData;
 use crate::error::{MemoryError, Result};
 use crate::runtime::Address;
 
-/// Bytes a copy may write (and read): `len` bytes at `address`, valid for `'a`.
+/// `len` bytes at `address`, valid for `'a`, that a copy may touch as `Access` says:
+/// [`WriteBytes`] (write and read) or [`ReadBytes`] (read only).
 #[derive(Debug, Clone, Copy)]
-pub struct WriteBytes<'a> {
+pub struct Bytes<'a, Access> {
     address: Address,
     len: u64,
-    _valid_for: PhantomData<&'a mut [u8]>,
+    _valid_for: PhantomData<(&'a [u8], Access)>,
 }
 
-/// Bytes a copy may read: `len` bytes at `address`, valid for `'a`.
+/// Access of bytes a copy may write (and read).
 #[derive(Debug, Clone, Copy)]
-pub struct ReadBytes<'a> {
-    address: Address,
-    len: u64,
-    _valid_for: PhantomData<&'a [u8]>,
+pub struct Write;
+
+/// Access of bytes a copy may only read.
+#[derive(Debug, Clone, Copy)]
+pub struct Read;
+
+/// Bytes a copy may write (and read).
+pub type WriteBytes<'a> = Bytes<'a, Write>;
+
+/// Bytes a copy may read.
+pub type ReadBytes<'a> = Bytes<'a, Read>;
+
+impl<A> Bytes<'_, A> {
+    /// Where the range starts.
+    pub fn address(&self) -> Address {
+        self.address
+    }
+
+    /// The range's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the range has no bytes (a copy over it moves nothing).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The first `len` bytes, or `None` when the range is shorter.
+    pub fn prefix(self, len: u64) -> Option<Self> {
+        (len <= self.len).then_some(Bytes { len, ..self })
+    }
 }
 
 impl<'a> WriteBytes<'a> {
@@ -36,37 +65,17 @@ impl<'a> WriteBytes<'a> {
     /// USM memory of the context the range is used with) and stays allocated for `'a`;
     /// no Rust reference to those bytes is alive while the range is used.
     pub unsafe fn from_raw(address: Address, len: u64) -> Self {
-        WriteBytes { address, len, _valid_for: PhantomData }
+        Bytes { address, len, _valid_for: PhantomData }
     }
 
     /// The bytes of a borrowed slice: the borrow is the proof.
     pub fn of_slice(bytes: &'a mut [u8]) -> Self {
-        WriteBytes { address: bytes.as_mut_ptr() as Address, len: bytes.len() as u64, _valid_for: PhantomData }
-    }
-
-    /// Where the range starts.
-    pub fn address(&self) -> Address {
-        self.address
-    }
-
-    /// The range's length in bytes.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// Whether the range has no bytes (a copy over it moves nothing).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The first `len` bytes, or `None` when the range is shorter.
-    pub fn prefix(self, len: u64) -> Option<Self> {
-        (len <= self.len).then_some(WriteBytes { len, ..self })
+        Bytes { address: bytes.as_mut_ptr() as Address, len: bytes.len() as u64, _valid_for: PhantomData }
     }
 
     /// The same bytes, to read.
     pub fn as_read(self) -> ReadBytes<'a> {
-        ReadBytes { address: self.address, len: self.len, _valid_for: PhantomData }
+        Bytes { address: self.address, len: self.len, _valid_for: PhantomData }
     }
 }
 
@@ -75,32 +84,12 @@ impl<'a> ReadBytes<'a> {
     /// `address..address + len` is memory that may be read (host memory, or USM memory of
     /// the context the range is used with) and stays allocated for `'a`.
     pub unsafe fn from_raw(address: Address, len: u64) -> Self {
-        ReadBytes { address, len, _valid_for: PhantomData }
+        Bytes { address, len, _valid_for: PhantomData }
     }
 
     /// The bytes of a borrowed slice: the borrow is the proof.
     pub fn of_slice(bytes: &'a [u8]) -> Self {
-        ReadBytes { address: bytes.as_ptr() as Address, len: bytes.len() as u64, _valid_for: PhantomData }
-    }
-
-    /// Where the range starts.
-    pub fn address(&self) -> Address {
-        self.address
-    }
-
-    /// The range's length in bytes.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// Whether the range has no bytes (a copy over it moves nothing).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The first `len` bytes, or `None` when the range is shorter.
-    pub fn prefix(self, len: u64) -> Option<Self> {
-        (len <= self.len).then_some(ReadBytes { len, ..self })
+        Bytes { address: bytes.as_ptr() as Address, len: bytes.len() as u64, _valid_for: PhantomData }
     }
 
     /// The bytes a copy of all of this range into `dst` moves; an error when `dst` is

@@ -547,17 +547,23 @@ pub(crate) struct CudaQueue {
     context: Arc<CudaContext>,
 }
 
+/// `nbytes` as the driver takes a size; `None` when there is nothing to do.
+fn driver_size(nbytes: u64, what: &str) -> Result<Option<usize>> {
+    if nbytes == 0 {
+        return Ok(None);
+    }
+    usize::try_from(nbytes)
+        .map(Some)
+        .map_err(|_| MemoryError::CudaDriver { message: format!("cannot {what} {nbytes} bytes on this platform") })
+}
+
 impl CudaQueue {
     /// One `cuMemcpyAsync` on the queue's stream, waited for: the driver's own path
     /// (pinned memory at the DMA engine's rate; pageable memory through its bounce buffer).
     fn direct_copy(&self, dst_bytes: WriteBytes<'_>, src_bytes: ReadBytes<'_>) -> Result<()> {
         let nbytes = src_bytes.copy_len(&dst_bytes)?;
         let (dst, src) = (dst_bytes.address(), src_bytes.address());
-        if nbytes == 0 {
-            return Ok(());
-        }
-        let size = usize::try_from(nbytes)
-            .map_err(|_| MemoryError::CudaDriver { message: format!("cannot copy {nbytes} bytes on this platform") })?;
+        let Some(size) = driver_size(nbytes, "copy")? else { return Ok(()) };
         let current = self.context.current()?;
         // SAFETY: both ranges are valid for `nbytes` (USM memory of this context or live
         // host memory: their types' contract) for this call, which synchronises below.
@@ -584,11 +590,7 @@ impl Queue for CudaQueue {
     fn memcpy(&self, dst_bytes: WriteBytes<'_>, src_bytes: ReadBytes<'_>) -> Result<()> {
         let nbytes = src_bytes.copy_len(&dst_bytes)?;
         let (dst, src) = (dst_bytes.address(), src_bytes.address());
-        if nbytes == 0 {
-            return Ok(());
-        }
-        let size = usize::try_from(nbytes)
-            .map_err(|_| MemoryError::CudaDriver { message: format!("cannot copy {nbytes} bytes on this platform") })?;
+        let Some(size) = driver_size(nbytes, "copy")? else { return Ok(()) };
         if StagingConfig::get().applies(nbytes) {
             if let Some((direction, host, device)) = self.context.staging_direction(dst, src) {
                 // SAFETY: both sides are the ranges this call was given, valid for
@@ -601,11 +603,7 @@ impl Queue for CudaQueue {
 
     fn memset(&self, dst_bytes: WriteBytes<'_>, value: u8) -> Result<()> {
         let (dst, nbytes) = (dst_bytes.address(), dst_bytes.len());
-        if nbytes == 0 {
-            return Ok(());
-        }
-        let size = usize::try_from(nbytes)
-            .map_err(|_| MemoryError::CudaDriver { message: format!("cannot fill {nbytes} bytes on this platform") })?;
+        let Some(size) = driver_size(nbytes, "fill")? else { return Ok(()) };
         let current = self.context.current()?;
         // SAFETY: `dst..dst+nbytes` is valid for writes (its type's contract) and the fill
         // is complete when the synchronisation below returns.

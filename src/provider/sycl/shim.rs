@@ -18,10 +18,10 @@
 //! types of `crate::runtime` (valid by construction); `free` is an `unsafe fn` whose
 //! caller vouches that the address is a live allocation of the context.
 
+use std::ffi::{c_char, c_int, c_void, CStr, CString, OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::ptr::{self, NonNull};
-use std::ffi::{c_char, c_int, c_void, CStr, CString, OsStr, OsString};
 use std::sync::OnceLock;
 
 use crate::runtime::{ReadBytes, WriteBytes};
