@@ -86,6 +86,7 @@ macro_rules! error_table {
             }
         }
 
+        /// Every failure of the crate, from argument checks to the runtimes, with its code.
         #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
         pub enum MemoryError {
             /// A malformed `__sycl_usm_array_interface__`: `field` names the field at fault
@@ -462,15 +463,18 @@ impl MemoryError {
         }
     }
 
+    /// A malformed interface field of the wrong type (a `TypeError`).
     pub fn malformed(field: InterfaceField, message: impl Into<String>) -> Self {
         MemoryError::InterfaceMalformed { field, message: message.into(), range: false }
     }
 
+    /// A malformed interface field of the right type but out of range (a `RangeError`).
     pub fn malformed_range(field: InterfaceField, message: impl Into<String>) -> Self {
         MemoryError::InterfaceMalformed { field, message: message.into(), range: true }
     }
 }
 
+/// The crate's result, failing with a [`MemoryError`].
 pub type Result<T, E = MemoryError> = std::result::Result<T, E>;
 
 #[cfg(test)]

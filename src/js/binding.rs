@@ -148,17 +148,20 @@ pub fn device_facts(env: &Env, device_id: f64) -> napi::Result<String> {
     ]))
 }
 
+/// Whether two device handles name the same device (`SyclDevice` equality).
 #[napi]
 pub fn device_equals(env: &Env, a: f64, b: f64) -> napi::Result<bool> {
     Ok(device(env, a)?.same_device(device(env, b)?.as_ref()))
 }
 
+/// The context every default queue of the device shares.
 #[napi]
 pub fn device_default_context(env: &Env, device_id: f64) -> napi::Result<f64> {
     let context = device(env, device_id)?.default_context().or_throw(env)?;
     context_handle(env, context)
 }
 
+/// A new context of its own for the device (`new SyclContext(device)`).
 #[napi]
 pub fn device_create_context(env: &Env, device_id: f64) -> napi::Result<f64> {
     let context = device(env, device_id)?.create_context().or_throw(env)?;
@@ -173,12 +176,14 @@ pub fn context_default(env: &Env) -> napi::Result<f64> {
     context_handle(env, context)
 }
 
+/// Handles of the devices of a context.
 #[napi]
 pub fn context_devices(env: &Env, context_id: f64) -> napi::Result<Float64Array> {
     let devices = context(env, context_id)?.devices();
     device_array(env, devices)
 }
 
+/// Whether two context handles name the same context.
 #[napi]
 pub fn context_equals(env: &Env, a: f64, b: f64) -> napi::Result<bool> {
     Ok(context(env, a)?.same_context(context(env, b)?.as_ref()))
@@ -215,23 +220,27 @@ pub fn queue_cached(env: &Env, device_id: Option<f64>) -> napi::Result<f64> {
     queue_handle(env, queue)
 }
 
+/// The device of a queue.
 #[napi]
 pub fn queue_device(env: &Env, queue_id: f64) -> napi::Result<f64> {
     let device = queue(env, queue_id)?.device();
     device_handle(env, device)
 }
 
+/// The context of a queue.
 #[napi]
 pub fn queue_context(env: &Env, queue_id: f64) -> napi::Result<f64> {
     let context = queue(env, queue_id)?.context();
     context_handle(env, context)
 }
 
+/// Whether two queue handles name the same queue.
 #[napi]
 pub fn queue_equals(env: &Env, a: f64, b: f64) -> napi::Result<bool> {
     Ok(Arc::ptr_eq(&queue(env, a)?, &queue(env, b)?))
 }
 
+/// Waits for the queue's work, reporting its asynchronous errors.
 #[napi]
 pub fn queue_wait(env: &Env, queue_id: f64) -> napi::Result<()> {
     queue(env, queue_id)?.wait().or_throw(env)
@@ -437,6 +446,7 @@ fn host_bytes(env: &Env, value: &Unknown, what: &str) -> napi::Result<HostBytes>
     ffi::host_bytes(env, value)?.ok_or_else(|| MemoryError::NotHostBuffer { what: what.into() }).or_throw(env)
 }
 
+/// `copyToHost(dst)`: the whole memory into the start of a host buffer.
 pub fn mem_copy_to_host(env: &Env, memory_id: f64, dst: Unknown) -> napi::Result<()> {
     let memory = live_memory(env, memory_id)?;
     let bytes = host_bytes(env, &dst, "dst")?;
@@ -444,6 +454,7 @@ pub fn mem_copy_to_host(env: &Env, memory_id: f64, dst: Unknown) -> napi::Result
     bytes.with_bytes(|dst| memory.copy_to_host_via(dst, registration.as_deref())).or_throw(env)
 }
 
+/// `copyFromHost(src)`: a host buffer into the start of the memory.
 pub fn mem_copy_from_host(env: &Env, memory_id: f64, src: Unknown) -> napi::Result<()> {
     let memory = live_memory(env, memory_id)?;
     let bytes = host_bytes(env, &src, "src")?;
@@ -451,12 +462,14 @@ pub fn mem_copy_from_host(env: &Env, memory_id: f64, src: Unknown) -> napi::Resu
     bytes.with_bytes(|src| memory.copy_from_host_via(src.as_read(), registration.as_deref())).or_throw(env)
 }
 
+/// `copyFromDevice(src)`: another memory object into the start of this one.
 pub fn mem_copy_from_device(env: &Env, memory_id: f64, source_id: f64) -> napi::Result<()> {
     let memory = live_memory(env, memory_id)?;
     let source = live_memory(env, source_id)?;
     memory.copy_from_device(&source).or_throw(env)
 }
 
+/// `memset(value)`: every byte of the memory.
 pub fn mem_memset(env: &Env, memory_id: f64, value: u32) -> napi::Result<()> {
     live_memory(env, memory_id)?.memset(value as u8).or_throw(env)
 }
@@ -471,6 +484,7 @@ pub fn mem_copy_to_host_async(env: &Env, memory_id: f64, dst: Unknown) -> napi::
     Ok(AsyncTask::new(UsmTask::new(Operation::ToHost { memory, host }, Some(TaskRef::new(&dst)?))))
 }
 
+/// `copyFromHostAsync(src)`, on the libuv thread pool.
 #[napi(ts_return_type = "Promise<void>")]
 pub fn mem_copy_from_host_async(env: &Env, memory_id: f64, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
     let memory = live_memory(env, memory_id)?;
@@ -479,6 +493,7 @@ pub fn mem_copy_from_host_async(env: &Env, memory_id: f64, src: Unknown) -> napi
     Ok(AsyncTask::new(UsmTask::new(Operation::FromHost { memory, host }, None)))
 }
 
+/// `copyFromDeviceAsync(src)`, on the libuv thread pool.
 #[napi(ts_return_type = "Promise<void>")]
 pub fn mem_copy_from_device_async(env: &Env, memory_id: f64, source_id: f64) -> napi::Result<AsyncTask<UsmTask>> {
     let memory = live_memory(env, memory_id)?;
@@ -486,6 +501,7 @@ pub fn mem_copy_from_device_async(env: &Env, memory_id: f64, source_id: f64) -> 
     Ok(AsyncTask::new(UsmTask::new(Operation::FromDevice { memory, source }, None)))
 }
 
+/// `memsetAsync(value)`, on the libuv thread pool.
 #[napi(ts_return_type = "Promise<void>")]
 pub fn mem_memset_async(env: &Env, memory_id: f64, value: u32) -> napi::Result<AsyncTask<UsmTask>> {
     let memory = live_memory(env, memory_id)?;

@@ -11,11 +11,13 @@ use crate::js::errors::{to_js_error, OrThrow};
 use crate::memory::usm::UsmMemory;
 use crate::runtime::prefetch::{Advice, HintOutcome, Location};
 
+/// What `prefetch()` or `memAdvise()` asks of the runtime.
 pub enum Hint {
     Prefetch(Location),
     Advise(Advice),
 }
 
+/// A prefetch or advice run on the libuv thread pool; the task holds the memory.
 pub struct HintTask {
     memory: UsmMemory,
     hint: Hint,

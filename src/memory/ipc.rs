@@ -189,6 +189,7 @@ impl std::fmt::Debug for IpcMapping {
 }
 
 impl IpcMapping {
+    /// Where the mapping starts in this process.
     pub fn address(&self) -> Address {
         self.address
     }

@@ -108,10 +108,12 @@ impl Registration {
         self.outcome == RegisterOutcome::Registered
     }
 
+    /// Where the registered range starts.
     pub fn address(&self) -> Address {
         self.address
     }
 
+    /// The registered range's length in bytes.
     pub fn len(&self) -> u64 {
         self.len
     }

@@ -75,6 +75,8 @@ impl Owner {
     }
 }
 
+/// A memory object: a validated range of USM memory, the queue it is used through, and
+/// what keeps its bytes alive. Clones (views, other threads' objects) share the owner.
 #[derive(Clone)]
 pub struct UsmMemory {
     address: Address,
@@ -169,22 +171,27 @@ impl UsmMemory {
         host_copy(&self.queue, dst, src, host, registration)
     }
 
+    /// Where the memory starts (dpctl's `_pointer`).
     pub fn address(&self) -> Address {
         self.address
     }
 
+    /// The memory's extent in bytes.
     pub fn nbytes(&self) -> u64 {
         self.nbytes
     }
 
+    /// The queue the memory is used through (`syclQueue`).
     pub fn queue(&self) -> &Arc<dyn Queue> {
         &self.queue
     }
 
+    /// What keeps the bytes alive.
     pub fn owner(&self) -> &Owner {
         &self.owner
     }
 
+    /// Whether the memory comes from a read-only interface (no writes, no `buffer`).
     pub fn read_only(&self) -> bool {
         self.read_only
     }
@@ -290,6 +297,8 @@ impl UsmMemory {
         Ok(())
     }
 
+    /// Fills every byte with `value`: by the CPU for small host-reachable memory, else
+    /// through the queue.
     pub fn memset(&self, value: u8) -> Result<()> {
         self.check_writable()?;
         if self.cpu_access.covers(self.nbytes) && self.nbytes <= DIRECT_HOST_COPY_MAX {

@@ -17,6 +17,7 @@ pub enum RegisterOutcome {
     NotNeeded,
 }
 
+/// The capability to register (pin) host memory with the runtime, so DMA reaches it.
 pub trait HostRegistration: Send + Sync {
     /// Registers `len` bytes of host memory at `address` with the runtime of this context.
     ///

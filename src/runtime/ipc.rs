@@ -15,6 +15,7 @@ pub struct Mapped {
     pub size: u64,
 }
 
+/// The capability to share device memory with other processes through handles.
 pub trait Ipc: Send + Sync {
     /// How many bytes a handle of this runtime has (CUDA: 64, a `CUipcMemHandle`).
     fn handle_len(&self) -> usize;

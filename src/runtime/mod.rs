@@ -23,8 +23,10 @@ pub(crate) mod prefetch;
 pub(crate) use bytes::{ReadBytes, WriteBytes};
 pub(crate) use kind::{check_allocation_request, UsmKind};
 
+/// An address in a process's address space (host or USM memory).
 pub type Address = u64;
 
+/// What kind of device it is, as SYCL names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DeviceType {
     Cpu,
@@ -62,6 +64,7 @@ pub struct DeviceInfo {
     pub aspects: Vec<String>,
 }
 
+/// A device of a provider.
 pub trait Device: Send + Sync + Any {
     fn info(&self) -> &DeviceInfo;
     /// Same physical device (and same provider).
@@ -79,6 +82,7 @@ pub trait Device: Send + Sync + Any {
     fn as_any(&self) -> &dyn Any;
 }
 
+/// A context: the scope in which USM memory is allocated, named and freed.
 pub trait Context: Send + Sync + Any {
     fn devices(&self) -> Vec<Arc<dyn Device>>;
     fn same_context(&self, other: &dyn Context) -> bool;
@@ -114,6 +118,8 @@ pub trait Context: Send + Sync + Any {
     fn as_any(&self) -> &dyn Any;
 }
 
+/// A queue (CUDA: a stream) on one device of a context: where memory is allocated,
+/// copied and filled.
 pub trait Queue: Send + Sync + Any {
     fn context(&self) -> Arc<dyn Context>;
     fn device(&self) -> Arc<dyn Device>;

@@ -59,6 +59,7 @@ pub enum HintOutcome {
     NoOp,
 }
 
+/// The capability to migrate shared (managed) memory and advise the runtime about it.
 pub trait SharedMemoryHints: Send + Sync {
     /// Migrates `bytes` (shared memory of the queue's context) to `to`, and waits.
     fn prefetch(&self, bytes: ReadBytes<'_>, to: Location) -> Result<HintOutcome>;

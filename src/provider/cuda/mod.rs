@@ -100,6 +100,7 @@ impl Provider for CudaProvider {
     }
 }
 
+/// A CUDA device (an ordinal of the driver) and what it says about itself.
 pub(crate) struct CudaDevice {
     me: Weak<CudaDevice>,
     driver: &'static Driver,
@@ -208,6 +209,7 @@ struct DriverAllocation {
     kind: UsmKind,
 }
 
+/// A CUDA context (the primary one, or one of its own) and the allocations it made.
 pub(crate) struct CudaContext {
     me: Weak<CudaContext>,
     driver: &'static Driver,
@@ -540,6 +542,7 @@ impl Drop for CudaContext {
     }
 }
 
+/// A CUDA stream of a context: every operation on it is waited for before it returns.
 pub(crate) struct CudaQueue {
     // Declared before `context`: the stream is destroyed (with its context pushed) before
     // the queue's Arc of the context is dropped.

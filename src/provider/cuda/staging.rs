@@ -46,6 +46,7 @@ pub(super) struct StagingConfig {
 const CHUNK_GRAIN: usize = 64 << 10;
 
 impl StagingConfig {
+    /// The tunables, read from the environment at first use.
     pub(super) fn get() -> StagingConfig {
         static CONFIG: OnceLock<StagingConfig> = OnceLock::new();
         *CONFIG.get_or_init(|| {
@@ -64,6 +65,7 @@ impl StagingConfig {
         })
     }
 
+    /// Whether a pageable copy of `nbytes` is staged (else the driver copies it itself).
     pub(super) fn applies(&self, nbytes: u64) -> bool {
         self.threshold != 0 && self.lanes > 1 && nbytes >= self.threshold
     }
@@ -77,6 +79,7 @@ impl StagingConfig {
     }
 }
 
+/// Which way a staged copy goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Direction {
     HostToDevice,

@@ -15,15 +15,25 @@ use crate::runtime::{Address, ReadBytes};
 /// hands to the backend adapter.
 mod ur_advice {
     use std::ffi::c_int;
+    /// Mostly read: copies may be kept.
     pub(super) const SET_READ_MOSTLY: c_int = 1 << 1;
+    /// Undoes `SET_READ_MOSTLY`.
     pub(super) const CLEAR_READ_MOSTLY: c_int = 1 << 2;
+    /// Prefer the device as the memory's home.
     pub(super) const SET_PREFERRED_LOCATION: c_int = 1 << 3;
+    /// Undoes `SET_PREFERRED_LOCATION`.
     pub(super) const CLEAR_PREFERRED_LOCATION: c_int = 1 << 4;
+    /// The device will access it: map it there.
     pub(super) const SET_ACCESSED_BY_DEVICE: c_int = 1 << 9;
+    /// Undoes `SET_ACCESSED_BY_DEVICE`.
     pub(super) const CLEAR_ACCESSED_BY_DEVICE: c_int = 1 << 10;
+    /// The host will access it: map it there.
     pub(super) const SET_ACCESSED_BY_HOST: c_int = 1 << 11;
+    /// Undoes `SET_ACCESSED_BY_HOST`.
     pub(super) const CLEAR_ACCESSED_BY_HOST: c_int = 1 << 12;
+    /// Prefer the host as the memory's home.
     pub(super) const SET_PREFERRED_LOCATION_HOST: c_int = 1 << 13;
+    /// Undoes `SET_PREFERRED_LOCATION_HOST`.
     pub(super) const CLEAR_PREFERRED_LOCATION_HOST: c_int = 1 << 14;
 }
 
