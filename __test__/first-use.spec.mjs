@@ -1,7 +1,7 @@
 // What a new user meets when no device is found, each case in a fresh process (the device
 // list is made once per process): no runtime installed, and a selector that names no device
-// here. The errors say what to do in a consumer project, and speak of the NVIDIA driver
-// only as one line that a machine without one can pass over.
+// here. The errors say what to do in a consumer project, and speak of CUDA only where an
+// NVIDIA driver library is present.
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,7 +14,7 @@ const PROBE = `
 const dm = require(${JSON.stringify(ROOT)});
 let message = null;
 try { new dm.SyclQueue(); } catch (error) { message = error.constructor.name + ': ' + error.message; }
-console.log(JSON.stringify({ devices: dm.getDevices().length, message }));
+console.log(JSON.stringify({ devices: dm.getDevices().length, message, diagnostics: dm.getRuntimeDiagnostics() }));
 `;
 
 function probe(env) {
@@ -39,6 +39,9 @@ test('no runtime installed: the error names the command that works in a consumer
   t.regex(out.message, /^SyclQueueCreationError: No SYCL device is available\. SYCL: the SYCL runtime is not installed/);
   t.regex(out.message, /run `npx dpctl-memory-install-runtime` in your project/);
   t.notRegex(out.message, /Install the NVIDIA driver|libcuda\.so, libcuda/, 'no advice to install an NVIDIA driver, no list of library names');
+  if (out.diagnostics.some((line) => /^CUDA: no NVIDIA driver here/.test(line))) {
+    t.notRegex(out.message, /CUDA|NVIDIA/, 'no driver library here: the error does not speak of CUDA');
+  }
 });
 
 test('a selector that names no device here is named in the error', (t) => {

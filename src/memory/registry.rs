@@ -19,8 +19,12 @@ pub struct RegisteredDevice {
 /// The devices of the providers that loaded, why the others did not, and the cached queues.
 pub struct Registry {
     devices: Vec<RegisteredDevice>,
-    /// Why each provider that did not load did not load, for messages.
+    /// Why each provider that did not load did not load (diagnostics list them all).
     unavailable: Vec<String>,
+    /// The lines of `unavailable` that errors show (those of runtimes on this machine).
+    unavailable_in_errors: Vec<String>,
+    /// `ONEAPI_DEVICE_SELECTOR` as the registry was made with it.
+    selector: Option<String>,
     /// The providers that loaded (their spare memory is trimmed through them).
     providers: Vec<Arc<dyn Provider>>,
     cached_queues: Mutex<HashMap<usize, Arc<dyn Queue>>>,
@@ -46,12 +50,17 @@ impl Registry {
     pub fn new(providers: Vec<ProviderLoad>, selector: Option<&str>) -> Registry {
         let mut devices: Vec<Arc<dyn Device>> = Vec::new();
         let mut unavailable = Vec::new();
+        let mut unavailable_in_errors = Vec::new();
         let mut loaded = Vec::new();
-        for ProviderLoad { name, provider } in providers {
+        for ProviderLoad { name, provider, runtime_present } in providers {
             let provider = match provider {
                 Ok(provider) => provider,
                 Err(err) => {
-                    unavailable.push(format!("{name}: {err}"));
+                    let line = format!("{name}: {err}");
+                    if runtime_present {
+                        unavailable_in_errors.push(line.clone());
+                    }
+                    unavailable.push(line);
                     continue;
                 }
             };
@@ -69,7 +78,11 @@ impl Registry {
                     let info = device.info();
                     selector.as_ref().is_none_or(|s| s.keeps(&info.backend, info.device_type, index)).then_some(device)
                 })),
-                Err(err) => unavailable.push(format!("{name}: ONEAPI_DEVICE_SELECTOR: {err}")),
+                Err(err) => {
+                    let line = format!("{name}: ONEAPI_DEVICE_SELECTOR: {err}");
+                    unavailable_in_errors.push(line.clone());
+                    unavailable.push(line);
+                }
             }
         }
         let registered = (0..devices.len())
@@ -78,7 +91,14 @@ impl Registry {
                 filter_string: filter::filter_string(&devices, i, device_key).unwrap_or_default(),
             })
             .collect();
-        Registry { devices: registered, unavailable, providers: loaded, cached_queues: Mutex::new(HashMap::new()) }
+        Registry {
+            devices: registered,
+            unavailable,
+            unavailable_in_errors,
+            selector: selector.filter(|s| !s.is_empty()).map(str::to_owned),
+            providers: loaded,
+            cached_queues: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Frees the host memory every provider keeps for copies and can make again.
@@ -132,16 +152,15 @@ impl Registry {
         let mut message = what;
         // The SYCL runtime applies the selector before anything is listed: a selector that
         // names no device here looks like a missing runtime unless the message says so.
-        let selector = std::env::var("ONEAPI_DEVICE_SELECTOR").ok().filter(|s| !s.is_empty());
-        if let (true, Some(selector)) = (self.devices.is_empty(), selector) {
+        if let (true, Some(selector)) = (self.devices.is_empty(), &self.selector) {
             message.push_str(&format!(
                 ". ONEAPI_DEVICE_SELECTOR='{selector}' is set and may filter out every device: unset it to \
                  see them all"
             ));
         }
-        if self.devices.is_empty() && !self.unavailable.is_empty() {
+        if self.devices.is_empty() && !self.unavailable_in_errors.is_empty() {
             message.push_str(". ");
-            message.push_str(&self.unavailable.join("; "));
+            message.push_str(&self.unavailable_in_errors.join("; "));
         } else if !self.devices.is_empty() {
             let names: Vec<&str> = self.devices.iter().map(|e| e.filter_string.as_str()).collect();
             message.push_str(&format!(" (devices here: {})", names.join(", ")));
@@ -273,6 +292,8 @@ mod tests {
         let registry = Registry {
             devices: vec![RegisteredDevice { device: registered.clone(), filter_string: "fake:cpu:0".into() }],
             unavailable: vec![],
+            unavailable_in_errors: vec![],
+            selector: None,
             providers: vec![],
             cached_queues: Mutex::new(HashMap::new()),
         };
@@ -289,7 +310,7 @@ mod tests {
     }
 
     fn load(name: &'static str, provider: FakeProvider) -> ProviderLoad {
-        ProviderLoad { name, provider: Ok(Arc::new(provider)) }
+        ProviderLoad { name, provider: Ok(Arc::new(provider)), runtime_present: true }
     }
 
     fn backends(registry: &Registry) -> Vec<String> {
@@ -318,12 +339,35 @@ mod tests {
         assert_eq!(backends(&selected), ["opencl:cpu:0", "cuda:gpu:0"]);
         assert_eq!(selected.devices().len(), 2);
         // A provider that did not load, and a selector that cannot be parsed, say why.
-        let failed =
-            ProviderLoad { name: "CUDA", provider: Err(MemoryError::QueueCreation { message: "no driver".into() }) };
+        let failed = ProviderLoad {
+            name: "CUDA",
+            provider: Err(MemoryError::QueueCreation { message: "no driver".into() }),
+            runtime_present: true,
+        };
         let broken = Registry::new(vec![failed, load("X", cuda())], Some("::"));
         assert!(broken.devices().is_empty());
         assert_eq!(broken.unavailable().len(), 2);
         assert!(broken.unavailable()[0].starts_with("CUDA: "), "{:?}", broken.unavailable());
         assert!(broken.unavailable()[1].starts_with("X: ONEAPI_DEVICE_SELECTOR: "), "{:?}", broken.unavailable());
+    }
+
+    #[test]
+    fn errors_leave_out_a_provider_whose_runtime_is_not_here_and_name_the_selector() {
+        let absent = ProviderLoad {
+            name: "CUDA",
+            provider: Err(MemoryError::QueueCreation { message: "no NVIDIA driver here".into() }),
+            runtime_present: false,
+        };
+        let failed = ProviderLoad {
+            name: "SYCL",
+            provider: Err(MemoryError::QueueCreation { message: "not installed".into() }),
+            runtime_present: true,
+        };
+        let registry = Registry::new(vec![failed, absent], Some("level_zero:gpu"));
+        assert_eq!(registry.unavailable().len(), 2, "the diagnostics list both");
+        let Err(MemoryError::DeviceNotFound { message }) = registry.select(None) else { panic!("no device") };
+        assert!(message.contains("SYCL: not installed"), "{message}");
+        assert!(!message.contains("NVIDIA"), "{message}");
+        assert!(message.contains("ONEAPI_DEVICE_SELECTOR='level_zero:gpu'"), "{message}");
     }
 }

@@ -9,5 +9,9 @@ pub(crate) mod sycl;
 
 /// Every provider, loaded, in the registry's order: SYCL's devices first, then CUDA's.
 pub(crate) fn load_all() -> Vec<ProviderLoad> {
-    vec![ProviderLoad { name: "SYCL", provider: sycl::load() }, ProviderLoad { name: "CUDA", provider: cuda::load() }]
+    vec![
+        // A missing SYCL runtime is the first thing to fix: always named.
+        ProviderLoad { name: "SYCL", provider: sycl::load(), runtime_present: true },
+        ProviderLoad { name: "CUDA", provider: cuda::load(), runtime_present: cuda::driver_present() },
+    ]
 }

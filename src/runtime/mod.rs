@@ -171,5 +171,10 @@ pub trait Provider: Send + Sync {
 pub struct ProviderLoad {
     /// The provider's name, for messages when it did not load.
     pub name: &'static str,
+    /// The provider, or why it did not load.
     pub provider: Result<Arc<dyn Provider>>,
+    /// Whether the provider's runtime is on this machine at all. Errors that say no device
+    /// was found leave out a provider whose runtime is not (no NVIDIA driver on a machine
+    /// without NVIDIA hardware is nothing to fix); the diagnostics still list it.
+    pub runtime_present: bool,
 }
