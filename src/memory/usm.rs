@@ -168,6 +168,11 @@ impl UsmMemory {
             crate::host::host_memcpy_parallel(dst, src);
             return Ok(());
         }
+        // The host side may be this memory's own bytes (its zero-copy buffer, or that of a
+        // view of the same allocation): a runtime copy of overlapping ranges is undefined.
+        if src.overlaps(&dst) {
+            return staged_copy(&self.queue, &self.queue, dst, src);
+        }
         host_copy(&self.queue, dst, src, host, registration)
     }
 
@@ -263,13 +268,7 @@ impl UsmMemory {
         if same_context && !overlap {
             return self.queue.memcpy(self.bytes(), src.bytes().as_read());
         }
-        // Scratch of the async copies: reused, and never zero-filled (the copy fills it).
-        let mut staging = usize::try_from(src.nbytes)
-            .ok()
-            .and_then(crate::host::Scratch::new)
-            .ok_or(MemoryError::HostAllocation { nbytes: src.nbytes })?;
-        host_copy(&src.queue, WriteBytes::of_slice(&mut staging), src.bytes().as_read(), HostSide::Destination, None)?;
-        host_copy(&self.queue, self.bytes(), ReadBytes::of_slice(&staging), HostSide::Source, None)
+        staged_copy(&src.queue, &self.queue, self.bytes(), src.bytes().as_read())
     }
 
     /// Migrates shared memory to `to` (`prefetch()`) and waits; other kinds are refused.
@@ -367,4 +366,49 @@ pub enum Adopted {
 /// Host memory of `nbytes` is more than one JS `ArrayBuffer` may hold (`max_len`).
 pub fn too_large_for_host(nbytes: u64, max_len: u64) -> MemoryError {
     MemoryError::HostBufferTooLarge { nbytes, max_len }
+}
+
+/// Copies all of `src` (read through `from`) into `dst` (written through `to`) by way of
+/// host memory of our own: for ranges of two contexts, or ranges that overlap.
+fn staged_copy(from: &Arc<dyn Queue>, to: &Arc<dyn Queue>, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()> {
+    let nbytes = src.copy_len(&dst)?;
+    // Scratch of the async copies: reused, and never zero-filled (the copy fills it).
+    let mut staging = usize::try_from(nbytes)
+        .ok()
+        .and_then(crate::host::Scratch::new)
+        .ok_or(MemoryError::HostAllocation { nbytes })?;
+    host_copy(from, WriteBytes::of_slice(&mut staging), src, HostSide::Destination, None)?;
+    host_copy(to, dst, ReadBytes::of_slice(&staging), HostSide::Source, None)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::runtime::fake::{FakeContext, FakeDevice};
+
+    /// Whether a recorded runtime copy of `len` bytes had overlapping ranges.
+    fn overlapping(copies: &[(Address, Address)], len: u64) -> bool {
+        copies.iter().any(|&(dst, src)| dst < src.saturating_add(len) && src < dst.saturating_add(len))
+    }
+
+    #[test]
+    fn a_host_copy_between_memory_and_its_own_bytes_never_gives_the_runtime_overlapping_ranges() {
+        // Shared memory of a device whose memory is not host memory (CUDA managed memory):
+        // large copies go to the runtime, whose copy of overlapping ranges is undefined.
+        let context = FakeContext::new(3101, FakeDevice::new(1 << 34, 1 << 34));
+        let queue = context.queue();
+        let nbytes = 4 * DIRECT_HOST_COPY_MAX;
+        let memory = UsmMemory::allocate(&queue, UsmKind::Shared, nbytes, 0).unwrap();
+        let address = memory.address();
+        // SAFETY: the fake never touches memory; these stand for the memory's own
+        // zero-copy buffer, shifted by one byte.
+        let (shifted_src, shifted_dst) =
+            unsafe { (ReadBytes::from_raw(address + 1, nbytes - 1), WriteBytes::from_raw(address + 1, nbytes)) };
+        memory.copy_from_host(shifted_src).unwrap();
+        memory.copy_to_host(shifted_dst).unwrap();
+        let copies = context.counts().plain_copies.clone();
+        assert!(!copies.is_empty(), "the copies went to the runtime");
+        assert!(!overlapping(&copies, nbytes), "overlapping runtime copies: {copies:x?} around {address:#x}");
+    }
 }
