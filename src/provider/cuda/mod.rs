@@ -600,11 +600,14 @@ impl Queue for CudaQueue {
         let nbytes = src_bytes.copy_len(&dst_bytes)?;
         let (dst, src) = (dst_bytes.address(), src_bytes.address());
         let Some(size) = driver_size(nbytes, "copy")? else { return Ok(()) };
-        if StagingConfig::get().applies(nbytes) {
+        let config = StagingConfig::get();
+        if config.may_apply(nbytes) {
             if let Some((direction, host, device)) = self.context.staging_direction(dst, src) {
-                // SAFETY: both sides are the ranges this call was given, valid for
-                // `nbytes` (their types' contract).
-                return unsafe { self.context.staged_copy(direction, host, device, size) };
+                if config.applies(direction, nbytes) {
+                    // SAFETY: both sides are the ranges this call was given, valid for
+                    // `nbytes` (their types' contract).
+                    return unsafe { self.context.staged_copy(direction, host, device, size) };
+                }
             }
         }
         self.direct_copy(dst_bytes, src_bytes)

@@ -22,10 +22,13 @@ use crate::sync::lock;
 /// Tunables, read once from the environment (for measurement: `bench/staging-sweep.js`
 /// sweeps them). The defaults are the sweep's best single setting over 1-256 MiB both
 /// ways: eight lanes of 2 MiB chunks, mid sizes split down to 1 MiB chunks so that every
-/// lane still overlaps its memcpy with a DMA.
+/// lane still overlaps its memcpy with a DMA; and, from the same sweep, staging starts at
+/// 1 MiB to the host but 2 MiB to the device (at 1 MiB the driver's own copy to the
+/// device is as fast).
 ///
-/// - `DPCTL_MEMORY_STAGING_THRESHOLD` (bytes, default 1 MiB): smaller copies go straight
-///   to the driver; 0 turns staging off.
+/// - `DPCTL_MEMORY_STAGING_THRESHOLD` (bytes; default 1 MiB to the host, 2 MiB to the
+///   device): smaller copies go straight to the driver; set, it applies both ways; 0
+///   turns staging off.
 /// - `DPCTL_MEMORY_STAGING_CHUNK` (bytes, default 2 MiB, at least 64 KiB): the largest
 ///   chunk, and the size of each pinned buffer.
 /// - `DPCTL_MEMORY_STAGING_MIN_CHUNK` (bytes, default 1 MiB, at least 64 KiB): the
@@ -33,8 +36,10 @@ use crate::sync::lock;
 /// - `DPCTL_MEMORY_STAGING_LANES` (default: the cores, at most 8; 1..32): concurrent lanes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct StagingConfig {
-    /// Copies smaller than this go straight to the driver.
-    pub threshold: u64,
+    /// Copies to the device smaller than this go straight to the driver (0: never staged).
+    pub to_device_threshold: u64,
+    /// Copies to the host smaller than this go straight to the driver (0: never staged).
+    pub to_host_threshold: u64,
     /// The largest chunk (the pinned buffers' size).
     pub chunk: usize,
     /// The smallest chunk.
@@ -55,8 +60,10 @@ impl StagingConfig {
             };
             let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as u64;
             let chunk = read("DPCTL_MEMORY_STAGING_CHUNK", 2 << 20).max(CHUNK_GRAIN as u64) as usize;
+            let threshold = std::env::var("DPCTL_MEMORY_STAGING_THRESHOLD").ok().and_then(|v| v.parse().ok());
             StagingConfig {
-                threshold: read("DPCTL_MEMORY_STAGING_THRESHOLD", 1 << 20),
+                to_device_threshold: threshold.unwrap_or(2 << 20),
+                to_host_threshold: threshold.unwrap_or(1 << 20),
                 chunk,
                 min_chunk: (read("DPCTL_MEMORY_STAGING_MIN_CHUNK", 1 << 20).max(CHUNK_GRAIN as u64) as usize)
                     .min(chunk),
@@ -65,9 +72,20 @@ impl StagingConfig {
         })
     }
 
-    /// Whether a pageable copy of `nbytes` is staged (else the driver copies it itself).
-    pub(super) fn applies(&self, nbytes: u64) -> bool {
-        self.threshold != 0 && self.lanes > 1 && nbytes >= self.threshold
+    /// Whether a pageable copy of `nbytes` may be staged in some direction: a check that
+    /// needs no pointer query, made first.
+    pub(super) fn may_apply(&self, nbytes: u64) -> bool {
+        [Direction::HostToDevice, Direction::DeviceToHost].into_iter().any(|d| self.applies(d, nbytes))
+    }
+
+    /// Whether a pageable copy of `nbytes` going `direction` is staged (else the driver
+    /// copies it itself).
+    pub(super) fn applies(&self, direction: Direction, nbytes: u64) -> bool {
+        let threshold = match direction {
+            Direction::HostToDevice => self.to_device_threshold,
+            Direction::DeviceToHost => self.to_host_threshold,
+        };
+        threshold != 0 && self.lanes > 1 && nbytes >= threshold
     }
 
     /// The chunk a copy of `nbytes` is split into: small enough that each lane gets two
@@ -259,17 +277,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn staging_applies_only_above_the_threshold_with_several_lanes() {
-        let config = StagingConfig { threshold: 8 << 20, chunk: 4 << 20, min_chunk: 256 << 10, lanes: 8 };
-        assert!(!config.applies((8 << 20) - 1));
-        assert!(config.applies(8 << 20));
-        assert!(!StagingConfig { lanes: 1, ..config }.applies(1 << 30));
-        assert!(!StagingConfig { threshold: 0, ..config }.applies(1 << 30));
+    fn staging_applies_only_above_the_threshold_of_its_direction_with_several_lanes() {
+        let config = StagingConfig {
+            to_device_threshold: 8 << 20,
+            to_host_threshold: 4 << 20,
+            chunk: 4 << 20,
+            min_chunk: 256 << 10,
+            lanes: 8,
+        };
+        let (to_device, to_host) = (Direction::HostToDevice, Direction::DeviceToHost);
+        assert!(!config.applies(to_device, (8 << 20) - 1));
+        assert!(config.applies(to_device, 8 << 20));
+        assert!(config.applies(to_host, 4 << 20) && !config.applies(to_host, (4 << 20) - 1));
+        assert!(config.may_apply(4 << 20) && !config.may_apply((4 << 20) - 1));
+        assert!(!StagingConfig { lanes: 1, ..config }.may_apply(1 << 30));
+        let off = StagingConfig { to_device_threshold: 0, to_host_threshold: 0, ..config };
+        assert!(!off.may_apply(1 << 30));
     }
 
     #[test]
     fn chunks_give_every_lane_two_within_the_bounds() {
-        let config = StagingConfig { threshold: 1 << 20, chunk: 4 << 20, min_chunk: 256 << 10, lanes: 8 };
+        let config = StagingConfig {
+            to_device_threshold: 1 << 20,
+            to_host_threshold: 1 << 20,
+            chunk: 4 << 20,
+            min_chunk: 256 << 10,
+            lanes: 8,
+        };
         // 16 MiB over 8 lanes: two 1 MiB chunks each.
         assert_eq!(config.chunk_for(16 << 20), 1 << 20);
         // Large copies use the largest chunk, small ones the smallest.
