@@ -29,6 +29,7 @@ use crate::error::{MemoryError, Result};
 use crate::memory::allocation::Allocation;
 use crate::memory::usm::{Owner, UsmMemory};
 use crate::runtime::ipc::Ipc;
+use crate::runtime::ranges::entry_holding;
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Device, Queue};
 
@@ -168,7 +169,7 @@ pub fn open_with(len: usize, read: impl FnOnce(&mut [u8]), queue: &Arc<dyn Queue
 /// over a mapping (they hold it, as views of our own allocations hold those).
 pub fn mapping_holding(ptr: Address, nbytes: u64) -> Option<Arc<IpcMapping>> {
     let guard = book();
-    let (&base, (size, mapping)) = guard.as_ref()?.mapped.range(..=ptr).next_back()?;
+    let (base, (size, mapping)) = entry_holding(&guard.as_ref()?.mapped, ptr, |(size, _)| *size)?;
     let end = ptr.checked_add(nbytes)?;
     (end <= base.saturating_add(*size)).then(|| mapping.upgrade()).flatten()
 }

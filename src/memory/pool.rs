@@ -90,6 +90,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use crate::error::{MemoryError, Result};
+use crate::runtime::ranges::entry_holding;
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Queue};
 
@@ -690,12 +691,9 @@ impl Pool {
     /// What the book says of `ptr`, in one lookup.
     pub fn lookup(&self, ptr: Address) -> BookAnswer {
         let state = self.lock();
-        let Some((&base, entry)) = state.book.range(..=ptr).next_back() else {
+        let Some((base, entry)) = entry_holding(&state.book, ptr, BookEntry::extent) else {
             return BookAnswer::Foreign;
         };
-        if ptr >= base.saturating_add(entry.extent()) {
-            return BookAnswer::Foreign;
-        }
         match entry {
             BookEntry::Live { size, holder, .. } if ptr < base.saturating_add(*size) => {
                 // A failed upgrade is a holder whose `Drop` has not yet run.
@@ -715,8 +713,8 @@ impl Pool {
     #[cfg(test)]
     pub fn cached_range(&self, ptr: Address) -> Option<(Address, u64)> {
         let state = self.lock();
-        match state.book.range(..=ptr).next_back() {
-            Some((&base, BookEntry::Cached { size })) if ptr < base.saturating_add(*size) => Some((base, *size)),
+        match entry_holding(&state.book, ptr, BookEntry::extent) {
+            Some((base, BookEntry::Cached { size })) => Some((base, *size)),
             _ => None,
         }
     }

@@ -19,6 +19,7 @@ pub(crate) mod host_register;
 pub(crate) mod ipc;
 pub(crate) mod kind;
 pub(crate) mod prefetch;
+pub(crate) mod ranges;
 
 pub(crate) use bytes::{ReadBytes, WriteBytes};
 pub(crate) use kind::{check_allocation_request, UsmKind};

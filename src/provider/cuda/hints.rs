@@ -12,6 +12,7 @@ use super::{CudaContext, CudaQueue};
 use crate::error::{MemoryError, Result};
 use crate::runtime::host_register::{HostRegistration, RegisterOutcome};
 use crate::runtime::prefetch::{Advice, HintOutcome, Location, SharedMemoryHints};
+use crate::runtime::ranges::entry_holding;
 use crate::runtime::{Address, ReadBytes};
 use crate::sync::lock;
 
@@ -19,7 +20,7 @@ impl CudaContext {
     /// Whether `ptr` lies in a host range registered through this context.
     pub(super) fn is_registered(&self, ptr: Address) -> bool {
         let registered = lock(&self.registered);
-        registered.range(..=ptr).next_back().is_some_and(|(&start, &len)| ptr - start < len)
+        entry_holding(&registered, ptr, |&len| len).is_some()
     }
 }
 

@@ -20,6 +20,7 @@ use super::driver::{IpcMemHandle, IPC_MEM_LAZY_ENABLE_PEER_ACCESS};
 use super::CudaContext;
 use crate::error::{MemoryError, Result};
 use crate::runtime::ipc::{Ipc, Mapped};
+use crate::runtime::ranges::entry_holding;
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Device};
 use crate::sync::lock;
@@ -30,8 +31,8 @@ static MAPPINGS: Mutex<BTreeMap<Address, (usize, u64)>> = Mutex::new(BTreeMap::n
 /// `(base, size)` of the mapping of `context` that holds `ptr`, if any.
 pub(super) fn mapping_of(context: &CudaContext, ptr: Address) -> Option<(Address, u64)> {
     let mappings = lock(&MAPPINGS);
-    let (&base, &(owner, size)) = mappings.range(..=ptr).next_back()?;
-    (owner == context.handle.as_raw() && ptr - base < size).then_some((base, size))
+    let (base, &(owner, size)) = entry_holding(&mappings, ptr, |&(_, size)| size)?;
+    (owner == context.handle.as_raw()).then_some((base, size))
 }
 
 impl Ipc for CudaContext {

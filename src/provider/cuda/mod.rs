@@ -46,6 +46,7 @@ use self::staging::{Direction, Stager, StagingConfig};
 use crate::error::{MemoryError, Result};
 use crate::runtime::host_register::HostRegistration;
 use crate::runtime::prefetch::SharedMemoryHints;
+use crate::runtime::ranges::entry_holding;
 use crate::runtime::UsmKind;
 use crate::runtime::{
     check_allocation_request, Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue, ReadBytes, WriteBytes,
@@ -280,8 +281,7 @@ impl CudaContext {
     /// The allocation of ours that holds `ptr`, as `(handed-out address, allocation)`.
     fn lookup(&self, ptr: u64) -> Option<(u64, DriverAllocation)> {
         let map = lock(&self.allocations);
-        let (&start, &a) = map.range(..=ptr).next_back()?;
-        (ptr - start < a.size).then_some((start, a))
+        entry_holding(&map, ptr, |a| a.size).map(|(start, &a)| (start, a))
     }
 
     /// A copy between pageable host memory and device memory of this context, through
