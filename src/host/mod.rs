@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 pub(crate) mod workers;
 
+use crate::error::{MemoryError, Result};
 use crate::host::workers::{run_all, Workers};
 use crate::runtime::{ReadBytes, WriteBytes};
 use crate::sync::lock;
@@ -228,6 +229,11 @@ impl Scratch {
             None => zeroed_bytes(len).or_else(|| (Scratch::trim_idle() > 0).then(|| zeroed_bytes(len)).flatten())?,
         };
         Some(Scratch { block, len })
+    }
+
+    /// `nbytes` of scratch memory for a copy, or the error that there is no such memory.
+    pub(crate) fn for_copy(nbytes: u64) -> Result<Scratch> {
+        usize::try_from(nbytes).ok().and_then(Scratch::new).ok_or(MemoryError::HostAllocation { nbytes })
     }
 
     /// A copy of `src` (over several threads when large).

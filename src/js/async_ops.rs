@@ -91,8 +91,7 @@ impl UsmTask {
 
 /// The task's own buffer for a destination, made and filled on the worker.
 fn bounce_into(memory: &UsmMemory, staging: &mut Option<Scratch>) -> Result<(), MemoryError> {
-    let len = usize::try_from(memory.nbytes()).map_err(|_| MemoryError::HostAllocation { nbytes: memory.nbytes() })?;
-    let scratch = staging.insert(Scratch::new(len).ok_or(MemoryError::HostAllocation { nbytes: len as u64 })?);
+    let scratch = staging.insert(Scratch::for_copy(memory.nbytes())?);
     memory.copy_to_host(WriteBytes::of_slice(scratch))
 }
 

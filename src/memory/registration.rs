@@ -200,8 +200,7 @@ pub(crate) fn host_copy(
 /// The copy through memory of our own, which the CPU copies to or from the host side.
 fn bounce(queue: &Arc<dyn Queue>, dst: WriteBytes<'_>, src: ReadBytes<'_>, host: HostSide) -> Result<()> {
     let nbytes = src.copy_len(&dst)?;
-    let mut scratch =
-        usize::try_from(nbytes).ok().and_then(Scratch::new).ok_or(MemoryError::HostAllocation { nbytes })?;
+    let mut scratch = Scratch::for_copy(nbytes)?;
     let own = WriteBytes::of_slice(&mut scratch);
     if route((own.address(), own.len()), None) != Route::Plain {
         return Err(MemoryError::BounceInRegistration { nbytes });

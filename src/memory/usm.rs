@@ -373,10 +373,7 @@ pub fn too_large_for_host(nbytes: u64, max_len: u64) -> MemoryError {
 fn staged_copy(from: &Arc<dyn Queue>, to: &Arc<dyn Queue>, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()> {
     let nbytes = src.copy_len(&dst)?;
     // Scratch of the async copies: reused, and never zero-filled (the copy fills it).
-    let mut staging = usize::try_from(nbytes)
-        .ok()
-        .and_then(crate::host::Scratch::new)
-        .ok_or(MemoryError::HostAllocation { nbytes })?;
+    let mut staging = crate::host::Scratch::for_copy(nbytes)?;
     host_copy(from, WriteBytes::of_slice(&mut staging), src, HostSide::Destination, None)?;
     host_copy(to, dst, ReadBytes::of_slice(&staging), HostSide::Source, None)
 }
