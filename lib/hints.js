@@ -2,12 +2,10 @@
 // The arguments of `MemoryUSMShared`'s `prefetch()` and `memAdvise()`, read into plain
 // values before the binding is called, and their result.
 const { ErrorCode, typeError, fromNative } = require('./errors.js');
-const { display, typeName } = require('./values.js');
+const { display, typeName, onlyOption } = require('./values.js');
 
 const { Object } = globalThis;
-const keys = Object.keys;
 const freeze = Object.freeze;
-const { isArray } = Array;
 
 /** The names `memAdvise` takes (the binding's `Advice::NAMES`). */
 const ADVICE = freeze([
@@ -28,19 +26,6 @@ function locationArg(value, what) {
   if (value === 'host') return true;
   if (typeof value !== 'string') throw typeError(`${what} must be 'device' or 'host', not ${typeName(value)}`);
   throw invalidValue(`${what} must be 'device' or 'host', not ${display(value)}`);
-}
-
-/** One option named `name` of a plain options object (own enumerable keys only). */
-function onlyOption(options, name, method) {
-  if (options === undefined || options === null) return undefined;
-  if (typeof options !== 'object' || isArray(options)) {
-    throw typeError(`${method} options must be a plain object such as { ${name} }, not ${typeName(options)}`);
-  }
-  const names = keys(options);
-  for (let i = 0; i < names.length; i++) {
-    if (names[i] !== name) throw typeError(`unknown option '${names[i].slice(0, 64)}': ${method} takes { ${name} }`);
-  }
-  return options[name];
 }
 
 /** `prefetch({ to })`: whether the target is the host. */

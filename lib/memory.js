@@ -6,7 +6,7 @@
 // binding is called, so no user code runs while the binding holds a raw pointer.
 const { native, own, MEMORY_HANDLE } = require('./native.js');
 const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis, MEMORY_CLONE_GUARD } = require('./errors.js');
-const { display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg } = require('./values.js');
+const { display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg, onlyOption } = require('./values.js');
 const devices = require('./device.js');
 const { prefetchArgs, adviseArgs, runHint } = require('./hints.js');
 
@@ -606,19 +606,10 @@ function asUsmMemory(obj) {
 
 /** `{ timeout? }` of `share()`: own enumerable properties only, unknown names refused. */
 function readShareOptions(options) {
-  if (options === undefined || options === null) return undefined;
-  if (typeof options !== 'object' || isArray(options)) throw typeError(`share options must be a plain object such as { timeout }, not ${display(options)}`);
-  let timeout;
-  const names = keys(options);
-  for (let i = 0; i < names.length; i++) {
-    const name = names[i];
-    const value = options[name];
-    if (name !== 'timeout') throw typeError(`unknown option '${name.slice(0, 64)}': the option of share() is timeout`);
-    if (value === undefined || value === null) continue;
-    // The range (1 ms ..= 2^31 - 1 ms, an integer) is the model's to check.
-    if (typeof value !== 'number') throw typeError(`timeout must be a number of milliseconds, not ${typeName(value)}`);
-    timeout = value;
-  }
+  const timeout = onlyOption(options, 'timeout', 'share');
+  if (timeout === undefined || timeout === null) return undefined;
+  // The range (1 ms ..= 2^31 - 1 ms, an integer) is the model's to check.
+  if (typeof timeout !== 'number') throw typeError(`timeout must be a number of milliseconds, not ${typeName(timeout)}`);
   return timeout;
 }
 

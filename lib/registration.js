@@ -6,12 +6,10 @@
 // registered bytes, and ends the registration when this object is collected.
 const { native } = require('./native.js');
 const { ErrorCode, typeError, fromNative, CLONE_GUARD } = require('./errors.js');
-const { display, typeName, hostArg } = require('./values.js');
+const { display, hostArg, onlyOption } = require('./values.js');
 const { cachedQueue, queueHandle, isQueue } = require('./device.js');
 
-const { Object, Symbol, Reflect, FinalizationRegistry } = globalThis;
-const keys = Object.keys;
-const { isArray } = Array;
+const { Symbol, Reflect, FinalizationRegistry } = globalThis;
 const apply = Reflect.apply;
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 const inspect = Symbol.for('nodejs.util.inspect.custom');
@@ -80,19 +78,9 @@ class HostRegistration {
 
 /** `{ queue }`: the queue whose runtime registers (the default queue when omitted). */
 function queueOption(options) {
-  if (options === undefined || options === null) return undefined;
-  if (typeof options !== 'object' || isArray(options)) {
-    throw typeError(`registerHost options must be a plain object such as { queue }, not ${typeName(options)}`);
-  }
-  let queue;
-  const names = keys(options);
-  for (let i = 0; i < names.length; i++) {
-    const name = names[i];
-    if (name !== 'queue') throw typeError(`unknown option '${name.slice(0, 64)}': registerHost takes { queue }`);
-    const value = options[name];
-    if (value !== undefined && value !== null && !isQueue(value)) throw typeError(`queue must be a SyclQueue, not ${display(value)}`);
-    if (value !== undefined && value !== null) queue = value;
-  }
+  const queue = onlyOption(options, 'queue', 'registerHost');
+  if (queue === undefined || queue === null) return undefined;
+  if (!isQueue(queue)) throw typeError(`queue must be a SyclQueue, not ${display(queue)}`);
   return queue;
 }
 

@@ -9,6 +9,7 @@ const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 const isView = ArrayBuffer.isView;
 const { isSafeInteger, isInteger, isNaN } = Number;
 const { isArray } = Array;
+const keys = Object.keys;
 const { BigInt } = globalThis;
 const arrayBufferByteLength = getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
 const sharedByteLength = getOwnPropertyDescriptor(SharedArrayBuffer.prototype, 'byteLength').get;
@@ -118,6 +119,22 @@ function stringArg(value, what) {
 }
 
 /**
+ * The one option named `name` of a plain options object of `method` (own enumerable keys
+ * only; any other name is refused); `undefined` without options.
+ */
+function onlyOption(options, name, method) {
+  if (options === undefined || options === null) return undefined;
+  if (typeof options !== 'object' || isArray(options)) {
+    throw typeError(`${method} options must be a plain object such as { ${name} }, not ${typeName(options)}`);
+  }
+  const names = keys(options);
+  for (let i = 0; i < names.length; i++) {
+    if (names[i] !== name) throw typeError(`unknown option '${names[i].slice(0, 64)}': ${method} takes { ${name} }`);
+  }
+  return options[name];
+}
+
+/**
  * A host buffer argument as the binding takes it: an ArrayBuffer or a view as is, a
  * SharedArrayBuffer as a Uint8Array over it (Node-API has no accessor for it before
  * Node 24). Anything else is refused at once: no array-like is read element by element.
@@ -137,4 +154,5 @@ module.exports = {
   boolArg,
   stringArg,
   hostArg,
+  onlyOption,
 };
