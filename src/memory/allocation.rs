@@ -170,8 +170,7 @@ impl Allocation {
             pool,
             exported: AtomicBool::new(false),
         });
-        let holder: Arc<dyn std::any::Any + Send + Sync> = allocation.clone();
-        pool.record_live(block, nbytes, Arc::downgrade(&holder) as Holder);
+        pool.record_live(block, nbytes, Arc::downgrade(&allocation) as Holder);
         Ok(allocation)
     }
 
