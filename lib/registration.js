@@ -23,7 +23,8 @@ const MAKE = Symbol('HostRegistration');
 /** A registration of host memory with a device runtime; `unregister()` ends it. */
 class HostRegistration {
   __dpctlMemoryCloneGuard__ = CLONE_GUARD;
-  #id = 0;
+  /** The binding's id, `null` once ended. */
+  #id = null;
   #registered = false;
   #byteLength = 0;
 
@@ -57,8 +58,8 @@ class HostRegistration {
   unregister() {
     HostRegistration.#check(this, 'unregister');
     const id = this.#id;
-    if (id === 0) return;
-    this.#id = 0;
+    if (id === null) return;
+    this.#id = null;
     apply(untrack, collected, [this]);
     try {
       native.hostUnregister(id);
@@ -71,7 +72,7 @@ class HostRegistration {
     this.unregister();
   }
   [inspect]() {
-    const state = this.#id === 0 ? 'ended' : this.#registered ? 'registered' : 'not needed';
+    const state = this.#id === null ? 'ended' : this.#registered ? 'registered' : 'not needed';
     return `HostRegistration { byteLength: ${this.#byteLength}, ${state} }`;
   }
 }

@@ -1,5 +1,7 @@
 //! The values behind the binding's handles (see `js::slab`): what one environment holds
-//! for the JS objects that hold ids.
+//! for the JS objects that hold ids, and the one lookup of each kind of handle, with one
+//! error for each way it can fail (a stale device, context or queue id is an internal
+//! error: the JS layer holds those objects; a memory id that finds nothing was freed).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -7,8 +9,10 @@ use std::sync::Arc;
 
 use napi::Env;
 
+use crate::error::{MemoryError, Result};
 use crate::js::ffi::{self, JsRef};
 use crate::js::slab::Slab;
+use crate::memory::registration::Registration;
 use crate::memory::usm::Owner;
 use crate::memory::usm::UsmMemory;
 use crate::runtime::{Context, Device, Queue};
@@ -60,21 +64,117 @@ impl MemoryHandle {
     }
 }
 
+/// One live registration of host memory (`js::registration`).
+pub(crate) struct RegistrationHandle {
+    pub(crate) registration: Arc<Registration>,
+    /// The `ArrayBuffer` or `SharedArrayBuffer` whose bytes were registered, held
+    /// strongly while the registration lasts.
+    pub(crate) buffer: JsRef,
+    /// `(data, byteLength)` of the whole `ArrayBuffer` when registered; `None` for a
+    /// `SharedArrayBuffer`, which can neither be detached nor move.
+    pub(crate) extent: Option<(u64, usize)>,
+}
+
 /// The values behind this environment's handles.
 #[derive(Default)]
 pub struct Handles {
-    pub(crate) devices: Slab<Arc<dyn Device>>,
-    pub(crate) contexts: Slab<Arc<dyn Context>>,
-    pub(crate) queues: Slab<Arc<dyn Queue>>,
+    devices: Slab<Arc<dyn Device>>,
+    contexts: Slab<Arc<dyn Context>>,
+    queues: Slab<Arc<dyn Queue>>,
     pub(crate) memories: Slab<MemoryHandle>,
-    pub(crate) registrations: crate::js::registration::Registrations,
+    pub(crate) registrations: Slab<RegistrationHandle>,
+}
+
+fn stale(what: &str) -> MemoryError {
+    MemoryError::StaleHandle { what: what.into() }
+}
+
+/// Which slab a `releaseHandle` call names (the JS layer's `DEVICE_HANDLE` ...
+/// `MEMORY_HANDLE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandleKind {
+    Device = 0,
+    Context = 1,
+    Queue = 2,
+    Memory = 3,
+}
+
+impl HandleKind {
+    /// The kind a JS number names; anything else is memory (as the JS layer never sends).
+    pub fn from_number(value: u32) -> HandleKind {
+        match value {
+            0 => HandleKind::Device,
+            1 => HandleKind::Context,
+            2 => HandleKind::Queue,
+            _ => HandleKind::Memory,
+        }
+    }
 }
 
 impl Handles {
+    /// The device of a live id.
+    pub(crate) fn device(&self, id: f64) -> Result<Arc<dyn Device>> {
+        self.devices.get(id).cloned().ok_or_else(|| stale("device"))
+    }
+
+    /// The context of a live id.
+    pub(crate) fn context(&self, id: f64) -> Result<Arc<dyn Context>> {
+        self.contexts.get(id).cloned().ok_or_else(|| stale("context"))
+    }
+
+    /// The queue of a live id.
+    pub(crate) fn queue(&self, id: f64) -> Result<Arc<dyn Queue>> {
+        self.queues.get(id).cloned().ok_or_else(|| stale("queue"))
+    }
+
+    /// The memory of a live handle (a cheap clone: two `Arc`s); `ERR_USM_FREED` after
+    /// `memFree`. The one way to get a handle's memory.
+    pub(crate) fn memory(&self, id: f64) -> Result<UsmMemory> {
+        self.memories.get(id).map(|handle| handle.memory.clone()).ok_or(MemoryError::Freed)
+    }
+
+    /// A new device handle.
+    pub(crate) fn add_device(&mut self, device: Arc<dyn Device>) -> Result<f64> {
+        self.devices.insert(device).ok_or(MemoryError::TooManyObjects)
+    }
+
+    /// A new context handle.
+    pub(crate) fn add_context(&mut self, context: Arc<dyn Context>) -> Result<f64> {
+        self.contexts.insert(context).ok_or(MemoryError::TooManyObjects)
+    }
+
+    /// A new queue handle.
+    pub(crate) fn add_queue(&mut self, queue: Arc<dyn Queue>) -> Result<f64> {
+        self.queues.insert(queue).ok_or(MemoryError::TooManyObjects)
+    }
+
+    /// A new memory handle.
+    pub(crate) fn add_memory(&mut self, handle: MemoryHandle) -> Result<f64> {
+        self.memories.insert(handle).ok_or(MemoryError::TooManyObjects)
+    }
+
+    /// A new registration handle.
+    pub(crate) fn add_registration(&mut self, handle: RegistrationHandle) -> Result<f64> {
+        self.registrations.insert(handle).ok_or(MemoryError::TooManyObjects)
+    }
+
+    /// Takes a device, context or queue handle out (its JS object is gone). A memory
+    /// handle comes back to the caller, which takes back what it reported to V8 once no
+    /// borrow of the handles is held.
+    pub(crate) fn release(&mut self, kind: HandleKind, id: f64) -> Option<MemoryHandle> {
+        match kind {
+            HandleKind::Device => drop(self.devices.remove(id)),
+            HandleKind::Context => drop(self.contexts.remove(id)),
+            HandleKind::Queue => drop(self.queues.remove(id)),
+            HandleKind::Memory => return self.memories.remove(id),
+        }
+        None
+    }
+
     /// At environment teardown the environment releases every reference itself; deleting
     /// them then could touch it after that, so the buffers' references are forgotten.
     pub(crate) fn forget_references(&mut self) {
-        self.registrations.forget_references();
+        self.registrations.drain(|handle| std::mem::forget(handle.buffer));
         self.memories.for_each(|handle| {
             if let Some((_, reference)) = handle.buffer.take() {
                 std::mem::forget(reference);

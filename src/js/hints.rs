@@ -8,8 +8,9 @@ use napi_derive::napi;
 
 use crate::error::MemoryError;
 use crate::js::errors::{to_js_error, OrThrow};
+use crate::js::lookup::lookup;
 use crate::memory::usm::UsmMemory;
-use crate::runtime::prefetch::{Advice, HintOutcome, Location};
+use crate::runtime::hints::{Advice, HintOutcome, Location};
 
 /// What `prefetch()` or `memAdvise()` asks of the runtime.
 pub enum Hint {
@@ -48,24 +49,18 @@ fn location(to_host: bool) -> Location {
     }
 }
 
-fn live_memory(env: &Env, memory_id: f64) -> napi::Result<UsmMemory> {
-    let handles = crate::js::state::state(env)?.handles.try_borrow();
-    let memory = handles.ok().and_then(|h| h.memories.get(memory_id).map(|m| m.memory.clone()));
-    memory.ok_or(MemoryError::Freed).or_throw(env)
-}
-
 /// Migrates shared memory to the device (`to_host` false) or the host; resolves `true`
 /// when the runtime acted on it.
 #[napi(ts_return_type = "Promise<boolean>")]
 pub fn mem_prefetch(env: &Env, memory_id: f64, to_host: bool) -> napi::Result<AsyncTask<HintTask>> {
-    let memory = live_memory(env, memory_id)?;
+    let memory = lookup(env, |h| h.memory(memory_id))?;
     Ok(AsyncTask::new(HintTask { memory, hint: Hint::Prefetch(location(to_host)) }))
 }
 
 /// `advice` is one of `Advice::NAMES` (the JS layer checked it).
 #[napi(ts_return_type = "Promise<boolean>")]
 pub fn mem_advise(env: &Env, memory_id: f64, advice: String, to_host: bool) -> napi::Result<AsyncTask<HintTask>> {
-    let memory = live_memory(env, memory_id)?;
+    let memory = lookup(env, |h| h.memory(memory_id))?;
     let advice = Advice::from_name(&advice, location(to_host))
         .ok_or_else(|| MemoryError::UnknownAdvice { advice: advice.clone() })
         .or_throw(env)?;

@@ -1,14 +1,28 @@
-//! The JS surface: `#[napi]` classes and functions, argument conversion, and the one
-//! conversion of model errors into JS errors. napi types stay in this layer.
+//! The binding: functions over handles (ids of the values in this environment's slabs,
+//! see `slab`), taking and returning primitives, ids and buffers. The JS classes in `lib/`
+//! own every object users see, read every option and dictionary, and make every error in
+//! their own realm; these functions only convert their arguments and call the Node-free
+//! model (`crate::memory`). No user code can run here: the JS layer hands over only
+//! primitives, handles, host buffers and plain copies it made of interface fields.
+//!
+//! One file per feature, as `lib/` has: `devices`, `memory`, `share`, `ipc`,
+//! `registration`, `hints`, `pool`; and the mechanism they share: `handles` (what the
+//! slabs hold, and the one lookup of each), `lookup` (how a function reaches them), `state` (per environment), `ffi` (every
+//! `unsafe` Node-API call), `errors`, `json`, `async_ops` (the Promise-returning copies).
+//! napi types stay in this layer.
 pub mod async_ops;
-pub mod binding;
+pub mod devices;
 pub mod errors;
 pub mod ffi;
 pub mod handles;
 pub mod hints;
+pub mod ipc;
 pub mod json;
+pub mod lookup;
+pub mod memory;
 pub mod pool;
 pub mod registration;
+pub mod share;
 pub mod slab;
 pub mod state;
 
@@ -39,7 +53,7 @@ const BUILTINS: &str = r#"(() => {
 /// state.
 #[napi(module_exports)]
 pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {
-    binding::define_fast_calls(&env, &mut exports)?;
+    memory::define_fast_calls(&env, &mut exports)?;
     let builtins = ffi::JsRef::new(&env.run_script::<_, Unknown>(BUILTINS)?)?;
     state::install(&env, state::EnvState { builtins, handles: Default::default() })
 }

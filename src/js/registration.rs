@@ -8,7 +8,6 @@
 //! `unregister()` and `[Symbol.dispose]`. What a strong reference cannot stop is a detach
 //! (`transfer()`, `postMessage` with a transfer list) or a resize; those the check finds.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{Float64Array, Unknown};
@@ -17,41 +16,11 @@ use napi_derive::napi;
 
 use crate::error::MemoryError;
 use crate::js::errors::OrThrow;
-use crate::js::ffi::{self, HostBytes, JsRef};
+use crate::js::ffi::{self, HostBytes};
+use crate::js::handles::RegistrationHandle;
+use crate::js::lookup::{handles, lookup};
 use crate::memory::registration::Registration;
-use crate::runtime::{Queue, ReadBytes};
-
-/// One live registration of this environment.
-struct RegistrationHandle {
-    registration: Arc<Registration>,
-    /// The `ArrayBuffer` or `SharedArrayBuffer` whose bytes were registered.
-    buffer: JsRef,
-    /// `(data, byteLength)` of the whole `ArrayBuffer` when registered; `None` for a
-    /// `SharedArrayBuffer`, which can neither be detached nor move.
-    extent: Option<(u64, usize)>,
-}
-
-/// This environment's registrations by id.
-#[derive(Default)]
-pub struct Registrations {
-    live: BTreeMap<u64, RegistrationHandle>,
-    next: u64,
-}
-
-impl Registrations {
-    /// At environment teardown the environment releases every reference itself.
-    pub(crate) fn forget_references(&mut self) {
-        for (_, handle) in std::mem::take(&mut self.live) {
-            std::mem::forget(handle.buffer);
-        }
-    }
-}
-
-fn with_registrations<R>(env: &Env, f: impl FnOnce(&mut Registrations) -> R) -> napi::Result<R> {
-    let mut handles =
-        crate::js::state::state(env)?.handles.try_borrow_mut().map_err(|_| MemoryError::Busy).or_throw(env)?;
-    Ok(f(&mut handles.registrations))
-}
+use crate::runtime::ReadBytes;
 
 /// Whether the registered buffer still holds the bytes it held when registered: alive
 /// (it is, held strongly), not detached, same data pointer and length.
@@ -67,30 +36,27 @@ fn still_holds(env: &Env, handle: &RegistrationHandle) -> napi::Result<bool> {
 /// resized) is ended now.
 pub(crate) fn vouched(env: &Env, bytes: &HostBytes) -> napi::Result<Option<Arc<Registration>>> {
     let (address, len) = (bytes.address(), bytes.byte_length() as u64);
-    let overlapping: Vec<u64> = with_registrations(env, |registrations| {
-        registrations
-            .live
-            .iter()
-            .filter(|(_, h)| {
-                let r = &h.registration;
-                address < r.address().saturating_add(r.len()) && r.address() < address.saturating_add(len.max(1))
-            })
-            .map(|(&id, _)| id)
-            .collect()
-    })?;
+    // The Node-API calls below run no JS, so the handles stay borrowed throughout.
+    let mut handles = handles(env)?;
+    let overlapping = handles.registrations.ids_where(|handle| {
+        let r = &handle.registration;
+        address < r.address().saturating_add(r.len()) && r.address() < address.saturating_add(len.max(1))
+    });
     let mut found = None;
+    let mut stale = Vec::new();
     for id in overlapping {
-        // Taken out while JS-facing calls run, put back when still good.
-        let Some(handle) = with_registrations(env, |r| r.live.remove(&id))? else { continue };
-        if !still_holds(env, &handle)? {
-            drop(handle);
+        let Some(handle) = handles.registrations.get(id) else { continue };
+        if !still_holds(env, handle)? {
+            stale.push(id);
             continue;
         }
         if bytes.in_buffer(env, &handle.buffer.get(env)?)? && handle.registration.covers(address, len) {
             found = Some(handle.registration.clone());
         }
-        with_registrations(env, |r| r.live.insert(id, handle))?;
     }
+    let ended: Vec<RegistrationHandle> = stale.into_iter().filter_map(|id| handles.registrations.remove(id)).collect();
+    drop(handles);
+    drop(ended);
     Ok(found)
 }
 
@@ -99,13 +65,7 @@ pub(crate) fn vouched(env: &Env, bytes: &HostBytes) -> napi::Result<Option<Arc<R
 /// Returns `[id, registered (0 or 1), byteLength]`.
 #[napi]
 pub fn host_register(env: &Env, queue_id: f64, host: Unknown) -> napi::Result<Float64Array> {
-    let queue: Arc<dyn Queue> = crate::js::state::state(env)?
-        .handles
-        .try_borrow()
-        .ok()
-        .and_then(|h| h.queues.get(queue_id).cloned())
-        .ok_or_else(|| MemoryError::StaleHandle { what: "queue".into() })
-        .or_throw(env)?;
+    let queue = lookup(env, |h| h.queue(queue_id))?;
     let bytes = ffi::host_bytes(env, &host)?
         .ok_or_else(|| MemoryError::NotHostBuffer { what: "buffer".into() })
         .or_throw(env)?;
@@ -120,12 +80,8 @@ pub fn host_register(env: &Env, queue_id: f64, host: Unknown) -> napi::Result<Fl
         .or_throw(env)?;
     let registered = f64::from(u8::from(registration.registered()));
     let len = registration.len() as f64;
-    let id = with_registrations(env, |r| {
-        r.next += 1;
-        r.live.insert(r.next, RegistrationHandle { registration, buffer, extent });
-        r.next
-    })?;
-    Ok(Float64Array::new(vec![id as f64, registered, len]))
+    let id = lookup(env, |h| h.add_registration(RegistrationHandle { registration, buffer, extent }))?;
+    Ok(Float64Array::new(vec![id, registered, len]))
 }
 
 /// Ends a registration (`unregister()`, `[Symbol.dispose]`, or its object's collection).
@@ -133,7 +89,7 @@ pub fn host_register(env: &Env, queue_id: f64, host: Unknown) -> napi::Result<Fl
 /// already ended is a no-op.
 #[napi]
 pub fn host_unregister(env: &Env, id: f64) -> napi::Result<()> {
-    let handle = with_registrations(env, |r| r.live.remove(&(id as u64)))?;
+    let handle = handles(env)?.registrations.remove(id);
     drop(handle);
     Ok(())
 }

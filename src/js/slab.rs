@@ -85,6 +85,30 @@ impl<T> Slab<T> {
         }
     }
 
+    /// The ids of the live values for which `keep` is true.
+    pub fn ids_where(&self, mut keep: impl FnMut(&T) -> bool) -> Vec<f64> {
+        let live = self.entries.iter().enumerate().filter_map(|(index, entry)| {
+            let value = entry.value.as_ref()?;
+            let index = u32::try_from(index).ok()?;
+            keep(value).then(|| id_of(index, entry.generation))
+        });
+        live.collect()
+    }
+
+    /// Takes every live value out, handing each to `f`.
+    pub fn drain(&mut self, mut f: impl FnMut(T)) {
+        for index in 0..self.entries.len() {
+            let entry = &mut self.entries[index];
+            if let Some(value) = entry.value.take() {
+                entry.generation = (entry.generation + 1) % GENERATION_LIMIT;
+                if let Ok(index) = u32::try_from(index) {
+                    self.vacant.push(index);
+                }
+                f(value);
+            }
+        }
+    }
+
     /// Live values.
     #[cfg(test)]
     pub fn live(&self) -> usize {

@@ -9,6 +9,7 @@ use napi::Env;
 
 use crate::js::ffi::JsRef;
 use crate::js::handles::Handles;
+use crate::memory::registry::{registry_with, Registry};
 
 /// The binding's per-environment state (see the module documentation).
 pub struct EnvState {
@@ -39,4 +40,10 @@ pub fn state(env: &Env) -> napi::Result<&'static EnvState> {
     env.get_instance_data::<EnvState>()?
         .map(|state| &*state)
         .ok_or_else(|| napi::Error::new(napi::Status::GenericFailure, "dpctl-memory: the module state is missing"))
+}
+
+/// The process's device registry over every provider (the binding is where the
+/// providers are named; the model only sees the runtime interface).
+pub fn registry() -> &'static Registry {
+    registry_with(crate::provider::load_all)
 }

@@ -33,6 +33,17 @@ impl UsmKind {
         }
     }
 
+    /// The kind of a `DPCTLSyclUSMType` value of an allocated kind (device 1, shared 2,
+    /// host 3), as the JS layer sends them; `ERR_UNKNOWN_USM_TYPE` for any other.
+    pub fn from_allocated_value(value: u32) -> Result<UsmKind> {
+        match value {
+            1 => Ok(UsmKind::Device),
+            2 => Ok(UsmKind::Shared),
+            3 => Ok(UsmKind::Host),
+            _ => Err(MemoryError::UnknownUsmType { value }),
+        }
+    }
+
     /// Whether the host can read and write the memory directly.
     pub fn host_accessible(self) -> bool {
         matches!(self, UsmKind::Shared | UsmKind::Host)
