@@ -6,6 +6,7 @@ const memory = require('./memory.js');
 const pool = require('./pool.js');
 const registration = require('./registration.js');
 const ipc = require('./ipc.js');
+const share = require('./share.js');
 
 module.exports = {
   _Memory: memory._Memory,
@@ -14,7 +15,7 @@ module.exports = {
   MemoryUSMShared: memory.MemoryUSMShared,
   asUsmMemory: memory.asUsmMemory,
   openShared: memory.openShared,
-  revokeShared: memory.revokeShared,
+  revokeShared: share.revokeShared,
   IPCMemoryHandle: ipc.IPCMemoryHandle,
   MemoryIPCDevice: ipc.MemoryIPCDevice,
   SyclDevice: device.SyclDevice,

@@ -9,14 +9,13 @@ const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis, ME
 const { display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg, onlyOption } = require('./values.js');
 const devices = require('./device.js');
 const { prefetchArgs, adviseArgs, runHint } = require('./hints.js');
+const { shareToken, openToken } = require('./share.js');
 
 const { INTERNAL, SyclQueue, cachedQueue, cachedQueueObject, queueHandle, contextHandle, isQueue, isContext, isDevice } = devices;
-const { ArrayBuffer, Uint8Array, Object, WeakMap, Map, Symbol, Reflect, Number } = globalThis;
+const { ArrayBuffer, Uint8Array, Object, WeakMap, Symbol, Reflect } = globalThis;
 const apply = Reflect.apply;
 const setPrototypeOf = Object.setPrototypeOf;
 const keys = Object.keys;
-const freeze = Object.freeze;
-const isSafeInteger = Number.isSafeInteger;
 const { isArray, from: arrayFrom } = Array;
 
 const SUAI = '__sycl_usm_array_interface__';
@@ -440,14 +439,7 @@ class _Memory {
    */
   share(options) {
     const handle = _Memory.#live(this, 'share');
-    const timeout = readShareOptions(options);
-    let text;
-    try {
-      text = native.memShare(handle, timeout);
-    } catch (error) {
-      throw fromNative(error);
-    }
-    return freeze({ dpctlMemoryShare: 1, kind: KIND_NAMES[this.#kind], nbytes: this.#nbytes, handle: text });
+    return shareToken(handle, KIND_NAMES[this.#kind], this.#nbytes, options);
   }
 
   /**
@@ -604,35 +596,6 @@ function asUsmMemory(obj) {
   return new Class(INTERNAL, { handle, queue: from.queue, reference: from.reference, facts: from.facts });
 }
 
-/** `{ timeout? }` of `share()`: own enumerable properties only, unknown names refused. */
-function readShareOptions(options) {
-  const timeout = onlyOption(options, 'timeout', 'share');
-  if (timeout === undefined || timeout === null) return undefined;
-  // The range (1 ms ..= 2^31 - 1 ms, an integer) is the model's to check.
-  if (typeof timeout !== 'number') throw typeError(`timeout must be a number of milliseconds, not ${typeName(timeout)}`);
-  return timeout;
-}
-
-/** What `openShared`/`revokeShared` read of a token: own values, checked, before any native call. */
-function readToken(token, member) {
-  const invalid = (what) =>
-    typeError(`${member} expects a token made by mem.share(), not ${what}`, ErrorCode.ShareTokenInvalid);
-  if (typeof token !== 'object' || token === null || isArray(token)) throw invalid(display(token));
-  if (isMemory(token)) throw invalid('a memory object (post mem.share() and open that)');
-  const version = token.dpctlMemoryShare;
-  const handle = token.handle;
-  const kindName = token.kind;
-  const nbytes = token.nbytes;
-  const kind = kindName === 'device' ? DEVICE : kindName === 'shared' ? SHARED : kindName === 'host' ? HOST : 0;
-  if (version !== 1 || typeof handle !== 'string' || handle.length > 64 || kind === 0 || !isSafeInteger(nbytes) || nbytes <= 0) {
-    throw invalid('an object without its fields (dpctlMemoryShare: 1, kind, nbytes, handle)');
-  }
-  return { handle, kind, nbytes };
-}
-
-/** This realm's `SyclQueue` of each cached queue a token brought, by the binding's key. */
-const sharedCachedQueues = new Map();
-
 /**
  * Opens a token of `mem.share()` (from any thread of this process) into a memory object
  * of its kind over the same allocation, with a `buffer` of its own for host and shared
@@ -640,37 +603,8 @@ const sharedCachedQueues = new Map();
  * thread exits). A token opens once.
  */
 function openShared(token) {
-  const { handle, kind, nbytes } = readToken(token, 'openShared');
-  let id;
-  let facts;
-  try {
-    id = native.memOpenShared(handle, kind, nbytes);
-    facts = native.memSharedFacts(id);
-  } catch (error) {
-    throw fromNative(error);
-  }
-  const readOnly = facts % 2 === 1;
-  const cachedKey = (facts - (readOnly ? 1 : 0)) / 2;
-  let queue = cachedKey === 0 ? undefined : sharedCachedQueues.get(cachedKey);
-  if (queue === undefined) {
-    const queueId = native.memQueue(id);
-    queue = cachedKey === 0 ? new SyclQueue(INTERNAL, queueId) : cachedQueueObject(queueId);
-    if (cachedKey !== 0) sharedCachedQueues.set(cachedKey, queue);
-  }
-  return new CLASS_OF_KIND[kind](INTERNAL, { handle: id, queue, reference: null, facts: [nbytes, undefined, kind, readOnly] });
-}
-
-/**
- * Revokes a token of `mem.share()` that was not opened yet, giving back what it held:
- * `true`; `false` when it was already opened, revoked or expired.
- */
-function revokeShared(token) {
-  const { handle } = readToken(token, 'revokeShared');
-  try {
-    return native.memRevokeShared(handle);
-  } catch (error) {
-    throw fromNative(error);
-  }
+  const opened = openToken(token);
+  return new CLASS_OF_KIND[opened.kind](INTERNAL, opened);
 }
 
 module.exports = {
@@ -680,7 +614,6 @@ module.exports = {
   MemoryUSMShared,
   asUsmMemory,
   openShared,
-  revokeShared,
   isMemory: (value) => isMemory(value),
   memorySource: (value) => memorySource(value),
 };
