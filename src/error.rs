@@ -247,23 +247,23 @@ error_table! {
         /// dpctl's step-4 error: the interface's pointer is not a USM pointer of the
         /// context its `syclobj` names.
         #[error(
-            "__sycl_usm_array_interface__ is malformed: 'data' field is not consistent with 'syclobj' field, the pointer {ptr:#x} is not \
+            "__sycl_usm_array_interface__ is malformed: 'data' field is not consistent with 'syclobj' field, the pointer {address:#x} is not \
              bound to SyclContext derived from dict('syclobj': {syclobj})."
         )]
-        PointerNotBound { ptr: u64, syclobj: String } => SuaiForeignPointer,
-        /// The `nbytes` at `ptr` leave the allocation of `size` bytes at `base`
+        PointerNotBound { address: u64, syclobj: String } => SuaiForeignPointer,
+        /// The `nbytes` at `address` leave the allocation of `size` bytes at `base`
         /// (`rel_start`, `rel_end`: the range relative to `base`).
         #[error(
-            "__sycl_usm_array_interface__ describes {nbytes} bytes at {ptr:#x} (bytes {rel_start} to \
+            "__sycl_usm_array_interface__ describes {nbytes} bytes at {address:#x} (bytes {rel_start} to \
              {rel_end} relative to the allocation), which leave the allocation of {size} bytes at {base:#x}."
         )]
-        OutOfBounds { nbytes: u64, ptr: u64, rel_start: i128, rel_end: i128, size: u64, base: u64 } => SuaiOutOfBounds,
+        OutOfBounds { nbytes: u64, address: u64, rel_start: i128, rel_end: i128, size: u64, base: u64 } => SuaiOutOfBounds,
         /// An interface pointer into a block of the pool that no live allocation owns.
         #[error(
-            "__sycl_usm_array_interface__ points to {ptr:#x}, which no live allocation owns (freed \
+            "__sycl_usm_array_interface__ points to {address:#x}, which no live allocation owns (freed \
              memory, or past the end of the allocation at {block_base:#x})."
         )]
-        Unowned { ptr: u64, block_base: u64 } => SuaiOutOfBounds,
+        Unowned { address: u64, block_base: u64 } => SuaiOutOfBounds,
         /// The bytes `start..end` of foreign memory change USM kind: they leave the
         /// allocation at `base`.
         #[error(

@@ -34,19 +34,19 @@ pub enum Provenance {
     Foreign,
 }
 
-/// The [`Provenance`] of `ptr` in the process's pool, which keeps the one address book
+/// The [`Provenance`] of `address` in the process's pool, which keeps the one address book
 /// of live, cached and releasing blocks.
-pub fn provenance(ptr: Address) -> Provenance {
-    provenance_in(pool(), ptr)
+pub fn provenance(address: Address) -> Provenance {
+    provenance_in(pool(), address)
 }
 
-/// The [`Provenance`] of `ptr` among `pool`'s blocks.
-pub fn provenance_in(pool: &Pool, ptr: Address) -> Provenance {
-    match pool.lookup(ptr) {
+/// The [`Provenance`] of `address` among `pool`'s blocks.
+pub fn provenance_in(pool: &Pool, address: Address) -> Provenance {
+    match pool.lookup(address) {
         BookAnswer::Live(holder) => match holder.downcast::<Allocation>() {
             Ok(allocation) => Provenance::Owned(allocation),
             // Only allocations hold blocks; anything else owns nothing a view may use.
-            Err(_) => Provenance::Unowned { block_base: ptr },
+            Err(_) => Provenance::Unowned { block_base: address },
         },
         BookAnswer::Unowned { block_base } => Provenance::Unowned { block_base },
         BookAnswer::Foreign => Provenance::Foreign,
@@ -64,11 +64,11 @@ pub fn runtime_slack(range: Option<(Address, u64)>) -> Option<Address> {
 }
 
 /// The error for an interface pointer into memory no live allocation owns.
-pub fn unowned(ptr: Address, block_base: Address) -> MemoryError {
-    MemoryError::Unowned { ptr, block_base }
+pub fn unowned(address: Address, block_base: Address) -> MemoryError {
+    MemoryError::Unowned { address, block_base }
 }
 
-/// The allocation that a view of `nbytes` at `ptr` must hold, checked: `base_ptr` (the
+/// The allocation that a view of `nbytes` at `address` must hold, checked: `base_ptr` (the
 /// interface's data pointer) decides which allocation the view belongs to, and the view
 /// must lie inside the bytes that allocation asked for. For memory this process did not
 /// allocate, the runtime's extent bounds it where the runtime knows one, and otherwise
@@ -77,12 +77,12 @@ pub fn unowned(ptr: Address, block_base: Address) -> MemoryError {
 pub fn bind_view(
     context: &dyn Context,
     base_ptr: Address,
-    ptr: Address,
+    address: Address,
     nbytes: u64,
 ) -> Result<Option<Arc<Allocation>>> {
     match provenance(base_ptr) {
         Provenance::Owned(allocation) => {
-            check_bounds(ptr, nbytes, Some((allocation.address(), allocation.nbytes())))?;
+            check_bounds(address, nbytes, Some((allocation.address(), allocation.nbytes())))?;
             Ok(Some(allocation))
         }
         Provenance::Unowned { block_base } => Err(unowned(base_ptr, block_base)),
@@ -91,13 +91,13 @@ pub fn bind_view(
             if let Some(block_base) = runtime_slack(range) {
                 return Err(unowned(base_ptr, block_base));
             }
-            check_bounds(ptr, nbytes, range)?;
+            check_bounds(address, nbytes, range)?;
             if range.is_none() {
                 let kind = context.pointer_kind(base_ptr);
-                let last = ptr.saturating_add(nbytes.saturating_sub(1));
-                if context.pointer_kind(ptr) != kind || context.pointer_kind(last) != kind {
+                let last = address.saturating_add(nbytes.saturating_sub(1));
+                if context.pointer_kind(address) != kind || context.pointer_kind(last) != kind {
                     return Err(MemoryError::LeavesForeignAllocation {
-                        start: ptr,
+                        start: address,
                         end: last.saturating_add(1),
                         base: base_ptr,
                     });
@@ -108,11 +108,11 @@ pub fn bind_view(
     }
 }
 
-/// The live allocation that holds all of `ptr..ptr + nbytes` within its requested size.
-pub fn owning_allocation(ptr: Address, nbytes: u64) -> Option<Arc<Allocation>> {
-    match provenance(ptr) {
+/// The live allocation that holds all of `address..address + nbytes` within its requested size.
+pub fn owning_allocation(address: Address, nbytes: u64) -> Option<Arc<Allocation>> {
+    match provenance(address) {
         Provenance::Owned(allocation)
-            if ptr.saturating_add(nbytes) <= allocation.address().saturating_add(allocation.nbytes()) =>
+            if address.saturating_add(nbytes) <= allocation.address().saturating_add(allocation.nbytes()) =>
         {
             Some(allocation)
         }
@@ -227,15 +227,15 @@ mod tests {
         Box::leak(Box::new(Pool::new(enabled, Limits::default())))
     }
 
-    fn range_of(pool: &Pool, ptr: Address) -> Option<(Address, u64)> {
-        match provenance_in(pool, ptr) {
+    fn range_of(pool: &Pool, address: Address) -> Option<(Address, u64)> {
+        match provenance_in(pool, address) {
             Provenance::Owned(a) => Some((a.address(), a.nbytes())),
             _ => None,
         }
     }
 
-    fn unowned(pool: &Pool, ptr: Address) -> bool {
-        matches!(provenance_in(pool, ptr), Provenance::Unowned { .. })
+    fn unowned(pool: &Pool, address: Address) -> bool {
+        matches!(provenance_in(pool, address), Provenance::Unowned { .. })
     }
 
     #[test]

@@ -33,7 +33,8 @@ pub fn consume(registry: &Registry, raw: &RawInterface, syclobj: SyclObj, shown:
     let owner = match owner {
         Some(allocation) => Owner::Allocation(allocation),
         // A mapping of another process's memory opened here is held like our own memory.
-        None => crate::memory::ipc::mapping_holding(parsed.ptr, parsed.nbytes).map_or(Owner::Foreign, Owner::Mapping),
+        None => crate::memory::ipc_mapping::mapping_holding(parsed.ptr, parsed.nbytes)
+            .map_or(Owner::Foreign, Owner::Mapping),
     };
     // SAFETY: `parse_interface` and `bind_view` checked that the range is USM memory of
     // the queue's context, inside `owner` when this process allocated it (the view holds
@@ -43,7 +44,7 @@ pub fn consume(registry: &Registry, raw: &RawInterface, syclobj: SyclObj, shown:
 
 /// `syclobj` as a queue the pointer is valid in. A foreign pointer is an error here,
 /// never an abort.
-fn resolve(registry: &Registry, syclobj: SyclObj, ptr: Address, shown: &str) -> Result<Arc<dyn Queue>> {
+fn resolve(registry: &Registry, syclobj: SyclObj, address: Address, shown: &str) -> Result<Arc<dyn Queue>> {
     // What `syclobj` names comes first (a filter string that names no device is that
     // error, whatever the pointer), then the pointer.
     let (queue, context) = match syclobj {
@@ -59,9 +60,9 @@ fn resolve(registry: &Registry, syclobj: SyclObj, ptr: Address, shown: &str) -> 
     // cached block) is refused before the runtime is asked: whether the runtime still
     // calls such memory valid depends on how it rounds and reuses blocks, and the answer
     // must not depend on the device.
-    let ours = provenance(ptr);
+    let ours = provenance(address);
     if let Provenance::Unowned { block_base } = ours {
-        return Err(unowned(ptr, block_base));
+        return Err(unowned(address, block_base));
     }
     let (queue, context) = match (queue, context) {
         (Some(queue), _) => {
@@ -71,20 +72,20 @@ fn resolve(registry: &Registry, syclobj: SyclObj, ptr: Address, shown: &str) -> 
         (None, Some(context)) => (None, context),
         (None, None) => return Err(syclobj_invalid(shown)),
     };
-    if context.pointer_kind(ptr) == UsmKind::Unknown {
-        return Err(pointer_not_bound(ptr, shown));
+    if context.pointer_kind(address) == UsmKind::Unknown {
+        return Err(pointer_not_bound(address, shown));
     }
     // The runtime knows the address but our book does not: it may be the runtime's
     // rounding of one of our allocations (CUDA rounds them up), which no view may touch.
     if matches!(ours, Provenance::Foreign) {
-        if let Some(block_base) = runtime_slack(context.address_range(ptr)) {
-            return Err(unowned(ptr, block_base));
+        if let Some(block_base) = runtime_slack(context.address_range(address)) {
+            return Err(unowned(address, block_base));
         }
     }
     match queue {
         Some(queue) => Ok(queue),
         None => {
-            let device = context.pointer_device(ptr).map_err(|_| pointer_not_bound(ptr, shown))?;
+            let device = context.pointer_device(address).map_err(|_| pointer_not_bound(address, shown))?;
             context.create_queue(&device)
         }
     }

@@ -25,6 +25,7 @@
 use std::fmt;
 
 use crate::error::{InterfaceField, MemoryError, Result};
+use crate::runtime::Address;
 
 /// `Number.MAX_SAFE_INTEGER`: up to it, every integer is exactly one JS number.
 pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
@@ -255,17 +256,17 @@ pub fn syclobj_invalid(syclobj: &str) -> MemoryError {
 }
 
 /// dpctl's step-4 error: the pointer is not a USM pointer of the context `syclobj` names.
-pub fn pointer_not_bound(ptr: u64, syclobj: &str) -> MemoryError {
-    MemoryError::PointerNotBound { ptr, syclobj: syclobj.into() }
+pub fn pointer_not_bound(address: Address, syclobj: &str) -> MemoryError {
+    MemoryError::PointerNotBound { address, syclobj: syclobj.into() }
 }
 
-/// Checks that `[ptr, ptr + nbytes)` lies inside the allocation `(base, size)`, when the
+/// Checks that `[address, address + nbytes)` lies inside the allocation `(base, size)`, when the
 /// allocation is known. dpctl makes no such check.
-pub fn check_bounds(ptr: u64, nbytes: u64, range: Option<(u64, u64)>) -> Result<()> {
+pub fn check_bounds(address: Address, nbytes: u64, range: Option<(u64, u64)>) -> Result<()> {
     let Some((base, size)) = range else {
         return Ok(());
     };
-    let start = u128::from(ptr);
+    let start = u128::from(address);
     let end = start + u128::from(nbytes);
     let alloc_start = u128::from(base);
     let alloc_end = alloc_start + u128::from(size);
@@ -275,7 +276,7 @@ pub fn check_bounds(ptr: u64, nbytes: u64, range: Option<(u64, u64)>) -> Result<
     // Lossless: every value here is below 2^65.
     let rel_start = start as i128 - alloc_start as i128;
     let rel_end = end as i128 - alloc_start as i128;
-    Err(MemoryError::OutOfBounds { nbytes, ptr, rel_start, rel_end, size, base })
+    Err(MemoryError::OutOfBounds { nbytes, address, rel_start, rel_end, size, base })
 }
 
 /// Itemsize of a numpy-like typestr, or `None` for one this port does not take.

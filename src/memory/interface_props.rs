@@ -643,7 +643,7 @@ proptest! {
         prop_assert_eq!(got, want, "{:?}", raw);
     }
 
-    /// `check_bounds`: inside the allocation exactly when `[ptr, ptr + nbytes)` lies in
+    /// `check_bounds`: inside the allocation exactly when `[address, address + nbytes)` lies in
     /// `[base, base + size)` (no wrap), always with no known extent; never a panic.
     #[test]
     fn interface_props_check_bounds(ptr in any::<u64>(), nbytes in any::<u64>(), base in any::<u64>(), size in any::<u64>(), near in any::<bool>(), d in -70i64..70, n in 0u64..140) {

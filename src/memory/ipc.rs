@@ -22,37 +22,14 @@
 //! exported allocation as the runtime reports it. The mapping stays open while any
 //! memory object, view or copy holds it, and closes with the last of them.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
-use crate::memory::allocation::Allocation;
+use crate::memory::ipc_mapping::{book, with_book, Book, IpcMapping};
 use crate::memory::usm::{Owner, UsmMemory};
 use crate::runtime::ipc::Ipc;
-use crate::runtime::ranges::entry_holding;
 use crate::runtime::UsmKind;
-use crate::runtime::{Address, Context, Device, Queue};
-
-/// What this process exported and opened: handles by their bytes.
-#[derive(Default)]
-struct Book {
-    /// Handles made here, with the allocation each names (pruned as allocations go).
-    exported: HashMap<Vec<u8>, Weak<Allocation>>,
-    /// Handles open here, with their mapping.
-    open: HashMap<Vec<u8>, Weak<IpcMapping>>,
-    /// The open mappings by address: `(size, mapping)`.
-    mapped: BTreeMap<Address, (u64, Weak<IpcMapping>)>,
-}
-
-static BOOK: Mutex<Option<Book>> = Mutex::new(None);
-
-fn book() -> MutexGuard<'static, Option<Book>> {
-    crate::sync::lock(&BOOK)
-}
-
-fn with_book<R>(f: impl FnOnce(&mut Book) -> R) -> R {
-    f(book().get_or_insert_with(Book::default))
-}
+use crate::runtime::{Context, Device, Queue};
 
 fn describe_device(device: &dyn Device) -> String {
     let info = device.info();
@@ -153,75 +130,11 @@ pub fn open_with(len: usize, read: impl FnOnce(&mut [u8]), queue: &Arc<dyn Queue
         let _ = unsafe { ipc.close(mapped.address) };
         return Err(MemoryError::IpcOutOfBounds { nbytes, size: mapped.size });
     }
-    let mapping = Arc::new(IpcMapping {
-        handle: handle.to_vec(),
-        address: mapped.address,
-        size: mapped.size,
-        context: context.clone(),
-    });
+    let mapping = Arc::new(IpcMapping::new(handle.to_vec(), mapped.address, mapped.size, context.clone()));
     book.open.insert(handle.to_vec(), Arc::downgrade(&mapping));
     book.mapped.insert(mapped.address, (mapped.size, Arc::downgrade(&mapping)));
     drop(guard);
     Ok(UsmMemory::from_mapping(mapping, nbytes, queue.clone()))
-}
-
-/// The open mapping holding all of `ptr..ptr + nbytes`, for views made from an interface
-/// over a mapping (they hold it, as views of our own allocations hold those).
-pub fn mapping_holding(ptr: Address, nbytes: u64) -> Option<Arc<IpcMapping>> {
-    let guard = book();
-    let (base, (size, mapping)) = entry_holding(&guard.as_ref()?.mapped, ptr, |(size, _)| *size)?;
-    let end = ptr.checked_add(nbytes)?;
-    (end <= base.saturating_add(*size)).then(|| mapping.upgrade()).flatten()
-}
-
-/// An open mapping of another process's memory, closed when the last holder drops it.
-pub struct IpcMapping {
-    handle: Vec<u8>,
-    address: Address,
-    size: u64,
-    /// The context it is mapped into (and closed through).
-    context: Arc<dyn Context>,
-}
-
-impl std::fmt::Debug for IpcMapping {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "IpcMapping({} bytes at {:#x})", self.size, self.address)
-    }
-}
-
-impl IpcMapping {
-    /// Where the mapping starts in this process.
-    pub fn address(&self) -> Address {
-        self.address
-    }
-
-    /// Bytes of the exported allocation.
-    pub fn size(&self) -> u64 {
-        self.size
-    }
-}
-
-impl Drop for IpcMapping {
-    fn drop(&mut self) {
-        // Out of the book, and closed, under the book's lock: no view can be bound to it
-        // meanwhile, and an open of the same handle waits until it is closed.
-        let mut guard = book();
-        if let Some(book) = guard.as_mut() {
-            if book.open.get(&self.handle).is_some_and(|m| m.strong_count() == 0) {
-                book.open.remove(&self.handle);
-            }
-            if book.mapped.get(&self.address).is_some_and(|(_, m)| m.strong_count() == 0) {
-                book.mapped.remove(&self.address);
-            }
-        }
-        if let Some(ipc) = self.context.ipc() {
-            // SAFETY: the mapping was opened by this context's `open` (in `open` above),
-            // and this is its last holder, so it is closed once and nothing uses it after.
-            // A failure leaves the mapping to the process's end (a Drop cannot report it).
-            let _ = unsafe { ipc.close(self.address) };
-        }
-        drop(guard);
-    }
 }
 
 #[cfg(test)]

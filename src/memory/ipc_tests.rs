@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::*;
 use crate::error::ErrorCode;
 use crate::memory::allocation::{provenance, Provenance};
+use crate::memory::ipc_mapping::mapping_holding;
 use crate::memory::pool::pool;
 use crate::runtime::fake::{FakeContext, FakeDevice, FAKE_HANDLE_LEN};
 use crate::runtime::ipc::Ipc;

@@ -7,6 +7,7 @@ pub(crate) mod interface;
 #[cfg(test)]
 mod interface_props;
 pub(crate) mod ipc;
+pub(crate) mod ipc_mapping;
 pub(crate) mod pool;
 pub(crate) mod registration;
 pub(crate) mod registry;

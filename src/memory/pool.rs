@@ -688,14 +688,14 @@ impl Pool {
         self.lock().book.insert(block.address, BookEntry::Live { size, block: block.size, holder });
     }
 
-    /// What the book says of `ptr`, in one lookup.
-    pub fn lookup(&self, ptr: Address) -> BookAnswer {
+    /// What the book says of `address`, in one lookup.
+    pub fn lookup(&self, address: Address) -> BookAnswer {
         let state = self.lock();
-        let Some((base, entry)) = entry_holding(&state.book, ptr, BookEntry::extent) else {
+        let Some((base, entry)) = entry_holding(&state.book, address, BookEntry::extent) else {
             return BookAnswer::Foreign;
         };
         match entry {
-            BookEntry::Live { size, holder, .. } if ptr < base.saturating_add(*size) => {
+            BookEntry::Live { size, holder, .. } if address < base.saturating_add(*size) => {
                 // A failed upgrade is a holder whose `Drop` has not yet run.
                 holder.upgrade().map_or(BookAnswer::Unowned { block_base: base }, BookAnswer::Live)
             }
@@ -709,11 +709,11 @@ impl Pool {
         self.lock().book.range(base..base.saturating_add(size)).next().map(|(&address, _)| address)
     }
 
-    /// `(base, size)` of the cached (freed, not yet reused) block holding `ptr`, if any.
+    /// `(base, size)` of the cached (freed, not yet reused) block holding `address`, if any.
     #[cfg(test)]
-    pub fn cached_range(&self, ptr: Address) -> Option<(Address, u64)> {
+    pub fn cached_range(&self, address: Address) -> Option<(Address, u64)> {
         let state = self.lock();
-        match entry_holding(&state.book, ptr, BookEntry::extent) {
+        match entry_holding(&state.book, address, BookEntry::extent) {
             Some((base, BookEntry::Cached { size })) => Some((base, *size)),
             _ => None,
         }

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::{MemoryError, Result};
 use crate::host::{host_memcpy_parallel, Scratch};
-use crate::runtime::host_register::RegisterOutcome;
+use crate::runtime::registration::RegisterOutcome;
 use crate::runtime::{Address, Context, Queue, ReadBytes, WriteBytes};
 use crate::sync::lock;
 

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
 use crate::memory::allocation::Allocation;
-use crate::memory::ipc::IpcMapping;
+use crate::memory::ipc_mapping::IpcMapping;
 use crate::memory::registration::{host_copy, HostSide, Registration};
-use crate::runtime::prefetch::{Advice, HintOutcome, Location};
+use crate::runtime::hints::{Advice, HintOutcome, Location};
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Queue, ReadBytes, WriteBytes};
 

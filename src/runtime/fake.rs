@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{MemoryError, Result};
-use crate::runtime::host_register::{HostRegistration, RegisterOutcome};
 use crate::runtime::ipc::{Ipc, Mapped};
+use crate::runtime::registration::{HostRegistration, RegisterOutcome};
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Queue, ReadBytes, WriteBytes};
 
@@ -184,20 +184,20 @@ impl Context for FakeContext {
     fn create_queue(&self, _device: &Arc<dyn Device>) -> Result<Arc<dyn Queue>> {
         Ok(self.me.upgrade().unwrap().queue())
     }
-    fn pointer_kind(&self, ptr: Address) -> UsmKind {
+    fn pointer_kind(&self, address: Address) -> UsmKind {
         // Every non-null pointer counts as host memory of this context: enough for
         // consumers' "is it bound to the context" check. A context with IPC knows the
         // kinds of its allocations (exports are of device memory only).
         let counts = self.counts();
         if counts.ipc {
-            if let Some((&base, &size)) = counts.live.range(..=ptr).next_back() {
-                if ptr < base + size {
+            if let Some((&base, &size)) = counts.live.range(..=address).next_back() {
+                if address < base + size {
                     return counts.kinds.get(&base).copied().unwrap_or(UsmKind::Host);
                 }
             }
         }
         drop(counts);
-        if ptr == 0 {
+        if address == 0 {
             UsmKind::Unknown
         } else {
             UsmKind::Host
@@ -218,13 +218,13 @@ impl Context for FakeContext {
     fn ipc(&self) -> Option<&dyn Ipc> {
         self.counts().ipc.then_some(self as &dyn Ipc)
     }
-    unsafe fn free(&self, ptr: Address) -> Result<()> {
+    unsafe fn free(&self, address: Address) -> Result<()> {
         let mut counts = self.counts();
-        if counts.live.remove(&ptr).is_none() {
+        if counts.live.remove(&address).is_none() {
             counts.bad_frees += 1;
-            return Err(MemoryError::ForeignPointer { message: format!("{ptr:#x}") });
+            return Err(MemoryError::ForeignPointer { message: format!("{address:#x}") });
         }
-        counts.frees.push(ptr);
+        counts.frees.push(address);
         Ok(())
     }
     fn as_any(&self) -> &dyn Any {
@@ -317,9 +317,9 @@ impl<Q: Queue + ?Sized> RawCalls for Q {
 }
 
 /// `Context::free` for the providers' tests (see [`RawCalls`]).
-pub fn free_raw(context: &(impl Context + ?Sized), ptr: Address) -> Result<()> {
+pub fn free_raw(context: &(impl Context + ?Sized), address: Address) -> Result<()> {
     // SAFETY: test code; see [`RawCalls`].
-    unsafe { context.free(ptr) }
+    unsafe { context.free(address) }
 }
 
 /// The fake contexts with IPC, which fake handles name (a stand-in for the machine's

@@ -15,11 +15,11 @@ use crate::error::Result;
 mod bytes;
 #[cfg(test)]
 pub(crate) mod fake;
-pub(crate) mod host_register;
+pub(crate) mod hints;
 pub(crate) mod ipc;
 pub(crate) mod kind;
-pub(crate) mod prefetch;
 pub(crate) mod ranges;
+pub(crate) mod registration;
 
 pub(crate) use bytes::{ReadBytes, WriteBytes};
 pub(crate) use kind::{check_allocation_request, UsmKind};
@@ -89,14 +89,14 @@ pub trait Context: Send + Sync + Any {
     fn same_context(&self, other: &dyn Context) -> bool;
     /// A new queue (CUDA: a stream) on `device`, which must be one of `devices()`.
     fn create_queue(&self, device: &Arc<dyn Device>) -> Result<Arc<dyn Queue>>;
-    /// USM kind of `ptr` in this context; `Unknown` for any address the context does not
+    /// USM kind of `address` in this context; `Unknown` for any address the context does not
     /// own (stack, heap, another context's memory, 0). Never fails, never aborts.
-    fn pointer_kind(&self, ptr: Address) -> UsmKind;
+    fn pointer_kind(&self, address: Address) -> UsmKind;
     /// The device a USM pointer of this context belongs to; an error for a foreign pointer.
-    fn pointer_device(&self, ptr: Address) -> Result<Arc<dyn Device>>;
-    /// `(base, size)` of the allocation holding `ptr`, where the runtime can tell
+    fn pointer_device(&self, address: Address) -> Result<Arc<dyn Device>>;
+    /// `(base, size)` of the allocation holding `address`, where the runtime can tell
     /// (CUDA: `cuMemGetAddressRange`). `None` when it cannot.
-    fn address_range(&self, ptr: Address) -> Option<(Address, u64)>;
+    fn address_range(&self, address: Address) -> Option<(Address, u64)>;
     /// Bytes of device memory free now, where the runtime can tell (CUDA:
     /// `cuMemGetInfo`); `None` where it cannot.
     fn free_memory(&self) -> Option<u64> {
@@ -109,11 +109,11 @@ pub trait Context: Send + Sync + Any {
     /// Frees memory this context allocated.
     ///
     /// # Safety
-    /// `ptr` is an allocation of this context (from `Queue::allocate`) that nothing will
+    /// `address` is an allocation of this context (from `Queue::allocate`) that nothing will
     /// read or write again, freed once.
-    unsafe fn free(&self, ptr: Address) -> Result<()>;
+    unsafe fn free(&self, address: Address) -> Result<()>;
     /// Registering host memory it did not allocate, where the runtime can.
-    fn host_registration(&self) -> Option<&dyn host_register::HostRegistration> {
+    fn host_registration(&self) -> Option<&dyn registration::HostRegistration> {
         None
     }
     fn as_any(&self) -> &dyn Any;
@@ -142,7 +142,7 @@ pub trait Queue: Send + Sync + Any {
         self.memcpy(dst, src)
     }
     /// Prefetch and advice for shared memory, where the runtime has them.
-    fn shared_memory_hints(&self) -> Option<&dyn prefetch::SharedMemoryHints> {
+    fn shared_memory_hints(&self) -> Option<&dyn hints::SharedMemoryHints> {
         None
     }
 }

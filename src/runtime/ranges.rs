@@ -5,15 +5,15 @@ use std::collections::BTreeMap;
 
 use crate::runtime::Address;
 
-/// The entry of `book` whose range holds `ptr`, as `(start, entry)`; `len` reads an
+/// The entry of `book` whose range holds `address`, as `(start, entry)`; `len` reads an
 /// entry's length.
 pub(crate) fn entry_holding<V>(
     book: &BTreeMap<Address, V>,
-    ptr: Address,
+    address: Address,
     len: impl FnOnce(&V) -> u64,
 ) -> Option<(Address, &V)> {
-    let (&start, entry) = book.range(..=ptr).next_back()?;
-    (ptr - start < len(entry)).then_some((start, entry))
+    let (&start, entry) = book.range(..=address).next_back()?;
+    (address - start < len(entry)).then_some((start, entry))
 }
 
 #[cfg(test)]

@@ -1,49 +1,14 @@
-//! The CUDA provider's optional capabilities: registered host memory
-//! (`cuMemHostRegister`/`cuMemHostUnregister`, portable: pinned for every context) and
-//! prefetch and advice for managed memory (`cuMemPrefetchAsync`/`cuMemAdvise`, the
-//! `CUmemLocation` forms CUDA 12.2 added and CUDA 13 made the only ones).
-
-use std::ffi::c_void;
+//! The CUDA provider's prefetch and advice for managed memory (`cuMemPrefetchAsync`/
+//! `cuMemAdvise`, the `CUmemLocation` forms CUDA 12.2 added and CUDA 13 made the only
+//! ones).
 
 use cudarc::driver::sys::CUmem_advise;
 
-use super::driver::{host_register, MemLocation};
-use super::{CudaContext, CudaQueue};
+use super::driver::MemLocation;
+use super::CudaQueue;
 use crate::error::{MemoryError, Result};
-use crate::runtime::host_register::{HostRegistration, RegisterOutcome};
-use crate::runtime::prefetch::{Advice, HintOutcome, Location, SharedMemoryHints};
-use crate::runtime::ranges::entry_holding;
-use crate::runtime::{Address, ReadBytes};
-use crate::sync::lock;
-
-impl CudaContext {
-    /// Whether `ptr` lies in a host range registered through this context.
-    pub(super) fn is_registered(&self, ptr: Address) -> bool {
-        let registered = lock(&self.registered);
-        entry_holding(&registered, ptr, |&len| len).is_some()
-    }
-}
-
-impl HostRegistration for CudaContext {
-    unsafe fn register(&self, address: Address, len: u64) -> Result<RegisterOutcome> {
-        let size = usize::try_from(len).map_err(|_| MemoryError::CudaDriver {
-            message: format!("cannot register {len} bytes on this platform"),
-        })?;
-        let current = self.current()?;
-        // SAFETY: the caller's contract (mapped now, unregistered once before the context goes).
-        unsafe { current.mem_host_register(address as *mut c_void, size, host_register::PORTABLE) }
-            .map_err(|e| e.during("host registration"))?;
-        lock(&self.registered).insert(address, len);
-        Ok(RegisterOutcome::Registered)
-    }
-
-    unsafe fn unregister(&self, address: Address) -> Result<()> {
-        lock(&self.registered).remove(&address);
-        let current = self.current()?;
-        // SAFETY: the caller's contract (registered here, once, no copy in flight).
-        unsafe { current.mem_host_unregister(address as *mut c_void) }.map_err(|e| e.during("host unregistration"))
-    }
-}
+use crate::runtime::hints::{Advice, HintOutcome, Location, SharedMemoryHints};
+use crate::runtime::ReadBytes;
 
 impl CudaQueue {
     fn location(&self, location: Location) -> MemLocation {

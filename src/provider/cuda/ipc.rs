@@ -28,10 +28,10 @@ use crate::sync::lock;
 /// The open mappings of this process: base address -> (context's raw handle, size).
 static MAPPINGS: Mutex<BTreeMap<Address, (usize, u64)>> = Mutex::new(BTreeMap::new());
 
-/// `(base, size)` of the mapping of `context` that holds `ptr`, if any.
-pub(super) fn mapping_of(context: &CudaContext, ptr: Address) -> Option<(Address, u64)> {
+/// `(base, size)` of the mapping of `context` that holds `address`, if any.
+pub(super) fn mapping_of(context: &CudaContext, address: Address) -> Option<(Address, u64)> {
     let mappings = lock(&MAPPINGS);
-    let (base, &(owner, size)) = entry_holding(&mappings, ptr, |&(_, size)| size)?;
+    let (base, &(owner, size)) = entry_holding(&mappings, address, |&(_, size)| size)?;
     (owner == context.handle.as_raw()).then_some((base, size))
 }
 

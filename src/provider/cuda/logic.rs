@@ -58,10 +58,10 @@ pub(super) fn padded_plan(nbytes: u64, align: u64) -> Result<AllocPlan> {
     Ok(AllocPlan { align, request, padded: true })
 }
 
-/// `addr` rounded up to a multiple of `align` (a power of two); `None` on overflow.
-pub(super) fn align_up(addr: u64, align: u64) -> Option<u64> {
+/// `value` rounded up to a multiple of `align` (a power of two); `None` on overflow.
+pub(super) fn align_up(value: u64, align: u64) -> Option<u64> {
     debug_assert!(align.is_power_of_two());
-    Some(addr.checked_add(align - 1)? & !(align - 1))
+    Some(value.checked_add(align - 1)? & !(align - 1))
 }
 
 /// Admission check for managed (shared) memory: never ask for more than the device has

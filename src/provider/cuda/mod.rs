@@ -27,6 +27,7 @@ mod driver;
 mod hints;
 mod ipc;
 mod logic;
+mod registration;
 mod staging;
 
 use std::any::Any;
@@ -44,9 +45,9 @@ use self::logic::{
 };
 use self::staging::{Direction, Stager, StagingConfig};
 use crate::error::{MemoryError, Result};
-use crate::runtime::host_register::HostRegistration;
-use crate::runtime::prefetch::SharedMemoryHints;
+use crate::runtime::hints::SharedMemoryHints;
 use crate::runtime::ranges::entry_holding;
+use crate::runtime::registration::HostRegistration;
 use crate::runtime::UsmKind;
 use crate::runtime::{
     check_allocation_request, Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue, ReadBytes, WriteBytes,
@@ -227,7 +228,7 @@ pub(crate) struct CudaContext {
     allocations: Mutex<BTreeMap<u64, DriverAllocation>>,
     /// Pinned buffers for staged pageable copies, made on first need.
     stager: Mutex<Option<Arc<Stager>>>,
-    /// Host ranges registered through this context (`hints::register`), start to length.
+    /// Host ranges registered through this context (`registration.rs`), start to length.
     registered: Mutex<BTreeMap<u64, u64>>,
 }
 
@@ -278,10 +279,10 @@ impl CudaContext {
         Ok(self.driver.push(self.handle)?)
     }
 
-    /// The allocation of ours that holds `ptr`, as `(handed-out address, allocation)`.
-    fn lookup(&self, ptr: u64) -> Option<(u64, DriverAllocation)> {
+    /// The allocation of ours that holds `address`, as `(handed-out address, allocation)`.
+    fn lookup(&self, address: Address) -> Option<(u64, DriverAllocation)> {
         let map = lock(&self.allocations);
-        entry_holding(&map, ptr, |a| a.size).map(|(start, &a)| (start, a))
+        entry_holding(&map, address, |a| a.size).map(|(start, &a)| (start, a))
     }
 
     /// A copy between pageable host memory and device memory of this context, through
@@ -397,13 +398,13 @@ impl CudaContext {
         }
     }
 
-    /// What the driver says of `ptr`: its kind when it belongs to this context, else
+    /// What the driver says of `address`: its kind when it belongs to this context, else
     /// `Unknown`. Never fails.
-    fn driver_pointer_kind(&self, ptr: u64) -> UsmKind {
+    fn driver_pointer_kind(&self, address: Address) -> UsmKind {
         let Ok(current) = self.current() else {
             return UsmKind::Unknown;
         };
-        let Ok(attributes) = current.pointer_attributes(ptr) else {
+        let Ok(attributes) = current.pointer_attributes(address) else {
             return UsmKind::Unknown;
         };
         if attributes.context == 0 || attributes.context != self.handle.as_raw() {
@@ -413,11 +414,11 @@ impl CudaContext {
     }
 
     /// `cuMemGetAddressRange` for a pointer the driver says belongs to this context.
-    fn driver_address_range(&self, ptr: u64) -> Option<(u64, u64)> {
-        if self.driver_pointer_kind(ptr) == UsmKind::Unknown {
+    fn driver_address_range(&self, address: Address) -> Option<(u64, u64)> {
+        if self.driver_pointer_kind(address) == UsmKind::Unknown {
             return None;
         }
-        let (base, size) = self.current().ok()?.mem_get_address_range(ptr).ok()?;
+        let (base, size) = self.current().ok()?.mem_get_address_range(address).ok()?;
         (base != 0 && size != 0).then_some((base, size as u64))
     }
 }
@@ -446,29 +447,29 @@ impl Context for CudaContext {
         Ok(Arc::new(CudaQueue { stream, context }))
     }
 
-    fn pointer_kind(&self, ptr: Address) -> UsmKind {
-        if ptr == 0 {
+    fn pointer_kind(&self, address: Address) -> UsmKind {
+        if address == 0 {
             return UsmKind::Unknown;
         }
-        if let Some((_, a)) = self.lookup(ptr) {
+        if let Some((_, a)) = self.lookup(address) {
             return a.kind;
         }
         // Registered host memory is the user's, not USM memory of ours.
-        if self.is_registered(ptr) {
+        if self.is_registered(address) {
             return UsmKind::Unknown;
         }
-        if ipc::mapping_of(self, ptr).is_some() {
+        if ipc::mapping_of(self, address).is_some() {
             return UsmKind::Device;
         }
-        self.driver_pointer_kind(ptr)
+        self.driver_pointer_kind(address)
     }
 
-    fn pointer_device(&self, ptr: Address) -> Result<Arc<dyn Device>> {
+    fn pointer_device(&self, address: Address) -> Result<Arc<dyn Device>> {
         // A context has exactly one device: a pointer it owns belongs to that device.
-        if self.pointer_kind(ptr) == UsmKind::Unknown {
+        if self.pointer_kind(address) == UsmKind::Unknown {
             return Err(MemoryError::ForeignPointer {
                 message: format!(
-                    "0x{ptr:x} is not a USM pointer of this CUDA context (device '{}')",
+                    "0x{address:x} is not a USM pointer of this CUDA context (device '{}')",
                     self.device.info.name
                 ),
             });
@@ -484,23 +485,23 @@ impl Context for CudaContext {
         self.driver.has_ipc().then_some(self)
     }
 
-    fn address_range(&self, ptr: Address) -> Option<(Address, u64)> {
-        if ptr == 0 {
+    fn address_range(&self, address: Address) -> Option<(Address, u64)> {
+        if address == 0 {
             return None;
         }
-        if let Some((start, a)) = self.lookup(ptr) {
+        if let Some((start, a)) = self.lookup(address) {
             return Some((start, a.size));
         }
-        if let Some(range) = ipc::mapping_of(self, ptr) {
+        if let Some(range) = ipc::mapping_of(self, address) {
             return Some(range);
         }
-        self.driver_address_range(ptr)
+        self.driver_address_range(address)
     }
 
-    unsafe fn free(&self, ptr: Address) -> Result<()> {
-        let Some(a) = lock(&self.allocations).remove(&ptr) else {
+    unsafe fn free(&self, address: Address) -> Result<()> {
+        let Some(a) = lock(&self.allocations).remove(&address) else {
             return Err(MemoryError::ForeignPointer {
-                message: format!("0x{ptr:x} was not allocated by this CUDA context, or was already freed"),
+                message: format!("0x{address:x} was not allocated by this CUDA context, or was already freed"),
             });
         };
         let current = self.current()?;

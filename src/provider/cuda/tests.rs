@@ -37,10 +37,10 @@ fn mem_info(ctx: &Arc<dyn Context>) -> (u64, u64) {
 }
 
 /// Reads host-accessible USM memory directly.
-fn read_host(ptr: u64, n: usize) -> Vec<u8> {
+fn read_host(address: Address, n: usize) -> Vec<u8> {
     // SAFETY: the tests only pass live host or shared allocations of at least `n` bytes,
     // with no copy in flight (every queue operation is synchronous).
-    unsafe { std::slice::from_raw_parts(ptr as *const u8, n) }.to_vec()
+    unsafe { std::slice::from_raw_parts(address as *const u8, n) }.to_vec()
 }
 
 const KINDS: [UsmKind; 3] = [UsmKind::Device, UsmKind::Host, UsmKind::Shared];

@@ -1,15 +1,12 @@
-//! The SYCL provider's optional capabilities: registered host memory
-//! (`prepare_for_device_copy`/`release_from_device_copy`; a backend without it, the OpenCL
-//! CPU device, reports a no-op) and prefetch and advice for shared memory
-//! (`queue::prefetch`/`queue::mem_advise`, which the OpenCL backend accepts and ignores).
+//! The SYCL provider's prefetch and advice for shared memory (`queue::prefetch`/
+//! `queue::mem_advise`, which the OpenCL backend accepts and ignores).
 
 use std::ffi::c_int;
 
-use super::{runtime_error, SyclContext, SyclQueue};
+use super::{runtime_error, SyclQueue};
 use crate::error::Result;
-use crate::runtime::host_register::{HostRegistration, RegisterOutcome};
-use crate::runtime::prefetch::{Advice, HintOutcome, Location, SharedMemoryHints};
-use crate::runtime::{Address, ReadBytes};
+use crate::runtime::hints::{Advice, HintOutcome, Location, SharedMemoryHints};
+use crate::runtime::ReadBytes;
 
 /// `ur_usm_advice_flags_t` (the unified runtime's `ur_api.h`), which `queue::mem_advise`
 /// hands to the backend adapter.
@@ -59,21 +56,6 @@ fn outcome(applied: bool) -> HintOutcome {
         HintOutcome::Applied
     } else {
         HintOutcome::NoOp
-    }
-}
-
-impl HostRegistration for SyclContext {
-    unsafe fn register(&self, address: Address, len: u64) -> Result<RegisterOutcome> {
-        // SAFETY: the caller's contract is the shim's.
-        let registered = unsafe { self.handle.host_register(address, len) }
-            .map_err(|e| runtime_error(&format!("registering {len} bytes of host memory"), e))?;
-        Ok(if registered { RegisterOutcome::Registered } else { RegisterOutcome::NotNeeded })
-    }
-
-    unsafe fn unregister(&self, address: Address) -> Result<()> {
-        // SAFETY: the caller's contract is the shim's.
-        unsafe { self.handle.host_unregister(address) }
-            .map_err(|e| runtime_error(&format!("unregistering host memory at 0x{address:x}"), e))
     }
 }
 

@@ -18,6 +18,7 @@ use crate::runtime::{
 
 mod hints;
 pub mod locate;
+mod registration;
 mod shim;
 
 #[cfg(test)]
@@ -207,8 +208,8 @@ impl Context for SyclContext {
         Ok(Arc::new(SyclQueue { handle, context, device: Arc::clone(device) }))
     }
 
-    fn pointer_kind(&self, ptr: Address) -> UsmKind {
-        match self.handle.pointer_type(ptr) {
+    fn pointer_kind(&self, address: Address) -> UsmKind {
+        match self.handle.pointer_type(address) {
             Ok(shim::USM_DEVICE) => UsmKind::Device,
             Ok(shim::USM_SHARED) => UsmKind::Shared,
             Ok(shim::USM_HOST) => UsmKind::Host,
@@ -216,18 +217,18 @@ impl Context for SyclContext {
         }
     }
 
-    fn pointer_device(&self, ptr: Address) -> Result<Arc<dyn Device>> {
+    fn pointer_device(&self, address: Address) -> Result<Arc<dyn Device>> {
         // sycl::get_pointer_device throws for a foreign pointer (turned into an error by
         // the shim); asking the kind first gives that case its own error.
-        if self.pointer_kind(ptr) == UsmKind::Unknown {
+        if self.pointer_kind(address) == UsmKind::Unknown {
             return Err(MemoryError::ForeignPointer {
-                message: format!("0x{ptr:x} is not a USM pointer of this SYCL context"),
+                message: format!("0x{address:x} is not a USM pointer of this SYCL context"),
             });
         }
         let handle = self
             .handle
-            .pointer_device(ptr)
-            .map_err(|e| runtime_error(&format!("finding the device of pointer 0x{ptr:x}"), e))?;
+            .pointer_device(address)
+            .map_err(|e| runtime_error(&format!("finding the device of pointer 0x{address:x}"), e))?;
         Ok(canonical_device(handle)?)
     }
 
@@ -235,13 +236,14 @@ impl Context for SyclContext {
         None // SYCL has no query for an allocation's extent
     }
 
-    fn host_registration(&self) -> Option<&dyn crate::runtime::host_register::HostRegistration> {
+    fn host_registration(&self) -> Option<&dyn crate::runtime::registration::HostRegistration> {
         Some(self)
     }
 
-    unsafe fn free(&self, ptr: Address) -> Result<()> {
+    unsafe fn free(&self, address: Address) -> Result<()> {
         // SAFETY: the caller's contract (`Context::free`) is the shim's.
-        unsafe { self.handle.free(ptr) }.map_err(|e| runtime_error(&format!("freeing USM pointer 0x{ptr:x}"), e))
+        unsafe { self.handle.free(address) }
+            .map_err(|e| runtime_error(&format!("freeing USM pointer 0x{address:x}"), e))
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -330,7 +332,7 @@ impl Queue for SyclQueue {
         self.handle.wait().map_err(|e| runtime_error("waiting for the SYCL queue", e))
     }
 
-    fn shared_memory_hints(&self) -> Option<&dyn crate::runtime::prefetch::SharedMemoryHints> {
+    fn shared_memory_hints(&self) -> Option<&dyn crate::runtime::hints::SharedMemoryHints> {
         Some(self)
     }
 }

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::ptr::{self, NonNull};
 use std::sync::OnceLock;
 
-use crate::runtime::{ReadBytes, WriteBytes};
+use crate::runtime::{Address, ReadBytes, WriteBytes};
 
 use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_LOCAL, RTLD_NOW};
 
@@ -474,9 +474,9 @@ fn non_null<T>(raw: *mut T, what: &str) -> ShimResult<NonNull<T>> {
         .ok_or_else(|| ShimError { status: STATUS_ARG, message: format!("the SYCL shim returned a NULL {what}") })
 }
 
-fn address(addr: u64) -> ShimResult<usize> {
-    usize::try_from(addr)
-        .map_err(|_| ShimError { status: STATUS_ARG, message: format!("address 0x{addr:x} does not fit a pointer") })
+fn as_pointer(address: Address) -> ShimResult<usize> {
+    usize::try_from(address)
+        .map_err(|_| ShimError { status: STATUS_ARG, message: format!("address 0x{address:x} does not fit a pointer") })
 }
 
 fn size(n: u64, what: &str) -> ShimResult<usize> {
@@ -577,9 +577,9 @@ impl ContextHandle {
         Ok(QueueHandle { raw: non_null(out, "queue")?, shim: self.shim })
     }
 
-    /// `DPM_USM_*` kind of `addr` in this context. Safe for any address.
-    pub fn pointer_type(&self, addr: u64) -> ShimResult<c_int> {
-        let p = address(addr)? as *const c_void;
+    /// `DPM_USM_*` kind of `address` in this context. Safe for any address.
+    pub fn pointer_type(&self, address: Address) -> ShimResult<c_int> {
+        let p = as_pointer(address)? as *const c_void;
         let mut kind: c_int = USM_UNKNOWN;
         // SAFETY: a live context handle and a valid out-parameter; sycl::get_pointer_type
         // only looks the address up, it never dereferences it.
@@ -588,8 +588,8 @@ impl ContextHandle {
     }
 
     /// The device a USM pointer of this context belongs to (an error for a foreign one).
-    pub fn pointer_device(&self, addr: u64) -> ShimResult<DeviceHandle> {
-        let p = address(addr)? as *const c_void;
+    pub fn pointer_device(&self, address: Address) -> ShimResult<DeviceHandle> {
+        let p = as_pointer(address)? as *const c_void;
         let mut out: *mut RawDevice = ptr::null_mut();
         // SAFETY: a live context handle and a valid out-parameter; the address is only
         // looked up (a foreign one makes SYCL throw, which the shim turns into a status).
@@ -603,8 +603,8 @@ impl ContextHandle {
     /// # Safety
     /// `addr..addr + nbytes` is host memory mapped now, unregistered once (with
     /// [`ContextHandle::host_unregister`]) before this context goes.
-    pub unsafe fn host_register(&self, addr: u64, nbytes: u64) -> ShimResult<bool> {
-        let (p, n) = (address(addr)? as *mut c_void, size(nbytes, "size")?);
+    pub unsafe fn host_register(&self, address: Address, nbytes: u64) -> ShimResult<bool> {
+        let (p, n) = (as_pointer(address)? as *mut c_void, size(nbytes, "size")?);
         let mut registered: c_int = 0;
         // SAFETY: a live context handle, a valid out-parameter, and the range of this fn's
         // contract.
@@ -617,8 +617,8 @@ impl ContextHandle {
     /// # Safety
     /// `addr` was registered by [`ContextHandle::host_register`] of this context, is
     /// unregistered once, and no copy of it is in flight.
-    pub unsafe fn host_unregister(&self, addr: u64) -> ShimResult<()> {
-        let p = address(addr)? as *mut c_void;
+    pub unsafe fn host_unregister(&self, address: Address) -> ShimResult<()> {
+        let p = as_pointer(address)? as *mut c_void;
         // SAFETY: a live context handle; the address is this fn's contract.
         self.shim.check(unsafe { (self.shim.host_unregister)(self.raw.as_ptr(), p) })
     }
@@ -627,8 +627,8 @@ impl ContextHandle {
     ///
     /// # Safety
     /// `addr` is a live allocation of this context that nothing uses any more.
-    pub unsafe fn free(&self, addr: u64) -> ShimResult<()> {
-        let p = address(addr)? as *mut c_void;
+    pub unsafe fn free(&self, address: Address) -> ShimResult<()> {
+        let p = as_pointer(address)? as *mut c_void;
         // SAFETY: a live context handle; the address is the caller's (this fn's contract).
         self.shim.check(unsafe { (self.shim.free)(self.raw.as_ptr(), p) })
     }
@@ -649,7 +649,7 @@ impl QueueHandle {
     /// Copies all of `src` to the start of `dst` (`nbytes`, at most `dst`'s length) and waits.
     pub fn memcpy(&self, dst: WriteBytes<'_>, src: ReadBytes<'_>, nbytes: u64) -> ShimResult<()> {
         let nbytes = nbytes.min(dst.len()).min(src.len());
-        let (d, s) = (address(dst.address())? as *mut c_void, address(src.address())? as *const c_void);
+        let (d, s) = (as_pointer(dst.address())? as *mut c_void, as_pointer(src.address())? as *const c_void);
         let n = size(nbytes, "size")?;
         // SAFETY: a live queue handle; both ranges are valid for `n` bytes (their types'
         // contract).
@@ -658,7 +658,7 @@ impl QueueHandle {
 
     /// Fills `dst` with `value` and waits.
     pub fn memset(&self, dst: WriteBytes<'_>, value: u8) -> ShimResult<()> {
-        let (d, n) = (address(dst.address())? as *mut c_void, size(dst.len(), "size")?);
+        let (d, n) = (as_pointer(dst.address())? as *mut c_void, size(dst.len(), "size")?);
         // SAFETY: a live queue handle; `dst` is valid for writes of `n` bytes (its type's
         // contract).
         self.shim.check(unsafe { (self.shim.memset)(self.raw.as_ptr(), d, c_int::from(value), n) })
@@ -667,7 +667,7 @@ impl QueueHandle {
     /// Prefetches shared memory to the device (`to_host` false) and waits: `true` when the
     /// runtime acts on it, `false` when it does nothing here.
     pub fn prefetch(&self, bytes: ReadBytes<'_>, to_host: bool) -> ShimResult<bool> {
-        let (p, n) = (address(bytes.address())? as *const c_void, size(bytes.len(), "size")?);
+        let (p, n) = (as_pointer(bytes.address())? as *const c_void, size(bytes.len(), "size")?);
         let mut applied: c_int = 0;
         let raw = self.raw.as_ptr();
         // SAFETY: a live queue handle and a valid out-parameter; `bytes` is valid for reads
@@ -680,7 +680,7 @@ impl QueueHandle {
     /// `queue::mem_advise` with a `ur_usm_advice_flags_t` value, waited for: `true` when
     /// the runtime acts on it.
     pub fn mem_advise(&self, bytes: ReadBytes<'_>, advice: c_int) -> ShimResult<bool> {
-        let (p, n) = (address(bytes.address())? as *const c_void, size(bytes.len(), "size")?);
+        let (p, n) = (as_pointer(bytes.address())? as *const c_void, size(bytes.len(), "size")?);
         let mut applied: c_int = 0;
         // SAFETY: as `prefetch`; advice never changes the bytes.
         self.shim.check(unsafe { (self.shim.mem_advise)(self.raw.as_ptr(), p, n, advice, &mut applied) })?;

@@ -1,0 +1,96 @@
+//! The mappings IPC handles open into (`IpcMapping`, closed by its last holder) and the
+//! book of exported and open handles. Apart from `memory::ipc`'s policy so that memory
+//! objects (`usm::Owner::Mapping`) can hold a mapping without importing that policy.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use crate::memory::allocation::Allocation;
+use crate::runtime::ranges::entry_holding;
+use crate::runtime::{Address, Context};
+
+/// What this process exported and opened: handles by their bytes.
+#[derive(Default)]
+pub(crate) struct Book {
+    /// Handles made here, with the allocation each names (pruned as allocations go).
+    pub(crate) exported: HashMap<Vec<u8>, Weak<Allocation>>,
+    /// Handles open here, with their mapping.
+    pub(crate) open: HashMap<Vec<u8>, Weak<IpcMapping>>,
+    /// The open mappings by address: `(size, mapping)`.
+    pub(crate) mapped: BTreeMap<Address, (u64, Weak<IpcMapping>)>,
+}
+
+static BOOK: Mutex<Option<Book>> = Mutex::new(None);
+
+pub(crate) fn book() -> MutexGuard<'static, Option<Book>> {
+    crate::sync::lock(&BOOK)
+}
+
+pub(crate) fn with_book<R>(f: impl FnOnce(&mut Book) -> R) -> R {
+    f(book().get_or_insert_with(Book::default))
+}
+
+/// The open mapping holding all of `address..address + nbytes`, for views made from an interface
+/// over a mapping (they hold it, as views of our own allocations hold those).
+pub fn mapping_holding(address: Address, nbytes: u64) -> Option<Arc<IpcMapping>> {
+    let guard = book();
+    let (base, (size, mapping)) = entry_holding(&guard.as_ref()?.mapped, address, |(size, _)| *size)?;
+    let end = address.checked_add(nbytes)?;
+    (end <= base.saturating_add(*size)).then(|| mapping.upgrade()).flatten()
+}
+
+/// An open mapping of another process's memory, closed when the last holder drops it.
+pub struct IpcMapping {
+    handle: Vec<u8>,
+    address: Address,
+    size: u64,
+    /// The context it is mapped into (and closed through).
+    context: Arc<dyn Context>,
+}
+
+impl std::fmt::Debug for IpcMapping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "IpcMapping({} bytes at {:#x})", self.size, self.address)
+    }
+}
+
+impl IpcMapping {
+    /// The mapping `memory::ipc::open_with` opened: `size` bytes at `address` in
+    /// `context`, from `handle`. Its last holder closes it.
+    pub(crate) fn new(handle: Vec<u8>, address: Address, size: u64, context: Arc<dyn Context>) -> Self {
+        IpcMapping { handle, address, size, context }
+    }
+
+    /// Where the mapping starts in this process.
+    pub fn address(&self) -> Address {
+        self.address
+    }
+
+    /// Bytes of the exported allocation.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+impl Drop for IpcMapping {
+    fn drop(&mut self) {
+        // Out of the book, and closed, under the book's lock: no view can be bound to it
+        // meanwhile, and an open of the same handle waits until it is closed.
+        let mut guard = book();
+        if let Some(book) = guard.as_mut() {
+            if book.open.get(&self.handle).is_some_and(|m| m.strong_count() == 0) {
+                book.open.remove(&self.handle);
+            }
+            if book.mapped.get(&self.address).is_some_and(|(_, m)| m.strong_count() == 0) {
+                book.mapped.remove(&self.address);
+            }
+        }
+        if let Some(ipc) = self.context.ipc() {
+            // SAFETY: the mapping was opened by this context's `open` (`ipc::open_with`),
+            // and this is its last holder, so it is closed once and nothing uses it after.
+            // A failure leaves the mapping to the process's end (a Drop cannot report it).
+            let _ = unsafe { ipc.close(self.address) };
+        }
+        drop(guard);
+    }
+}
