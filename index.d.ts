@@ -263,7 +263,7 @@ export declare abstract class _Memory implements CloneGuarded {
   copyFromDeviceAsync(src: _Memory | SyclUsmArrayInterfaceExporter): Promise<void>
   /** `memset` off the main thread. */
   memsetAsync(value?: number): Promise<void>
-  /** A copy of the memory as a `Buffer`. */
+  /** A copy of the memory as a `Buffer` of its own (`buffer.byteLength === nbytes`, never a slice of Node's pool). */
   toBytes(): Buffer
   /** `{ data: [pointer, readOnly], shape: [nbytes], strides: null, typestr: '|u1', version: 1, syclobj }`, new on every read. */
   get __sycl_usm_array_interface__(): SyclUsmArrayInterface

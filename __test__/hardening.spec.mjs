@@ -3,7 +3,7 @@
 import test from 'ava';
 import { Worker } from 'node:worker_threads';
 import {
-  HAS_DEVICE, DEVICES, MemoryUSMDevice, MemoryUSMShared, SyclContext, SyclDevice, SyclQueue,
+  addon, HAS_DEVICE, DEVICES, MemoryUSMDevice, MemoryUSMShared, SyclContext, SyclDevice, SyclQueue,
   SyclQueueCreationError, USMAllocationError, asUsmMemory, queueFor,
 } from './helpers/addon.mjs';
 import { throwsExactly } from './helpers/expect.mjs';
@@ -190,4 +190,144 @@ withDevice('an exporter that holds its own view (a cycle) is still collected, wi
   const { collected, inUse } = JSON.parse(run.stdout.trim().split('\n').pop());
   t.true(collected >= 45, `only ${collected} of 50 exporters were collected`);
   t.true(inUse < 8 << 20, `${inUse} bytes of shared memory still in use`);
+});
+
+// Issue 24.7: a token's handle is read in the one spelling share() writes. Upper case or
+// zero padding used to name the same numbers, so the respelled token opened the share
+// (and so closed it for the real receiver).
+withDevice('a token respelled (upper case, zero padding) is ERR_SHARE_TOKEN_INVALID and the real one still opens', (t) => {
+  const { openShared, revokeShared } = addon;
+  const m = new MemoryUSMShared(64, { queue: queueFor(device) });
+  const token = m.share();
+  const [id, mac] = token.handle.split('.');
+  const spellings = [
+    token.handle.toUpperCase(),
+    `${id}.${mac.toUpperCase()}`,
+    `0${id}.${mac}`,
+    `00${id}.${mac}`,
+    `${id.padStart(16, '0')}.${mac}`,
+    ` ${token.handle}`,
+    `${token.handle}\n`,
+  ].filter((handle) => handle !== token.handle);
+  t.true(spellings.length >= 5);
+  for (const handle of spellings) {
+    throwsExactly(t, () => openShared({ ...token, handle }), TypeError, 'ERR_SHARE_TOKEN_INVALID', handle);
+    throwsExactly(t, () => revokeShared({ ...token, handle }), TypeError, 'ERR_SHARE_TOKEN_INVALID', handle);
+  }
+  const opened = openShared(token);
+  t.is(opened.pointer, m.pointer, 'no respelling burned the token');
+  opened.free();
+  m.free();
+});
+
+// Issue 24.7: Reflect.construct with another class as new.target made a MemoryUSMShared
+// (by instanceof and methods) holding device memory.
+withDevice('a memory object is only ever made as the class of its kind', (t) => {
+  const { _Memory, MemoryUSMHost } = addon;
+  const q = queueFor(device);
+  const wrong = [
+    [_Memory, [1, 16, { queue: q }], MemoryUSMShared],
+    [_Memory, [3, 16, { queue: q }], MemoryUSMDevice],
+    [_Memory, [2, 16, { queue: q }], Object],
+    [_Memory, [9, 16, { queue: q }], MemoryUSMShared],
+    [MemoryUSMDevice, [16, { queue: q }], MemoryUSMShared],
+    [MemoryUSMShared, [16, { queue: q }], MemoryUSMHost],
+    [MemoryUSMShared, [16, { queue: q }], function Plain() {}],
+  ];
+  // A prototype chain through a Proxy whose trap throws: refused with the code too.
+  const trap = function Trapping() {};
+  trap.prototype = Object.create(new Proxy(MemoryUSMShared.prototype, { getPrototypeOf() { throw new Error('trap ran'); } }));
+  wrong.push([MemoryUSMShared, [16, { queue: q }], trap]);
+  for (const [Class, args, NewTarget] of wrong) {
+    throwsExactly(t, () => Reflect.construct(Class, args, NewTarget), TypeError, 'ERR_CONSTRUCT_CALL_REQUIRED', `${Class.name} as ${NewTarget.name}`);
+  }
+  // The right class as new.target, a subclass, or _Memory with the matching kind are fine.
+  class Mine extends MemoryUSMShared {}
+  const made = [
+    Reflect.construct(MemoryUSMShared, [16, { queue: q }], MemoryUSMShared),
+    new Mine(16, { queue: q }),
+    Reflect.construct(_Memory, [2, 16, { queue: q }], MemoryUSMShared),
+    Reflect.construct(_Memory, [1, 16, { queue: q }], MemoryUSMDevice),
+  ];
+  t.deepEqual(made.map((m) => m.getUsmType()), ['shared', 'shared', 'shared', 'device']);
+  t.true(made[1] instanceof Mine);
+  for (const m of made) m.free();
+});
+
+// Issue 24.7: toBytes() of small memory was a slice of Node's shared 8 KiB pool, whose
+// `.buffer` showed other Buffers' bytes.
+withDevice('toBytes() returns a Buffer over an ArrayBuffer of its own', (t) => {
+  const q = queueFor(device);
+  for (const nbytes of [1, 16, 100, 4000, 8192, 70000]) {
+    const m = new MemoryUSMDevice(nbytes, { queue: q });
+    m.memset(0x5a);
+    const neighbour = Buffer.allocUnsafe(16).fill(0x11);
+    const bytes = m.toBytes();
+    t.true(Buffer.isBuffer(bytes));
+    t.is(bytes.byteOffset, 0, `${nbytes}`);
+    t.is(bytes.buffer.byteLength, nbytes, `${nbytes}: the buffer is exactly the memory's bytes`);
+    t.true(bytes.every((b) => b === 0x5a));
+    t.is(neighbour[0], 0x11);
+    m.free();
+  }
+});
+
+// Issue 24.6: a revoked Proxy made V8's uncoded "Cannot perform 'IsArray' on a proxy that
+// has been revoked" escape from argument checks.
+withDevice('a revoked Proxy in place of any argument is refused with a coded error', async (t) => {
+  const { openShared, revokeShared, registerHost, getDevices, IPCMemoryHandle } = addon;
+  const q = queueFor(device);
+  const revoked = () => {
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    return proxy;
+  };
+  const revokedFunction = () => {
+    const { proxy, revoke } = Proxy.revocable(function f() {}, {});
+    revoke();
+    return proxy;
+  };
+  const m = new MemoryUSMShared(64, { queue: q });
+  const iface = (field) => ({ __sycl_usm_array_interface__: { ...m.__sycl_usm_array_interface__, [field]: revoked() } });
+  const cases = [
+    ['copyFromHost', () => m.copyFromHost(revoked()), 'ERR_INVALID_ARG_TYPE'],
+    ['copyToHost', () => m.copyToHost(revoked()), 'ERR_INVALID_ARG_TYPE'],
+    ['copyFromDevice', () => m.copyFromDevice(revoked()), 'ERR_NOT_USM'],
+    ['share', () => m.share(revoked()), 'ERR_INVALID_ARG_TYPE'],
+    ['openShared', () => openShared(revoked()), 'ERR_SHARE_TOKEN_INVALID'],
+    ['revokeShared', () => revokeShared(revoked()), 'ERR_SHARE_TOKEN_INVALID'],
+    ['registerHost buffer', () => registerHost(revoked()), 'ERR_INVALID_ARG_TYPE'],
+    ['registerHost options', () => registerHost(new ArrayBuffer(8), revoked()), 'ERR_INVALID_ARG_TYPE'],
+    ['constructor options', () => new MemoryUSMShared(16, revoked()), 'ERR_INVALID_ARG_TYPE'],
+    ['constructor source', () => new MemoryUSMShared(revoked()), 'ERR_NOT_USM'],
+    ['constructor source (function)', () => new MemoryUSMShared(revokedFunction()), 'ERR_NOT_USM'],
+    ['interface', () => new MemoryUSMShared({ __sycl_usm_array_interface__: revoked() }), 'ERR_SUAI_MALFORMED'],
+    ['interface data', () => new MemoryUSMShared(iface('data')), 'ERR_SUAI_DATA'],
+    ['interface shape', () => new MemoryUSMShared(iface('shape')), 'ERR_SUAI_SHAPE'],
+    ['interface syclobj', () => new MemoryUSMShared(iface('syclobj')), 'ERR_SUAI_SYCLOBJ'],
+    ['asUsmMemory', () => asUsmMemory(revoked()), 'ERR_NOT_USM'],
+    ['getDevices', () => getDevices(revoked()), 'ERR_INVALID_ARG_TYPE'],
+    ['SyclDevice', () => new SyclDevice(revoked()), 'ERR_INVALID_ARG_TYPE'],
+    ['SyclQueue', () => new SyclQueue(revoked()), 'ERR_INVALID_ARG_TYPE'],
+    ['SyclContext', () => new SyclContext(revoked()), 'ERR_INVALID_ARG_TYPE'],
+    ['getUsmType', () => m.getUsmType(revoked()), 'ERR_INVALID_SYCLOBJ'],
+    ['IPCMemoryHandle', () => new IPCMemoryHandle(revoked()), 'ERR_NOT_USM'],
+    ['IPCMemoryHandle.open bytes', () => IPCMemoryHandle.open(revoked(), { nbytes: 64 }), 'ERR_INVALID_ARG_TYPE'],
+    ['IPCMemoryHandle.open options', () => IPCMemoryHandle.open(new Uint8Array(64), revoked()), 'ERR_INVALID_ARG_TYPE'],
+    ['IPCMemoryHandle.isAvailable', () => IPCMemoryHandle.isAvailable(revoked()), 'ERR_INVALID_ARG_TYPE'],
+  ];
+  for (const [what, call, code] of cases) {
+    const err = t.throws(call, undefined, what);
+    t.is(err?.code, code, `${what}: ${err?.message}`);
+    t.false(/revoked/.test(err?.message) && /Cannot perform/.test(err?.message), `${what}: V8's own message`);
+  }
+  for (const [what, call] of [
+    ['prefetch', () => m.prefetch(revoked())],
+    ['memAdvise', () => m.memAdvise('read-mostly', revoked())],
+    ['copyFromHostAsync', () => m.copyFromHostAsync(revoked())],
+  ]) {
+    const err = await t.throwsAsync(async () => call(), undefined, what);
+    t.is(err?.code, 'ERR_INVALID_ARG_TYPE', `${what}: ${err?.message}`);
+  }
+  m.free();
 });

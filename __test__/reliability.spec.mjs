@@ -159,12 +159,40 @@ eachDeviceKind(test, 'copyFromDevice between overlapping ranges of one allocatio
 // Found by an adversarial review: argument checks read Number.isInteger, BigInt,
 // Array.isArray and the array iterator at call time, and the error constructors read
 // `cause` from an options literal (so from a polluted Object.prototype).
+// Issue 24.6 found more read at call time: Map.prototype.get/set (openShared's queue),
+// WeakMap.prototype.set, Set.prototype.has (every native error), Array.prototype.fill
+// (async results), slice/join/map/includes, Array[Symbol.species], array destructuring
+// (memAdvise), Array.from over the array iterator (context devices), Buffer.allocUnsafe
+// (toBytes), String.prototype.slice, TypedArray.prototype.set/slice, BigInt's toString.
+// Every method below is replaced by one that counts its calls and throws; the iterator
+// by one that yields nothing, and the species by a class that counts.
 const REPLACED = `
   const m = require(${JSON.stringify(INDEX)});
   const q = new m.SyclQueue();
+  const filterString = q.syclDevice.filterString;
+  let hits = 0;
+  const hostile = function () { hits++; throw new Error('a replaced global ran'); };
+  const TypedArray = Object.getPrototypeOf(Uint8Array);
+  const { Buffer } = require('node:buffer');
+  const replaced = [
+    [Map.prototype, ['get', 'set', 'has']], [WeakMap.prototype, ['get', 'set', 'has']], [Set.prototype, ['has', 'add']],
+    [Array.prototype, ['fill', 'slice', 'join', 'map', 'includes', 'push', 'concat', 'filter', 'forEach', 'indexOf', 'splice']],
+    [String.prototype, ['slice', 'substring', 'padStart', 'toUpperCase']], [TypedArray.prototype, ['set', 'slice', 'subarray']],
+    [Buffer, ['allocUnsafe', 'allocUnsafeSlow', 'alloc', 'from']], [BigInt.prototype, ['toString']],
+    [Object, ['keys', 'freeze', 'defineProperty', 'setPrototypeOf', 'getPrototypeOf', 'getOwnPropertyDescriptor']],
+    [Reflect, ['apply', 'construct']], [JSON, ['parse']],
+  ];
+  const species = class extends Array { constructor(...args) { hits++; super(...args); } };
   Number.isInteger = () => true;
   globalThis.BigInt = () => 0n;
   Array.isArray = () => false;
+  Array.from = hostile;
+  const defineProperty = Object.defineProperty;
+  defineProperty(Array, Symbol.species, { configurable: true, get() { hits++; return species; } });
+  for (let i = 0; i < replaced.length; i++) {
+    const names = replaced[i][1];
+    for (let j = 0; j < names.length; j++) defineProperty(replaced[i][0], names[j], { configurable: true, writable: true, value: hostile });
+  }
   Array.prototype[Symbol.iterator] = function* () {};
   Object.prototype.cause = 'polluted';
   const code = (f) => { try { f(); return 'no error'; } catch (e) { return [e.code, Object.hasOwn(e, 'cause')]; } };
@@ -176,7 +204,38 @@ const REPLACED = `
     huge: code(() => new m.MemoryUSMHost(2 ** 52, { queue: q })),
     copied: new m.MemoryUSMDevice(host, { copy: true, queue: q }).getUsmType(),
   };
-  console.log(JSON.stringify(out));
+  (async () => {
+    const shared = new m.MemoryUSMShared(64);
+    const advised = await shared.memAdvise('read-mostly');
+    const prefetched = await shared.prefetch();
+    out.hints = [typeof advised.applied, typeof prefetched.applied];
+    out.badAdvice = code(() => shared.memAdvise('bogus'));
+    const dst = new Uint8Array(64);
+    await shared.memsetAsync(9);
+    out.asyncResult = (await shared.copyToHostAsync(dst)) === dst && dst[63] === 9;
+    out.asyncUndefined = (await shared.copyFromHostAsync(new Uint8Array(64))) === undefined;
+    const bytes = shared.toBytes();
+    out.toBytes = [bytes.length, bytes.buffer.byteLength, bytes.constructor === Buffer];
+    const opened = m.openShared(shared.share());
+    const again = m.openShared(shared.share());
+    out.openedQueue = [opened.syclQueue instanceof m.SyclQueue, opened.syclQueue === shared.syclQueue, again.syclQueue === shared.syclQueue];
+    const token = shared.share();
+    m.openShared(token).free();
+    out.openedTwice = code(() => m.openShared(token));
+    const iface = shared.__sycl_usm_array_interface__;
+    const view = m.asUsmMemory({ __sycl_usm_array_interface__: { data: iface.data, shape: iface.shape, strides: null, typestr: '|u1', version: 1, syclobj: filterString } });
+    out.filterView = [view.syclQueue === shared.syclQueue, view.nbytes];
+    const context = q.syclContext;
+    const devices = context.devices;
+    out.devices = [m.getDevices().length > 0, devices.length > 0, devices[0] instanceof m.SyclDevice, String(context).length > 0];
+    const aspects = q.syclDevice.aspects;
+    out.aspects = [aspects.length > 0, q.syclDevice.hasAspect(aspects[0])];
+    out.repr = String(shared).length > 0;
+    out.ipc = typeof m.IPCMemoryHandle.isAvailable();
+    view.free(); opened.free(); again.free(); shared.free();
+    out.hits = hits;
+    process.stdout.write(JSON.stringify(out) + '\\n');
+  })().catch((error) => { process.stderr.write(String(error && error.stack) + '\\n'); process.exitCode = 1; });
 `;
 withDefaultDevice(test, 'argument checks and error classes ignore replaced intrinsics and a polluted Object.prototype', (t) => {
   const child = spawnSync(process.execPath, ['-e', REPLACED], { encoding: 'utf8' });
@@ -187,4 +246,17 @@ withDefaultDevice(test, 'argument checks and error classes ignore replaced intri
   t.deepEqual(out.unknown, ['ERR_INVALID_ARG_TYPE', false]);
   t.deepEqual(out.huge, ['ERR_USM_ALLOCATION', false]);
   t.is(out.copied, 'device');
+  t.deepEqual(out.hints, ['boolean', 'boolean'], 'memAdvise and prefetch resolve to { applied }');
+  t.deepEqual(out.badAdvice, ['ERR_INVALID_ARG_VALUE', false]);
+  t.true(out.asyncResult, 'copyToHostAsync resolves to its destination, filled');
+  t.true(out.asyncUndefined);
+  t.deepEqual(out.toBytes, [64, 64, true]);
+  t.deepEqual(out.openedQueue, [true, true, true], "openShared's syclQueue is the cached SyclQueue");
+  t.deepEqual(out.openedTwice, ['ERR_SHARE_TOKEN_OPENED', false]);
+  t.deepEqual(out.filterView, [true, 64]);
+  t.deepEqual(out.devices, [true, true, true, true]);
+  t.deepEqual(out.aspects, [true, true]);
+  t.true(out.repr);
+  t.is(out.ipc, 'boolean');
+  t.is(out.hits, 0, 'no replaced method, species or iterator was used');
 });

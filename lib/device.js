@@ -3,7 +3,14 @@
 // model that memory needs, as plain JS classes over the binding's handles.
 const { native, own, release, DEVICE_HANDLE, CONTEXT_HANDLE, QUEUE_HANDLE } = require('./native.js');
 const { typeError, fromNative, CLONE_GUARD } = require('./errors.js');
-const { display, typeName, stringArg } = require('./values.js');
+const { display, typeName, stringArg, listOf } = require('./values.js');
+
+const { Map, Reflect, Symbol, Array } = globalThis;
+const apply = Reflect.apply;
+// Called through `apply`: a replaced prototype method changes nothing.
+const mapGet = Map.prototype.get;
+const mapSet = Map.prototype.set;
+const arrayIncludes = Array.prototype.includes;
 
 /** Module-private: constructs a class around a handle the binding returned. */
 const INTERNAL = Symbol('dpctl-memory internal');
@@ -76,11 +83,12 @@ class SyclDevice {
   }
   /** The names of every aspect the device has (a new array on every read). */
   get aspects() {
-    return SyclDevice.#factsOf(this, 'aspects').aspects.slice();
+    const aspects = SyclDevice.#factsOf(this, 'aspects').aspects;
+    return listOf(aspects.length, (i) => aspects[i]);
   }
   hasAspect(name) {
     const facts = SyclDevice.#factsOf(this, 'hasAspect');
-    return facts.aspects.includes(stringArg(name, 'aspect name'));
+    return apply(arrayIncludes, facts.aspects, [stringArg(name, 'aspect name')]);
   }
   equals(other) {
     const handle = SyclDevice.#factsOf(this, 'equals') && this.#handle;
@@ -97,7 +105,7 @@ class SyclDevice {
   }
   /** `JSON.stringify` writes `toString()` (the clone guard is for structured clone only). */
   toJSON() {
-    return Reflect.apply(SyclDevice.prototype.toString, this, []);
+    return apply(SyclDevice.prototype.toString, this, []);
   }
 
   static {
@@ -116,9 +124,7 @@ function factsOf(handle) {
   return freeze(facts);
 }
 
-// Array.from defines its elements (no setter on Array.prototype or Object.prototype runs).
-const { from: arrayFrom } = Array;
-const devicesOf = (handles) => arrayFrom(handles, (handle) => new SyclDevice(INTERNAL, handle));
+const devicesOf = (handles) => listOf(handles.length, (i) => new SyclDevice(INTERNAL, handles[i]));
 
 /**
  * A SyclDevice or a filter string, as the device handle the binding takes, with whether
@@ -134,6 +140,13 @@ function deviceHandleArg(value) {
     }
   }
   throw typeError(`expected a SyclDevice or a filter string, got ${display(value)}`);
+}
+
+/** The devices' filter strings, each in `quote`, joined by `, `. */
+function filterList(devices, quote) {
+  let text = '';
+  for (let i = 0; i < devices.length; i++) text += `${i === 0 ? '' : ', '}${quote}${devices[i].filterString}${quote}`;
+  return text;
 }
 
 /** A SYCL context: the scope in which USM pointers are valid. */
@@ -172,8 +185,8 @@ class SyclContext {
   /** The devices of this context (a new array on every read). */
   get devices() {
     const handle = SyclContext.#handleOf(this, 'devices');
-    this.#devices ??= devicesOf(native.contextDevices(handle));
-    return [...this.#devices];
+    const devices = (this.#devices ??= devicesOf(native.contextDevices(handle)));
+    return listOf(devices.length, (i) => devices[i]);
   }
   equals(other) {
     const handle = SyclContext.#handleOf(this, 'equals');
@@ -182,15 +195,15 @@ class SyclContext {
   }
   toString() {
     SyclContext.#handleOf(this, 'toString');
-    return `<SyclContext for ${this.devices.map((d) => d.filterString).join(', ')}>`;
+    return `<SyclContext for ${filterList(this.devices, '')}>`;
   }
   [inspect]() {
     SyclContext.#handleOf(this, 'inspect');
-    return `SyclContext { devices: [${this.devices.map((d) => `'${d.filterString}'`).join(', ')}] }`;
+    return `SyclContext { devices: [${filterList(this.devices, "'")}] }`;
   }
   /** `JSON.stringify` writes `toString()` (the clone guard is for structured clone only). */
   toJSON() {
-    return Reflect.apply(SyclContext.prototype.toString, this, []);
+    return apply(SyclContext.prototype.toString, this, []);
   }
 
   static {
@@ -282,7 +295,7 @@ class SyclQueue {
   }
   /** `JSON.stringify` writes `toString()` (the clone guard is for structured clone only). */
   toJSON() {
-    return Reflect.apply(SyclQueue.prototype.toString, this, []);
+    return apply(SyclQueue.prototype.toString, this, []);
   }
 
   static {
@@ -316,13 +329,13 @@ function cachedQueueObject(queueId) {
   const deviceId = native.queueDevice(queueId);
   const key = factsOf(deviceId).filterString;
   release(DEVICE_HANDLE, deviceId);
-  const existing = cachedQueues.get(key);
+  const existing = apply(mapGet, cachedQueues, [key]);
   if (existing !== undefined) {
     release(QUEUE_HANDLE, queueId);
     return existing;
   }
   const queue = new SyclQueue(INTERNAL, queueId);
-  cachedQueues.set(key, queue);
+  apply(mapSet, cachedQueues, [key, queue]);
   return queue;
 }
 

@@ -3,8 +3,10 @@
 // package throws is made here, in the realm that loaded the package, with a `code`.
 const { native } = require('./native.js');
 
-const { Error, TypeError, RangeError, Object } = globalThis;
+const { Error, TypeError, RangeError, Object, Set, String, Reflect } = globalThis;
 const defineProperty = Object.defineProperty;
+const apply = Reflect.apply;
+const setHas = Set.prototype.has;
 
 /**
  * The binding's table of error codes (src/error.rs), `[{ name, code, classes }, ...]`,
@@ -62,7 +64,7 @@ const rangeError = (message, code) => makeError('RangeError', message, code);
  * else (a failure of Node-API itself) keeps its message under `ERR_INTERNAL`.
  */
 function fromNative(error) {
-  if (error !== null && typeof error === 'object' && CODES.has(error.code) && typeof error.errorClass === 'string') {
+  if (error !== null && typeof error === 'object' && apply(setHas, CODES, [error.code]) && typeof error.errorClass === 'string') {
     return makeError(error.errorClass, error.message, error.code);
   }
   const message = error !== null && typeof error === 'object' ? String(error.message) : String(error);

@@ -4,8 +4,10 @@
 const { ErrorCode, typeError, fromNative } = require('./errors.js');
 const { display, typeName, onlyOption } = require('./values.js');
 
-const { Object } = globalThis;
+const { Object, Reflect, Array } = globalThis;
 const freeze = Object.freeze;
+const apply = Reflect.apply;
+const arrayIncludes = Array.prototype.includes;
 
 /** The names `memAdvise` takes (the binding's `Advice::NAMES`). */
 const ADVICE = freeze([
@@ -16,6 +18,8 @@ const ADVICE = freeze([
   'accessed-by',
   'unset-accessed-by',
 ]);
+
+const ADVICE_LIST = ADVICE.join(', ');
 
 const invalidValue = (message) => typeError(message, ErrorCode.InvalidArgValue);
 
@@ -36,7 +40,7 @@ function prefetchArgs(options) {
 /** `memAdvise(advice, { location })`: `[advice, locationIsHost]`. */
 function adviseArgs(advice, options) {
   if (typeof advice !== 'string') throw typeError(`advice must be a string, not ${typeName(advice)}`);
-  if (!ADVICE.includes(advice)) throw invalidValue(`advice must be one of ${ADVICE.join(', ')}, not ${display(advice)}`);
+  if (!apply(arrayIncludes, ADVICE, [advice])) throw invalidValue(`advice must be one of ${ADVICE_LIST}, not ${display(advice)}`);
   return [advice, locationArg(onlyOption(options, 'location', 'memAdvise'), 'location')];
 }
 

@@ -5,16 +5,16 @@
 // (src/memory/ipc.rs); this file reads the arguments and makes the objects.
 const { native, release, DEVICE_HANDLE } = require('./native.js');
 const { ErrorCode, typeError, fromNative, invalidThis, IPC_CLONE_GUARD } = require('./errors.js');
-const { display, nbytesArg } = require('./values.js');
+const { display, nbytesArg, isArray, isRevoked, shortName } = require('./values.js');
 const devices = require('./device.js');
 const memory = require('./memory.js');
 
 const { INTERNAL, cachedQueue, queueHandle, deviceHandle, isQueue, isDevice } = devices;
 const { MemoryUSMDevice, isMemory, memorySource } = memory;
-const { Uint8Array, Object, Reflect } = globalThis;
+const { Uint8Array, Object, Reflect, Symbol } = globalThis;
 const keys = Object.keys;
 const apply = Reflect.apply;
-const { isArray } = Array;
+const typedArraySet = Object.getPrototypeOf(Uint8Array.prototype).set;
 const inspect = Symbol.for('nodejs.util.inspect.custom');
 const typedArrayTag = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag).get;
 const DEVICE = 1;
@@ -27,7 +27,7 @@ const isUint8Array = (value) => apply(typedArrayTag, value, []) === 'Uint8Array'
 
 /** `{ queue | device, nbytes }` of `open`: own enumerable properties only, unknown names refused. */
 function readOpenOptions(options) {
-  if (typeof options !== 'object' || options === null || isArray(options) || isQueue(options) || isDevice(options)) {
+  if (typeof options !== 'object' || options === null || isArray(options) || isRevoked(options) || isQueue(options) || isDevice(options)) {
     throw typeError(`IPCMemoryHandle.open options must be a plain object such as { device, nbytes }, not ${display(options)}`);
   }
   let queue;
@@ -47,7 +47,7 @@ function readOpenOptions(options) {
     } else if (name === 'nbytes') {
       if (given) nbytes = nbytesArg(value);
     } else {
-      throw typeError(`unknown option '${name.slice(0, 64)}': the options of IPCMemoryHandle.open are queue, device and nbytes`);
+      throw typeError(`unknown option '${shortName(name)}': the options of IPCMemoryHandle.open are queue, device and nbytes`);
     }
   }
   if (queue !== undefined && device !== undefined) throw typeError('IPCMemoryHandle.open takes a queue or a device, not both');
@@ -91,7 +91,7 @@ class IPCMemoryHandle {
       throw fromNative(error);
     }
     const bytes = new Uint8Array(elements.length);
-    bytes.set(elements);
+    apply(typedArraySet, bytes, [elements]);
     this.#bytes = bytes;
     this.#nbytes = from.facts[0];
   }
@@ -103,7 +103,8 @@ class IPCMemoryHandle {
 
   /** The handle's bytes (CUDA: the driver's 64-byte `CUipcMemHandle`), a new copy on every call. */
   toBytes() {
-    return IPCMemoryHandle.#live(this, 'toBytes').#bytes.slice();
+    // The constructor copies a typed array without consulting any species.
+    return new Uint8Array(IPCMemoryHandle.#live(this, 'toBytes').#bytes);
   }
 
   /** Bytes of the exported memory, to send with the handle (`open` needs them). */

@@ -6,17 +6,21 @@
 // binding is called, so no user code runs while the binding holds a raw pointer.
 const { native, own, MEMORY_HANDLE } = require('./native.js');
 const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis, MEMORY_CLONE_GUARD } = require('./errors.js');
-const { display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg, onlyOption } = require('./values.js');
+const { display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg, onlyOption, isArray, isRevoked, listOf, shortName } = require('./values.js');
 const devices = require('./device.js');
 const { prefetchArgs, adviseArgs, runHint } = require('./hints.js');
 const { shareToken, openToken } = require('./share.js');
 
 const { INTERNAL, SyclQueue, cachedQueue, cachedQueueObject, queueHandle, contextHandle, isQueue, isContext, isDevice } = devices;
-const { ArrayBuffer, Uint8Array, Object, WeakMap, Symbol, Reflect } = globalThis;
+const { ArrayBuffer, Uint8Array, Object, WeakMap, Symbol, Reflect, BigInt, Array } = globalThis;
 const apply = Reflect.apply;
 const setPrototypeOf = Object.setPrototypeOf;
+const isPrototypeOf = Object.prototype.isPrototypeOf;
 const keys = Object.keys;
-const { isArray, from: arrayFrom } = Array;
+// Methods of collections, called through `apply`: a replaced prototype method changes nothing.
+const weakMapSet = WeakMap.prototype.set;
+const bigintToString = BigInt.prototype.toString;
+const { allocUnsafeSlow } = require('node:buffer').Buffer;
 
 const SUAI = '__sycl_usm_array_interface__';
 const KIND_NAMES = ['unknown', 'device', 'shared', 'host'];
@@ -51,6 +55,7 @@ const NO_OPTIONS = Object.freeze({ alignment: 0, queue: undefined, copy: false }
 function readOptions(options) {
   if (options === undefined || options === null) return NO_OPTIONS;
   if (typeof options !== 'object') throw typeError(`options must be an object, not ${typeName(options)}`);
+  if (isRevoked(options)) throw typeError('options must be a plain object, not a revoked Proxy');
   if (isArray(options)) throw typeError('options must be a plain object, not an array');
   if (isQueue(options) || isContext(options) || isDevice(options) || isMemory(options)) {
     throw typeError('options must be a plain object such as { queue }, not a SyclQueue, SyclContext, SyclDevice or memory object');
@@ -71,7 +76,7 @@ function readOptions(options) {
     } else if (name === 'copy') {
       if (given) copy = boolArg(value, 'copy');
     } else {
-      throw typeError(`unknown option '${name.slice(0, 64)}': the options are alignment, queue and copy`);
+      throw typeError(`unknown option '${shortName(name)}': the options are alignment, queue and copy`);
     }
   }
   return { alignment, queue, copy };
@@ -84,9 +89,9 @@ function plainField(value, depth = 0) {
   if (!isArray(value)) return plainObject;
   if (depth > 0) return plainArray;
   const length = value.length;
+  // Only the length of a list this long matters (the binding refuses it).
   if (length > MAX_LIST) return new Array(length);
-  // Array.from defines its elements: no prototype setter can drop one.
-  return arrayFrom({ length }, (_, i) => plainField(value[i], 1));
+  return listOf(length, (i) => plainField(value[i], 1));
 }
 const plainFunction = () => {};
 const plainObject = {};
@@ -95,7 +100,7 @@ const plainArray = [];
 /** The memory an exporter's interface describes: a new handle, with its queue object. */
 function consumeInterface(exporter) {
   const iface = exporter[SUAI];
-  if (typeof iface !== 'object' || iface === null || isArray(iface)) {
+  if (typeof iface !== 'object' || iface === null || isArray(iface) || isRevoked(iface)) {
     throw typeError(`Argument ${display(exporter)} does not correctly expose \`${SUAI}\`: it must be an object.`, ErrorCode.SuaiMalformed);
   }
   const syclobj = iface.syclobj;
@@ -140,7 +145,7 @@ function factsOf(handle) {
  */
 const UNTIED_MAX = 64;
 // Own slots made at load: writing them later consults no prototype setter.
-const untied = arrayFrom({ length: UNTIED_MAX }, () => null);
+const untied = listOf(UNTIED_MAX, () => null);
 let untiedCount = 0;
 let tieScheduled = false;
 // A bare vm context has no queueMicrotask: a resolved Promise runs the same turn.
@@ -187,6 +192,15 @@ class _Memory {
   constructor(kind, source, options) {
     if (new.target === _Memory) {
       throw typeError('_Memory cannot be constructed: use MemoryUSMDevice, MemoryUSMHost or MemoryUSMShared', ErrorCode.ConstructCallRequired);
+    }
+    // `Reflect.construct(_Memory, [kind, ...], NewTarget)` (or a subclass constructed with
+    // another class's new.target) would make an object whose class says one kind while
+    // it holds another: the object must inherit from its kind's class, and from no other.
+    if (!ofKindClass(this, kind)) {
+      throw typeError(
+        'a memory object must be constructed as the class of its kind (new.target is not MemoryUSMDevice, MemoryUSMHost or MemoryUSMShared, or not the one of this kind)',
+        ErrorCode.ConstructCallRequired,
+      );
     }
     this.#kind = kind;
     if (source === INTERNAL) {
@@ -303,7 +317,7 @@ class _Memory {
     // The binding made the buffer in its own realm: give it this realm's prototype, so
     // that `instanceof ArrayBuffer` holds wherever the package was loaded (vm contexts).
     setPrototypeOf(buffer, ArrayBuffer.prototype);
-    if (this.#reference !== null) bufferOwners.set(buffer, this.#reference);
+    if (this.#reference !== null) apply(weakMapSet, bufferOwners, [buffer, this.#reference]);
     this.#buffer = buffer;
     return buffer;
   }
@@ -412,11 +426,16 @@ class _Memory {
     return settle(() => native.memMemsetAsync(handle, byte), undefined, this);
   }
 
-  /** A copy of the memory as a `Buffer`. */
+  /**
+   * A copy of the memory as a `Buffer` of its own: `bytes.buffer` is exactly `nbytes`
+   * long (never a slice of Node's shared pool, which `Buffer.allocUnsafe` gives for small
+   * sizes), as `copyToHost()`'s `Uint8Array` is.
+   */
   toBytes() {
     const handle = _Memory.#live(this, 'toBytes');
     if (this.#nbytes > MAX_BUFFER_LENGTH) throw tooLarge(this.#nbytes);
-    const bytes = Buffer.allocUnsafe(this.#nbytes);
+    // Every byte is written by the copy before the Buffer is returned.
+    const bytes = allocUnsafeSlow(this.#nbytes);
     try {
       native.memCopyToHost(handle, bytes);
     } catch (error) {
@@ -469,7 +488,7 @@ class _Memory {
     if (typeof this !== 'object' || this === null || !(#handle in this)) throw invalidThis('_Memory', 'toString');
     const kind = KIND_NAMES[this.#kind];
     if (this.#handle === null) return `<SYCL(TM) USM-${kind} allocation (freed)>`;
-    return `<SYCL(TM) USM-${kind} allocation of ${this.#nbytes} bytes at 0x${this.pointer.toString(16)}>`;
+    return `<SYCL(TM) USM-${kind} allocation of ${this.#nbytes} bytes at 0x${apply(bigintToString, this.pointer, [16])}>`;
   }
   [inspect]() {
     return this.toString();
@@ -488,7 +507,7 @@ class _Memory {
         const facts = [value.#nbytes, value.#pointer ?? native.memPointer(handle), value.#kind, value.#readOnly];
         return { handle, queue: value.#queue, reference: value.#reference, facts, temporary: false };
       }
-      if (!(SUAI in value)) throw notUsm(value);
+      if (isRevoked(value) || !(SUAI in value)) throw notUsm(value);
       return consumeInterface(value);
     };
   }
@@ -515,7 +534,7 @@ async function finish(promise, result, keepAlive) {
   } catch (error) {
     throw fromNative(error);
   } finally {
-    keepAlive.fill(undefined);
+    keepAlive = undefined;
   }
   return result;
 }
@@ -531,7 +550,7 @@ function release(from) {
 /** The source of `copyFromDevice[Async]`, with `copy_from_device`'s own argument check. */
 function deviceSource(src) {
   const object = (typeof src === 'object' && src !== null) || typeof src === 'function';
-  if (!object || (!isMemory(src) && !(SUAI in src))) {
+  if (!object || (!isMemory(src) && (isRevoked(src) || !(SUAI in src)))) {
     throw typeError(`Object does not implement \`${SUAI}\` protocol`, ErrorCode.NotUsm);
   }
   return memorySource(src);
@@ -576,12 +595,31 @@ class MemoryUSMShared extends _Memory {
   /** A usage hint (`'read-mostly'`, `'preferred-location'`, `'accessed-by'` and their `unset-` forms); resolves to `{ applied }`. */
   memAdvise(advice, options) {
     const handle = checkedHandle(this, 'memAdvise');
-    const [name, toHost] = adviseArgs(advice, options);
+    const args = adviseArgs(advice, options);
+    const name = args[0];
+    const toHost = args[1];
     return runHint(() => native.memAdvise(handle, name, toHost), this);
   }
 }
 
 const CLASS_OF_KIND = [undefined, MemoryUSMDevice, MemoryUSMShared, MemoryUSMHost];
+const PROTOTYPE_OF_KIND = [undefined, MemoryUSMDevice.prototype, MemoryUSMShared.prototype, MemoryUSMHost.prototype];
+
+/** Whether `object` inherits from the class of USM kind `kind` and from no other kind's class. */
+function ofKindClass(object, kind) {
+  if (kind !== DEVICE && kind !== SHARED && kind !== HOST) return false;
+  for (let k = DEVICE; k <= HOST; k++) {
+    // A Proxy in the prototype chain runs a trap here: its errors are refusals too.
+    let inherits;
+    try {
+      inherits = apply(isPrototypeOf, PROTOTYPE_OF_KIND[k], [object]);
+    } catch {
+      return false;
+    }
+    if (inherits !== (k === kind)) return false;
+  }
+  return true;
+}
 
 /** The memory `obj` exposes, in the class of its USM kind, without copying. */
 function asUsmMemory(obj) {

@@ -7,13 +7,16 @@
 // themselves are `memory.js`'s, which calls in here.
 const { native } = require('./native.js');
 const { ErrorCode, typeError, fromNative, MEMORY_CLONE_GUARD } = require('./errors.js');
-const { display, typeName, onlyOption } = require('./values.js');
+const { display, typeName, onlyOption, isArray, isRevoked } = require('./values.js');
 const { INTERNAL, SyclQueue, cachedQueueObject } = require('./device.js');
 
-const { Object, Map, Number } = globalThis;
+const { Object, Map, Number, Reflect } = globalThis;
 const { freeze, getOwnPropertyDescriptor } = Object;
 const isSafeInteger = Number.isSafeInteger;
-const { isArray } = Array;
+const apply = Reflect.apply;
+// Called through `apply`: a replaced Map.prototype.get/set changes nothing.
+const mapGet = Map.prototype.get;
+const mapSet = Map.prototype.set;
 const DEVICE = 1;
 const SHARED = 2;
 const HOST = 3;
@@ -46,7 +49,7 @@ function readShareOptions(options) {
 function readToken(token, member) {
   const invalid = (what) =>
     typeError(`${member} expects a token made by mem.share(), not ${what}`, ErrorCode.ShareTokenInvalid);
-  if (typeof token !== 'object' || token === null || isArray(token)) throw invalid(display(token));
+  if (typeof token !== 'object' || token === null || isArray(token) || isRevoked(token)) throw invalid(display(token));
   if (isMemory(token)) throw invalid('a memory object (post mem.share() and open that)');
   const version = token.dpctlMemoryShare;
   const handle = token.handle;
@@ -78,11 +81,11 @@ function openToken(token) {
   }
   const readOnly = facts % 2 === 1;
   const cachedKey = (facts - (readOnly ? 1 : 0)) / 2;
-  let queue = cachedKey === 0 ? undefined : sharedCachedQueues.get(cachedKey);
+  let queue = cachedKey === 0 ? undefined : apply(mapGet, sharedCachedQueues, [cachedKey]);
   if (queue === undefined) {
     const queueId = native.memQueue(id);
     queue = cachedKey === 0 ? new SyclQueue(INTERNAL, queueId) : cachedQueueObject(queueId);
-    if (cachedKey !== 0) sharedCachedQueues.set(cachedKey, queue);
+    if (cachedKey !== 0) apply(mapSet, sharedCachedQueues, [cachedKey, queue]);
   }
   return { kind, handle: id, queue, reference: null, facts: [nbytes, undefined, kind, readOnly] };
 }

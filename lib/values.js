@@ -3,13 +3,14 @@
 // Intrinsics are taken at load, so later changes to globals change nothing here.
 const { ErrorCode, typeError, rangeError } = require('./errors.js');
 
-const { Number, ArrayBuffer, SharedArrayBuffer, Uint8Array, Reflect, Object, String } = globalThis;
+const { Number, ArrayBuffer, SharedArrayBuffer, Uint8Array, Reflect, Object, String, Array } = globalThis;
 const apply = Reflect.apply;
 const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 const isView = ArrayBuffer.isView;
 const { isSafeInteger, isInteger, isNaN } = Number;
-const { isArray } = Array;
+const { isArray: arrayCheck, from: arrayFrom } = Array;
 const keys = Object.keys;
+const stringSlice = String.prototype.slice;
 const { BigInt } = globalThis;
 const arrayBufferByteLength = getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
 const sharedByteLength = getOwnPropertyDescriptor(SharedArrayBuffer.prototype, 'byteLength').get;
@@ -26,10 +27,41 @@ function hasBrand(getter, value) {
 const isArrayBuffer = (value) => hasBrand(arrayBufferByteLength, value);
 const isSharedArrayBuffer = (value) => hasBrand(sharedByteLength, value);
 
-/** `typeof`, with `null` and arrays told apart. */
+/**
+ * `Array.isArray`, except that a revoked Proxy (for which V8's throws "Cannot perform
+ * 'IsArray' on a proxy that has been revoked") is `REVOKED`, so that every caller can
+ * refuse it with its own coded error.
+ */
+const REVOKED = 'revoked';
+function arrayState(value) {
+  try {
+    return arrayCheck(value);
+  } catch {
+    return REVOKED;
+  }
+}
+/** Whether `value` is an array (a revoked Proxy is not). */
+const isArray = (value) => arrayState(value) === true;
+/** Whether `value` is a revoked Proxy (no operation on it but `typeof` works). */
+const isRevoked = (value) => ((typeof value === 'object' && value !== null) || typeof value === 'function') && arrayState(value) === REVOKED;
+
+/**
+ * A new array of `length` elements, `element(i)` each: defined, not assigned (no setter
+ * of `Array.prototype` runs), read through no iterator and made by no species.
+ */
+function listOf(length, element) {
+  return arrayFrom({ __proto__: null, length }, (_, i) => element(i));
+}
+
+/** The first 64 characters of a name for a message (`String.prototype.slice` as at load). */
+const shortName = (name) => apply(stringSlice, name, [0, 64]);
+
+/** `typeof`, with `null`, arrays and revoked Proxies told apart. */
 function typeName(value) {
   if (value === null) return 'null';
-  if (isArray(value)) return 'array';
+  const state = arrayState(value);
+  if (state === REVOKED) return 'a revoked Proxy';
+  if (state) return 'array';
   return typeof value;
 }
 
@@ -47,10 +79,10 @@ function display(value) {
     case 'symbol':
       return 'a symbol';
     case 'function':
-      return 'a function';
+      return isRevoked(value) ? 'a revoked Proxy' : 'a function';
     default:
       if (value === null) return 'null';
-      return isArray(value) ? 'an array' : 'an object';
+      return isRevoked(value) ? 'a revoked Proxy' : isArray(value) ? 'an array' : 'an object';
   }
 }
 
@@ -124,12 +156,12 @@ function stringArg(value, what) {
  */
 function onlyOption(options, name, method) {
   if (options === undefined || options === null) return undefined;
-  if (typeof options !== 'object' || isArray(options)) {
+  if (typeof options !== 'object' || arrayState(options) !== false) {
     throw typeError(`${method} options must be a plain object such as { ${name} }, not ${typeName(options)}`);
   }
   const names = keys(options);
   for (let i = 0; i < names.length; i++) {
-    if (names[i] !== name) throw typeError(`unknown option '${names[i].slice(0, 64)}': ${method} takes { ${name} }`);
+    if (names[i] !== name) throw typeError(`unknown option '${shortName(names[i])}': ${method} takes { ${name} }`);
   }
   return options[name];
 }
@@ -146,6 +178,10 @@ function hostArg(value, what) {
 }
 
 module.exports = {
+  isArray,
+  isRevoked,
+  listOf,
+  shortName,
   typeName,
   display,
   nbytesArg,

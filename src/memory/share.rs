@@ -47,7 +47,10 @@ pub struct ShareToken {
 }
 
 impl ShareToken {
-    /// Parses `<id hex>.<16 hex digits>`; anything else is `ERR_SHARE_TOKEN_INVALID`.
+    /// Parses the text [`ShareToken::text`] writes, and only that: lowercase hex, the id
+    /// without leading zeros, the mac in exactly 16 digits. Any other spelling of the same
+    /// numbers (upper case, zero padding) is `ERR_SHARE_TOKEN_INVALID`, so an altered
+    /// handle never opens (and so never closes) the share it resembles.
     pub fn parse(text: &str) -> Result<ShareToken> {
         fn hex(digits: &str) -> Option<u64> {
             let plain = !digits.is_empty() && digits.len() <= 16 && digits.bytes().all(|b| b.is_ascii_hexdigit());
@@ -57,7 +60,9 @@ impl ShareToken {
             let mac = if mac.len() == 16 { hex(mac)? } else { return None };
             Some(ShareToken { id: hex(id)?, mac })
         });
-        parsed.ok_or_else(|| invalid("its handle is not of the form share() writes"))
+        parsed
+            .filter(|token| token.text() == text)
+            .ok_or_else(|| invalid("its handle is not of the form share() writes"))
     }
 
     /// The text form a token carries.
@@ -444,6 +449,21 @@ mod tests {
         for text in ["", ".", "1.", ".0123456789abcdef", "1.0123", "1.0123456789abcdefg", "x.0123456789abcdef", "1:0"] {
             assert_eq!(code(ShareToken::parse(text)), "ERR_SHARE_TOKEN_INVALID", "{text:?}");
         }
+        // Other spellings of the real token's numbers: refused, and the share stays open.
+        let text = token.text();
+        let (id, mac) = text.split_once('.').unwrap();
+        let respelled = [
+            text.to_uppercase(),
+            format!("{id}.{}", mac.to_uppercase()),
+            format!("0{id}.{mac}"),
+            format!("{:016x}.{mac}", token.id),
+            format!("+{id}.{mac}"),
+        ];
+        // (An all-digit mac reads the same in upper case: that spelling is the token.)
+        for spelling in respelled.iter().filter(|spelling| **spelling != text) {
+            assert_eq!(code(ShareToken::parse(spelling)), "ERR_SHARE_TOKEN_INVALID", "{spelling:?}");
+        }
+        assert_eq!(ShareToken::parse(&text).unwrap(), token);
         assert!(table.revoke(&token, now).unwrap());
         assert!(!table.revoke(&token, now).unwrap(), "revoke is idempotent");
         assert_eq!(code(table.open(&token, UsmKind::Device, 64, now)), "ERR_SHARE_TOKEN_REVOKED");
