@@ -1,9 +1,10 @@
 'use strict';
 // `registerHost(buffer, { queue })` and `HostRegistration`: an ArrayBuffer or
 // SharedArrayBuffer of the user's (or a view of one) registered with the runtime so that
-// copies between it and device memory skip the staging path. The binding holds the
-// buffer strongly while registered, checks at every copy that the buffer still holds the
-// registered bytes, and ends the registration when this object is collected.
+// copies between it and device memory skip the staging path. This object holds the
+// buffer (the binding holds it weakly, so a registration cached by its own buffer is
+// collected with it); the binding checks at every copy that the buffer still holds the
+// registered bytes, and the registration ends when this object is collected.
 const { native } = require('./native.js');
 const { ErrorCode, typeError, fromNative, CLONE_GUARD } = require('./errors.js');
 const { display, hostArg, onlyOption } = require('./values.js');
@@ -27,14 +28,17 @@ class HostRegistration {
   #id = null;
   #registered = false;
   #byteLength = 0;
+  /** What was registered (a buffer or a view of one), held while the registration lasts. */
+  #holds = null;
 
-  constructor(token, id, registered, byteLength) {
+  constructor(token, id, registered, byteLength, holds) {
     if (token !== MAKE) {
       throw typeError('HostRegistration cannot be constructed: use registerHost(buffer, { queue })', ErrorCode.ConstructCallRequired);
     }
     this.#id = id;
     this.#registered = registered;
     this.#byteLength = byteLength;
+    this.#holds = holds;
     apply(track, collected, [this, id, this]);
   }
 
@@ -60,6 +64,7 @@ class HostRegistration {
     const id = this.#id;
     if (id === null) return;
     this.#id = null;
+    this.#holds = null;
     apply(untrack, collected, [this]);
     try {
       native.hostUnregister(id);
@@ -100,7 +105,7 @@ function registerHost(buffer, options) {
   } catch (error) {
     throw fromNative(error);
   }
-  return new HostRegistration(MAKE, facts[0], facts[1] === 1, facts[2]);
+  return new HostRegistration(MAKE, facts[0], facts[1] === 1, facts[2], bytes);
 }
 
 module.exports = { HostRegistration, registerHost };

@@ -182,10 +182,10 @@ impl HostBytes {
         Ok(!is_arraybuffer)
     }
 
-    /// A strong reference to the `ArrayBuffer` or `SharedArrayBuffer` holding the bytes.
-    pub fn buffer_ref(&self, env: &Env) -> napi::Result<JsRef> {
+    /// A weak reference to the `ArrayBuffer` or `SharedArrayBuffer` holding the bytes.
+    pub fn buffer_weak_ref(&self, env: &Env) -> napi::Result<JsRef> {
         // SAFETY: `buffer` is a live value of `env` in the current call.
-        JsRef::new(&unsafe { Unknown::from_raw_unchecked(env.raw(), self.buffer) })
+        JsRef::weak(&unsafe { Unknown::from_raw_unchecked(env.raw(), self.buffer) })
     }
 
     /// Whether the bytes live in `buffer`, that very object (`===`).

@@ -15,7 +15,8 @@ use crate::js::slab::Slab;
 use crate::memory::registration::Registration;
 use crate::memory::usm::Owner;
 use crate::memory::usm::UsmMemory;
-use crate::runtime::{Context, Device, Queue};
+use crate::runtime::ranges::RangeBook;
+use crate::runtime::{Address, Context, Device, Queue};
 
 /// What keeps the memory under a zero-copy `ArrayBuffer` alive while the engine can
 /// still reach it: the allocation, when it is ours (foreign memory is kept alive by the
@@ -67,12 +68,59 @@ impl MemoryHandle {
 /// One live registration of host memory (`js::registration`).
 pub(crate) struct RegistrationHandle {
     pub(crate) registration: Arc<Registration>,
-    /// The `ArrayBuffer` or `SharedArrayBuffer` whose bytes were registered, held
-    /// strongly while the registration lasts.
+    /// The `ArrayBuffer` or `SharedArrayBuffer` whose bytes were registered, held weakly
+    /// (its `HostRegistration` holds it, so a cycle through JS is collectable).
     pub(crate) buffer: JsRef,
     /// `(data, byteLength)` of the whole `ArrayBuffer` when registered; `None` for a
     /// `SharedArrayBuffer`, which can neither be detached nor move.
     pub(crate) extent: Option<(u64, usize)>,
+}
+
+/// This environment's registrations: a slab by id, and their ids by range, so a copy
+/// finds the registrations it overlaps in O(log n).
+#[derive(Default)]
+pub(crate) struct Registrations {
+    slab: Slab<RegistrationHandle>,
+    by_range: RangeBook<f64>,
+}
+
+impl Registrations {
+    /// The handle of a live id.
+    pub(crate) fn get(&self, id: f64) -> Option<&RegistrationHandle> {
+        self.slab.get(id)
+    }
+
+    /// The ids of the registrations that overlap `address..address + len`.
+    pub(crate) fn overlapping(&self, address: Address, len: u64) -> Vec<f64> {
+        self.by_range.overlapping(address, len).map(|range| *range.value).collect()
+    }
+
+    /// Stores `handle`, whose registration the model accepted (it overlaps no live
+    /// one): a handle of ours over its range is one whose registration ended (found
+    /// stale by another thread), taken out and returned to be dropped.
+    fn insert(&mut self, handle: RegistrationHandle) -> Result<(f64, Vec<RegistrationHandle>)> {
+        let (address, len) = (handle.registration.address(), handle.registration.len());
+        let mut ended = Vec::new();
+        while let Some((start, id)) = self.by_range.first_overlapping(address, len).map(|r| (r.start, *r.value)) {
+            self.by_range.remove(start);
+            ended.extend(self.slab.remove(id));
+        }
+        let id = self.slab.insert(handle).ok_or(MemoryError::TooManyObjects)?;
+        let _ = self.by_range.insert(address, len, id);
+        Ok((id, ended))
+    }
+
+    /// Takes a handle out; its id is dead from now on.
+    pub(crate) fn remove(&mut self, id: f64) -> Option<RegistrationHandle> {
+        let handle = self.slab.remove(id)?;
+        self.by_range.remove_if(handle.registration.address(), |&holder| holder == id);
+        Some(handle)
+    }
+
+    /// Whether there is none (the copy path's first test).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_range.is_empty()
+    }
 }
 
 /// The values behind this environment's handles.
@@ -82,7 +130,7 @@ pub struct Handles {
     contexts: Slab<Arc<dyn Context>>,
     queues: Slab<Arc<dyn Queue>>,
     pub(crate) memories: Slab<MemoryHandle>,
-    pub(crate) registrations: Slab<RegistrationHandle>,
+    pub(crate) registrations: Registrations,
 }
 
 fn stale(what: &str) -> MemoryError {
@@ -153,9 +201,10 @@ impl Handles {
         self.memories.insert(handle).ok_or(MemoryError::TooManyObjects)
     }
 
-    /// A new registration handle.
-    pub(crate) fn add_registration(&mut self, handle: RegistrationHandle) -> Result<f64> {
-        self.registrations.insert(handle).ok_or(MemoryError::TooManyObjects)
+    /// A new registration handle, and the handles of ours it replaces (see
+    /// [`Registrations`]), to be dropped once the handles are no longer borrowed.
+    pub(crate) fn add_registration(&mut self, handle: RegistrationHandle) -> Result<(f64, Vec<RegistrationHandle>)> {
+        self.registrations.insert(handle)
     }
 
     /// Takes a device, context or queue handle out (its JS object is gone). A memory
@@ -174,7 +223,8 @@ impl Handles {
     /// At environment teardown the environment releases every reference itself; deleting
     /// them then could touch it after that, so the buffers' references are forgotten.
     pub(crate) fn forget_references(&mut self) {
-        self.registrations.drain(|handle| std::mem::forget(handle.buffer));
+        self.registrations.by_range = RangeBook::new();
+        self.registrations.slab.drain(|handle| std::mem::forget(handle.buffer));
         self.memories.for_each(|handle| {
             if let Some((_, reference)) = handle.buffer.take() {
                 std::mem::forget(reference);

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::error::{MemoryError, Result};
 use crate::memory::allocation::{bind_view, provenance, runtime_slack, unowned, Provenance};
 use crate::memory::interface::{parse_interface, pointer_not_bound, syclobj_invalid, RawInterface};
+use crate::memory::registration::registered_at;
 use crate::memory::registry::Registry;
 use crate::memory::usm::{Owner, UsmMemory};
 use crate::runtime::UsmKind;
@@ -72,7 +73,9 @@ fn resolve(registry: &Registry, syclobj: SyclObj, address: Address, shown: &str)
         (None, Some(context)) => (None, context),
         (None, None) => return Err(syclobj_invalid(shown)),
     };
-    if context.pointer_kind(address) == UsmKind::Unknown {
+    // Registered host memory is the user's, whatever a runtime calls it (CUDA's driver
+    // reports it as host memory): the model's book of registrations answers.
+    if registered_at(address) || context.pointer_kind(address) == UsmKind::Unknown {
         return Err(pointer_not_bound(address, shown));
     }
     // The runtime knows the address but our book does not: it may be the runtime's

@@ -228,8 +228,6 @@ pub(crate) struct CudaContext {
     allocations: Mutex<BTreeMap<u64, DriverAllocation>>,
     /// Pinned buffers for staged pageable copies, made on first need.
     stager: Mutex<Option<Arc<Stager>>>,
-    /// Host ranges registered through this context (`registration.rs`), start to length.
-    registered: Mutex<BTreeMap<u64, u64>>,
 }
 
 /// Contexts that made staging buffers, for `trim_staging`.
@@ -271,7 +269,6 @@ impl CudaContext {
             ownership,
             allocations: Mutex::new(BTreeMap::new()),
             stager: Mutex::new(None),
-            registered: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -453,10 +450,6 @@ impl Context for CudaContext {
         }
         if let Some((_, a)) = self.lookup(address) {
             return a.kind;
-        }
-        // Registered host memory is the user's, not USM memory of ours.
-        if self.is_registered(address) {
-            return UsmKind::Unknown;
         }
         if ipc::mapping_of(self, address).is_some() {
             return UsmKind::Device;
