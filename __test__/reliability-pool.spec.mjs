@@ -55,6 +55,18 @@ serial('poolStats() reports the idle scratch of async copies; poolTrim() frees a
   t.is(poolTrim(), 0);
 });
 
+serial('a burst of async copies keeps a bounded number of idle scratch blocks', async (t) => {
+  poolTrim();
+  const m = new MemoryUSMHost(16 * 1024);
+  const source = new Uint8Array(16 * 1024);
+  // Each copy of a plain ArrayBuffer holds a scratch block of its own until it settles.
+  await Promise.all(Array.from({ length: 2000 }, () => m.copyFromHostAsync(source)));
+  const { blocks } = poolStats().scratch;
+  t.true(blocks >= 1 && blocks <= 64, `${blocks} idle blocks kept`);
+  m.free();
+  poolTrim();
+});
+
 serial('idle scratch is freed on its own after a few seconds', async (t) => {
   poolTrim();
   const m = new MemoryUSMHost(4 * MiB);

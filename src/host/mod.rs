@@ -1,6 +1,7 @@
 //! Plain CPU access to host-accessible memory: host memory and USM host or shared
 //! allocations, which the USM model lets the host read and write directly.
 
+use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -62,55 +63,84 @@ pub(crate) struct Scratch {
     len: usize,
 }
 
-/// How many bytes the kept blocks may hold in all, and for how long an idle one is kept.
+/// How many bytes the kept blocks may hold in all, how many blocks may be kept (a burst
+/// of async copies returns one block each: beyond what copies at once reuse, the rest
+/// is freed at once), and for how long an idle one is kept.
 const SCRATCH_KEPT_MAX: usize = 1 << 30;
+const SCRATCH_KEPT_BLOCKS: usize = 64;
 const SCRATCH_IDLE: Duration = Duration::from_secs(5);
 
-/// Idle scratch blocks (each used up to its full length) and when each was returned.
+/// Idle scratch blocks (each used up to its full length), by length for `take` and by
+/// when each was returned for `expire`: both O(log n) per block.
 struct Kept {
-    blocks: Vec<(Vec<u8>, Instant)>,
+    /// Blocks by `(length, number)`, numbered in the order they were returned.
+    by_len: BTreeMap<(usize, u64), Vec<u8>>,
+    /// `(returned at, number)` to length, of the same blocks.
+    by_age: BTreeMap<(Instant, u64), usize>,
+    /// `number` to when it was returned, to find a block's `by_age` key from `by_len`.
+    returned: BTreeMap<u64, Instant>,
+    next: u64,
     bytes: usize,
     max: usize,
+    max_blocks: usize,
     idle: Duration,
 }
 
 impl Kept {
-    const fn new(max: usize, idle: Duration) -> Kept {
-        Kept { blocks: Vec::new(), bytes: 0, max, idle }
+    const fn new(max: usize, max_blocks: usize, idle: Duration) -> Kept {
+        Kept {
+            by_len: BTreeMap::new(),
+            by_age: BTreeMap::new(),
+            returned: BTreeMap::new(),
+            next: 0,
+            bytes: 0,
+            max,
+            max_blocks,
+            idle,
+        }
     }
 
-    /// The smallest block of `len` to `2 * len` bytes.
+    fn blocks(&self) -> usize {
+        self.by_len.len()
+    }
+
+    /// The smallest block of `len` to `2 * len` bytes (the oldest of equal ones).
     fn take(&mut self, len: usize) -> Option<Vec<u8>> {
-        let fits = |block: &Vec<u8>| block.len() >= len && block.len() <= len.saturating_mul(2);
-        let index =
-            (0..self.blocks.len()).filter(|&i| fits(&self.blocks[i].0)).min_by_key(|&i| self.blocks[i].0.len())?;
-        let (block, _) = self.blocks.swap_remove(index);
+        let (&key, _) = self.by_len.range((len, 0)..=(len.saturating_mul(2), u64::MAX)).next()?;
+        let block = self.by_len.remove(&key)?;
+        if let Some(at) = self.returned.remove(&key.1) {
+            self.by_age.remove(&(at, key.1));
+        }
         self.bytes = self.bytes.saturating_sub(block.len());
         Some(block)
     }
 
-    /// Keeps `block`; gives it back when it would exceed the cap.
+    /// Keeps `block`; gives it back when it would exceed the cap on bytes or on blocks.
     fn put(&mut self, block: Vec<u8>, now: Instant) -> Option<Vec<u8>> {
-        if block.is_empty() || self.bytes.saturating_add(block.len()) > self.max {
+        if block.is_empty() || self.blocks() >= self.max_blocks || self.bytes.saturating_add(block.len()) > self.max {
             return Some(block);
         }
+        let number = self.next;
+        self.next += 1;
         self.bytes += block.len();
-        self.blocks.push((block, now));
+        self.by_age.insert((now, number), block.len());
+        self.returned.insert(number, now);
+        self.by_len.insert((block.len(), number), block);
         None
     }
 
     /// Takes out the blocks idle for `idle` or longer at `now` (to be freed after the lock).
     fn expire(&mut self, now: Instant) -> Vec<Vec<u8>> {
-        let idle = self.idle;
         let mut expired = Vec::new();
-        let mut i = 0;
-        while i < self.blocks.len() {
-            if now.saturating_duration_since(self.blocks[i].1) >= idle {
-                let (block, _) = self.blocks.swap_remove(i);
+        while let Some((&(at, number), &len)) = self.by_age.first_key_value() {
+            if now.saturating_duration_since(at) < self.idle {
+                break;
+            }
+            self.by_age.remove(&(at, number));
+            self.returned.remove(&number);
+            if let Some(block) = self.by_len.remove(&(len, number)) {
                 self.bytes = self.bytes.saturating_sub(block.len());
                 expired.push(block);
-            } else {
-                i += 1;
             }
         }
         expired
@@ -119,12 +149,14 @@ impl Kept {
     /// Takes out every block.
     fn drain(&mut self) -> Vec<Vec<u8>> {
         self.bytes = 0;
-        self.blocks.drain(..).map(|(block, _)| block).collect()
+        self.by_age.clear();
+        self.returned.clear();
+        std::mem::take(&mut self.by_len).into_values().collect()
     }
 
     /// When the oldest block expires.
     fn next_expiry(&self) -> Option<Instant> {
-        self.blocks.iter().filter_map(|&(_, since)| since.checked_add(self.idle)).min()
+        self.by_age.first_key_value().and_then(|(&(at, _), _)| at.checked_add(self.idle))
     }
 }
 
@@ -136,8 +168,8 @@ struct Store {
 }
 
 impl Store {
-    const fn new(max: usize, idle: Duration) -> Store {
-        Store { kept: Mutex::new(Kept::new(max, idle)), wake: Condvar::new(), reaper: OnceLock::new() }
+    const fn new(max: usize, max_blocks: usize, idle: Duration) -> Store {
+        Store { kept: Mutex::new(Kept::new(max, max_blocks, idle)), wake: Condvar::new(), reaper: OnceLock::new() }
     }
 
     fn take(&self, len: usize) -> Option<Vec<u8>> {
@@ -155,7 +187,7 @@ impl Store {
             let mut kept = lock(&self.kept);
             let now = Instant::now();
             let expired = kept.expire(now);
-            let was_empty = kept.blocks.is_empty();
+            let was_empty = kept.blocks() == 0;
             let refused = kept.put(block, now);
             // The reaper sleeps without a deadline only while nothing is kept.
             if was_empty && refused.is_none() {
@@ -176,7 +208,7 @@ impl Store {
     /// `(blocks, bytes)` kept now.
     fn stats(&self) -> (usize, usize) {
         let kept = lock(&self.kept);
-        (kept.blocks.len(), kept.bytes)
+        (kept.blocks(), kept.bytes)
     }
 
     /// One thread per store, asleep until the oldest block expires (or for good while
@@ -214,7 +246,7 @@ impl Store {
     }
 }
 
-static SCRATCH: Store = Store::new(SCRATCH_KEPT_MAX, SCRATCH_IDLE);
+static SCRATCH: Store = Store::new(SCRATCH_KEPT_MAX, SCRATCH_KEPT_BLOCKS, SCRATCH_IDLE);
 
 impl Scratch {
     /// `len` bytes of scratch memory, or `None` when there is no such memory. Neither a
@@ -396,14 +428,14 @@ mod tests {
     fn kept_blocks_fit_best_respect_the_cap_and_expire() {
         let t0 = Instant::now();
         let idle = Duration::from_secs(5);
-        let mut kept = Kept::new(13 << 20, idle);
+        let mut kept = Kept::new(13 << 20, 64, idle);
         let block = |len: usize| zeroed_bytes(len).unwrap();
         assert!(kept.put(block(3 << 20), t0).is_none());
         assert!(kept.put(block(8 << 20), t0).is_none());
         assert!(kept.put(block(2 << 20), t0 + Duration::from_secs(2)).is_none());
         assert!(kept.put(block(1 << 20), t0).is_some_and(|b| b.len() == 1 << 20), "beyond the cap: refused");
         assert!(kept.put(Vec::new(), t0).is_some(), "an empty block is not kept");
-        assert_eq!((kept.blocks.len(), kept.bytes), (3, 13 << 20));
+        assert_eq!((kept.blocks(), kept.bytes), (3, 13 << 20));
         assert!(kept.take(9 << 20).is_none(), "none is large enough");
         assert!(kept.take((1 << 20) - 1).is_none(), "all are more than twice as large");
         assert_eq!(kept.take(3 << 20).map(|b| b.len()), Some(3 << 20), "the smallest that fits");
@@ -415,15 +447,31 @@ mod tests {
         assert!(kept.expire(t0 + idle - Duration::from_millis(1)).is_empty());
         let expired = kept.expire(t0 + idle);
         assert_eq!(expired.iter().map(Vec::len).collect::<Vec<_>>(), vec![8 << 20]);
-        assert_eq!((kept.blocks.len(), kept.bytes), (1, 2 << 20));
+        assert_eq!((kept.blocks(), kept.bytes), (1, 2 << 20));
         assert_eq!(kept.next_expiry(), Some(t0 + Duration::from_secs(2) + idle));
         assert_eq!(kept.drain().len(), 1);
-        assert_eq!((kept.blocks.len(), kept.bytes, kept.next_expiry()), (0, 0, None));
+        assert_eq!((kept.blocks(), kept.bytes, kept.next_expiry()), (0, 0, None));
+    }
+
+    #[test]
+    fn a_burst_keeps_a_bounded_number_of_blocks_found_by_size() {
+        let t0 = Instant::now();
+        let mut kept = Kept::new(1 << 30, SCRATCH_KEPT_BLOCKS, SCRATCH_IDLE);
+        // 20,000 blocks returned at once (a burst of async copies), of two sizes.
+        let refused = (0..20_000).filter(|&i| kept.put(vec![0u8; 4096 + (i % 2) * 4096], t0).is_some()).count();
+        assert_eq!(kept.blocks(), SCRATCH_KEPT_BLOCKS, "at most the bound is kept");
+        assert_eq!(refused, 20_000 - SCRATCH_KEPT_BLOCKS, "the rest are freed at once");
+        assert_eq!(kept.bytes, SCRATCH_KEPT_BLOCKS / 2 * (4096 + 8192));
+        assert_eq!(kept.take(8000).map(|b| b.len()), Some(8192), "the one size that fits");
+        assert_eq!(kept.take(4096).map(|b| b.len()), Some(4096), "the smallest that fits");
+        assert_eq!(kept.blocks(), SCRATCH_KEPT_BLOCKS - 2);
+        assert_eq!(kept.expire(t0 + SCRATCH_IDLE).len(), SCRATCH_KEPT_BLOCKS - 2);
+        assert_eq!((kept.blocks(), kept.bytes), (0, 0));
     }
 
     #[test]
     fn the_reaper_frees_idle_blocks_on_its_own() {
-        static STORE: Store = Store::new(1 << 30, Duration::from_millis(100));
+        static STORE: Store = Store::new(1 << 30, 64, Duration::from_millis(100));
         STORE.put(zeroed_bytes(4 << 20).unwrap());
         assert_eq!(STORE.stats(), (1, 4 << 20));
         let start = Instant::now();
