@@ -166,6 +166,9 @@ pub struct SyclContext {
     me: Weak<SyclContext>,
     handle: shim::ContextHandle,
     devices: Vec<Arc<SyclDevice>>,
+    /// Set once the backend answered that it needs no host registration (a property of
+    /// the backend): later registrations skip the runtime call, which costs an exception.
+    registration_not_needed: std::sync::atomic::AtomicBool,
 }
 
 impl SyclContext {
@@ -176,7 +179,12 @@ impl SyclContext {
             .into_iter()
             .map(canonical_device)
             .collect::<Result<Vec<_>>>()?;
-        Ok(Arc::new_cyclic(|me| SyclContext { me: me.clone(), handle, devices }))
+        Ok(Arc::new_cyclic(|me| SyclContext {
+            me: me.clone(),
+            handle,
+            devices,
+            registration_not_needed: std::sync::atomic::AtomicBool::new(false),
+        }))
     }
 }
 
