@@ -358,7 +358,9 @@ export interface RegisterHostOptions {
 /**
  * A registration of host memory made by `registerHost`: while active, copies between
  * device memory and the registered buffer (or any view of it inside the registered
- * bytes) skip staging. Collection of this object ends it, as does `unregister()`.
+ * bytes) skip staging. It holds its buffer (the addon holds it weakly, so a registration
+ * cached by its own buffer is collected with it). Collection of this object ends it, as
+ * does `unregister()`.
  */
 export declare class HostRegistration implements CloneGuarded {
   readonly __dpctlMemoryCloneGuard__: object
