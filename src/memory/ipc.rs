@@ -132,7 +132,12 @@ pub fn open_with(len: usize, read: impl FnOnce(&mut [u8]), queue: &Arc<dyn Queue
     }
     let mapping = Arc::new(IpcMapping::new(handle.to_vec(), mapped.address, mapped.size, context.clone()));
     book.open.insert(handle.to_vec(), Arc::downgrade(&mapping));
-    book.mapped.insert(mapped.address, (mapped.size, Arc::downgrade(&mapping)));
+    // A range of the book there is a mapping closed meanwhile (the runtime maps no two
+    // open ones over each other): it makes room.
+    while let Some(start) = book.mapped.first_overlapping(mapped.address, mapped.size).map(|range| range.start) {
+        book.mapped.remove(start);
+    }
+    let _ = book.mapped.insert(mapped.address, mapped.size, Arc::downgrade(&mapping));
     drop(guard);
     Ok(UsmMemory::from_mapping(mapping, nbytes, queue.clone()))
 }

@@ -2,11 +2,11 @@
 //! book of exported and open handles. Apart from `memory::ipc`'s policy so that memory
 //! objects (`usm::Owner::Mapping`) can hold a mapping without importing that policy.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::memory::allocation::Allocation;
-use crate::runtime::ranges::entry_holding;
+use crate::runtime::ranges::RangeBook;
 use crate::runtime::{Address, Context};
 
 /// What this process exported and opened: handles by their bytes.
@@ -16,8 +16,8 @@ pub(crate) struct Book {
     pub(crate) exported: HashMap<Vec<u8>, Weak<Allocation>>,
     /// Handles open here, with their mapping.
     pub(crate) open: HashMap<Vec<u8>, Weak<IpcMapping>>,
-    /// The open mappings by address: `(size, mapping)`.
-    pub(crate) mapped: BTreeMap<Address, (u64, Weak<IpcMapping>)>,
+    /// The open mappings by range.
+    pub(crate) mapped: RangeBook<Weak<IpcMapping>>,
 }
 
 static BOOK: Mutex<Option<Book>> = Mutex::new(None);
@@ -33,10 +33,10 @@ pub(crate) fn with_book<R>(f: impl FnOnce(&mut Book) -> R) -> R {
 /// The open mapping holding all of `address..address + nbytes`, for views made from an interface
 /// over a mapping (they hold it, as views of our own allocations hold those).
 pub fn mapping_holding(address: Address, nbytes: u64) -> Option<Arc<IpcMapping>> {
+    address.checked_add(nbytes)?;
     let guard = book();
-    let (base, (size, mapping)) = entry_holding(&guard.as_ref()?.mapped, address, |(size, _)| *size)?;
-    let end = address.checked_add(nbytes)?;
-    (end <= base.saturating_add(*size)).then(|| mapping.upgrade()).flatten()
+    let range = guard.as_ref()?.mapped.holding(address)?;
+    range.covers(address, nbytes).then(|| range.value.upgrade()).flatten()
 }
 
 /// An open mapping of another process's memory, closed when the last holder drops it.
@@ -81,9 +81,7 @@ impl Drop for IpcMapping {
             if book.open.get(&self.handle).is_some_and(|m| m.strong_count() == 0) {
                 book.open.remove(&self.handle);
             }
-            if book.mapped.get(&self.address).is_some_and(|(_, m)| m.strong_count() == 0) {
-                book.mapped.remove(&self.address);
-            }
+            book.mapped.remove_if(self.address, |m| m.strong_count() == 0);
         }
         if let Some(ipc) = self.context.ipc() {
             // SAFETY: the mapping was opened by this context's `open` (`ipc::open_with`),

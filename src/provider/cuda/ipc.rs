@@ -13,26 +13,28 @@
 //! `pointer_kind` and `address_range` for them without asking the driver (a copy must
 //! never take a mapping for pageable host memory and stage it through the CPU).
 
-use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use super::driver::{IpcMemHandle, IPC_MEM_LAZY_ENABLE_PEER_ACCESS};
 use super::CudaContext;
 use crate::error::{MemoryError, Result};
 use crate::runtime::ipc::{Ipc, Mapped};
-use crate::runtime::ranges::entry_holding;
+use crate::runtime::ranges::RangeBook;
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Device};
 use crate::sync::lock;
 
-/// The open mappings of this process: base address -> (context's raw handle, size).
-static MAPPINGS: Mutex<BTreeMap<Address, (usize, u64)>> = Mutex::new(BTreeMap::new());
+/// The open mappings of this process by range, with the raw handle of the context each
+/// is mapped into. The model keeps its own book of them (`memory::ipc_mapping`), which
+/// this provider cannot read (the layers point one way): the provider needs this one to
+/// route its own copies.
+static MAPPINGS: Mutex<RangeBook<usize>> = Mutex::new(RangeBook::new());
 
 /// `(base, size)` of the mapping of `context` that holds `address`, if any.
 pub(super) fn mapping_of(context: &CudaContext, address: Address) -> Option<(Address, u64)> {
     let mappings = lock(&MAPPINGS);
-    let (base, &(owner, size)) = entry_holding(&mappings, address, |&(_, size)| size)?;
-    (owner == context.handle.as_raw()).then_some((base, size))
+    let range = mappings.holding(address)?;
+    (*range.value == context.handle.as_raw()).then_some((range.start, range.len))
 }
 
 impl Ipc for CudaContext {
@@ -79,7 +81,12 @@ impl Ipc for CudaContext {
         })?;
         match current.mem_get_address_range(address) {
             Ok((base, size)) if base == address && size > 0 => {
-                lock(&MAPPINGS).insert(address, (self.handle.as_raw(), size as u64));
+                let mut mappings = lock(&MAPPINGS);
+                // A range there is of a mapping closed behind our back: it makes room.
+                while let Some(start) = mappings.first_overlapping(address, size as u64).map(|range| range.start) {
+                    mappings.remove(start);
+                }
+                let _ = mappings.insert(address, size as u64, self.handle.as_raw());
                 Ok(Mapped { address, size: size as u64 })
             }
             other => {
@@ -99,7 +106,7 @@ impl Ipc for CudaContext {
     }
 
     unsafe fn close(&self, address: Address) -> Result<()> {
-        lock(&MAPPINGS).remove(&address);
+        lock(&MAPPINGS).remove(address);
         // SAFETY: `address` is a mapping `open` returned in this context, closed once with
         // nothing using it after (this function's contract).
         Ok(unsafe { self.current()?.ipc_close_mem_handle(address) }?)
