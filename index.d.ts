@@ -1,4 +1,5 @@
 // Type declarations of dpctl-memory (written by hand, checked by __test__/types.spec.mjs).
+/// <reference types="node" />
 
 /** A host buffer a copy can read from or write into. */
 export type HostBuffer = ArrayBuffer | SharedArrayBuffer | ArrayBufferView
@@ -85,6 +86,7 @@ export type ErrorCodeValue =
   | 'ERR_IPC_HANDLE_INVALID'
   | 'ERR_IPC_HANDLE_OPEN'
   | 'ERR_IPC_OUT_OF_BOUNDS'
+  | 'ERR_NO_NATIVE_BINARY'
 
 /** The codes by name, e.g. `ErrorCode.UsmFreed === 'ERR_USM_FREED'` (a frozen object). */
 export declare const ErrorCode: {
@@ -138,6 +140,7 @@ export declare const ErrorCode: {
   readonly IpcHandleInvalid: 'ERR_IPC_HANDLE_INVALID'
   readonly IpcHandleOpen: 'ERR_IPC_HANDLE_OPEN'
   readonly IpcOutOfBounds: 'ERR_IPC_OUT_OF_BOUNDS'
+  readonly NoNativeBinary: 'ERR_NO_NATIVE_BINARY'
 }
 export type ErrorCode = ErrorCodeValue
 

@@ -72,3 +72,27 @@ test("the README's error table gives every code once, with the table's classes",
     t.deepEqual(documented.get(code), classes, `${code}'s class`);
   }
 });
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
+const slug = (heading) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+
+test("the README's table of contents lists every section, in order, and every link to a heading resolves", (t) => {
+  const text = read('README.md').replace(/```[\s\S]*?```/g, '');
+  const sections = [...text.matchAll(/^## (.+)$/gm)].map((m) => m[1]).filter((title) => title !== 'Contents');
+  const contents = declaration(text, '## Contents\n', '\n## ');
+  t.truthy(contents, 'the README has a "## Contents" section');
+  const listed = [...contents.matchAll(/^- \[([^\]]+)\]\(#([^)]+)\)/gm)].map((m) => ({ title: m[1], anchor: m[2] }));
+  t.deepEqual(
+    listed.map(({ title }) => title),
+    sections,
+    'each "## " section is listed in Contents as "- [Title](#anchor)", in the order of the README',
+  );
+  for (const { title, anchor } of listed) t.is(anchor, slug(title), `the anchor of "${title}"`);
+  const anchors = new Set([...text.matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1])));
+  for (const [, anchor] of text.matchAll(/\]\(#([^)]+)\)/g)) t.true(anchors.has(anchor), `#${anchor} names a heading`);
+});

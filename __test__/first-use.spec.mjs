@@ -3,8 +3,8 @@
 // here. The errors say what to do in a consumer project, and speak of CUDA only where an
 // NVIDIA driver library is present.
 import test from 'ava';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,4 +53,23 @@ test('a selector that names no device here is named in the error', (t) => {
   }
   t.regex(out.message, /ONEAPI_DEVICE_SELECTOR='level_zero:gpu' is set and may filter out every device: unset it/);
   t.notRegex(out.message, /Install the NVIDIA driver/);
+});
+
+test('npx dpctl-memory-install-runtime --help prints help and installs nothing', (t) => {
+  const empty = mkdtempSync(path.join(tmpdir(), 'dpctl-memory-help-'));
+  t.teardown(() => rmSync(empty, { recursive: true, force: true }));
+  const installer = path.join(ROOT, 'scripts', 'install-runtime.js');
+  // An empty cache: were --help taken for an install, pip would start filling it.
+  const env = withoutRuntimeVars({ DPCTL_MEMORY_CACHE: empty, PYTHON: '/nonexistent/python' });
+  for (const flag of ['--help', '-h']) {
+    const help = spawnSync(process.execPath, [installer, flag], { env, encoding: 'utf8' });
+    t.is(help.status, 0, help.stderr);
+    t.regex(help.stdout, /^Usage: npx dpctl-memory-install-runtime/);
+    t.true(help.stdout.includes(path.join(empty, 'sycl-runtime-')), 'it says where the runtime would go');
+  }
+  t.deepEqual(readdirSync(empty), [], 'nothing was installed');
+  const unknown = spawnSync(process.execPath, [installer, '--bogus'], { env, encoding: 'utf8' });
+  t.is(unknown.status, 2);
+  t.regex(unknown.stderr, /unknown argument '--bogus'/);
+  t.deepEqual(readdirSync(empty), []);
 });

@@ -46,10 +46,14 @@ function load() {
     return require(packageName);
   } catch (error) {
     if (error.code !== 'MODULE_NOT_FOUND' || !String(error.message).includes(packageName)) throw error;
+    const v = manifest.version;
     throw noBinary(
-      `dpctl-memory: its native binary, the package ${packageName}, is not installed. npm leaves optional ` +
-        'dependencies out with --omit=optional or --no-optional, and when the lockfile was made on another ' +
-        `platform: run \`npm install ${packageName}@${manifest.version}\`. ${fromSource}`,
+      `dpctl-memory: its native binary, the package ${packageName}, is not installed. ` +
+        `Installed from tarballs (\`node scripts/pack.js\` in a clone)? Install both in one command: ` +
+        `\`npm install ${packageName}-${v}.tgz ${manifest.name}-${v}.tgz\` (npm cannot find the platform package ` +
+        'on its own before it is published). From the registry: npm leaves optional dependencies out with ' +
+        '--omit=optional or --no-optional, and when the lockfile was made on another platform: run ' +
+        `\`npm install ${packageName}@${v}\`. ${fromSource}`,
       error,
     );
   }

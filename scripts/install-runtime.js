@@ -250,7 +250,32 @@ async function install({ quiet = false } = {}) {
 
 module.exports = { install, removeLeftovers, requirementsText, runtimeDir, installedOneApi, RUNTIME_VERSION };
 
+const HELP = `Usage: dpctl-memory-install-runtime [--help]
+
+Installs Intel's SYCL runtime ${RUNTIME_VERSION} (${WHEELS.map((wheel) => wheel.name).join(', ')})
+from PyPI with \`python3 -m pip\` (wheels pinned by sha256), once per user, and prints
+the folder it is in. About 1.3 GB.
+
+  into:    \$DPCTL_MEMORY_CACHE/sycl-runtime-${RUNTIME_VERSION}
+           (default \${XDG_CACHE_HOME:-~/.cache}/dpctl-memory/sycl-runtime-${RUNTIME_VERSION})
+  skipped: when it is already there, or when an installed oneAPI is named by
+           DPCTL_MEMORY_SYCL_ROOT, SYCL_ROOT, CMPLR_ROOT or ONEAPI_ROOT
+  python:  $PYTHON, else python3, else python (pip's PIP_* variables apply)
+
+Not needed on a machine that only uses NVIDIA GPUs (served through the CUDA driver).
+Here: ${runtimeDir()}
+`;
+
 if (require.main === module) {
+  const args = process.argv.slice(2);
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(HELP);
+    process.exit(0);
+  }
+  if (args.length > 0) {
+    process.stderr.write(`dpctl-memory-install-runtime: unknown argument '${args[0]}'\n\n${HELP}`);
+    process.exit(2);
+  }
   install().then(
     (dir) => console.log(dir),
     (err) => {

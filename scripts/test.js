@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Runs every test: the Rust lints (rustfmt, clippy), the cargo tests of the Rust model and
 // providers, then the ava suite, streaming each runner's output as it comes. Ends with one
-// line "N passed, N failed, N skipped" that counts them all (each lint counts as one test).
+// line "N passed, N failed, N skipped" that counts them all (each lint counts as one test),
+// after the name of every test that failed and every runner that broke, so that a failure
+// is found at the end, not somewhere in a thousand lines.
 'use strict';
 const path = require('node:path');
 const readline = require('node:readline');
@@ -10,6 +12,8 @@ const { spawn } = require('node:child_process');
 const root = path.resolve(__dirname, '..');
 const totals = { passed: 0, failed: 0, skipped: 0 };
 let broken = false;
+/** What failed, named for the closing summary: `cargo <binary>: <test>`, `ava <file> › <title>`. */
+const failures = [];
 
 // After this long without a line from a runner (cargo compiling one large crate says
 // nothing for minutes off a terminal), a line says it is still at work.
@@ -44,7 +48,12 @@ function stream(command, args, onLine) {
 
 async function cargo() {
   let counted = false;
+  let binary = '';
   const status = await stream('cargo', ['test', '--release'], (line) => {
+    const running = /^\s*Running (\S+)/.exec(line);
+    if (running) binary = running[1];
+    const failed = /^test (.+) \.\.\. FAILED$/.exec(line);
+    if (failed) failures.push(`cargo ${binary}: ${failed[1]}`);
     const m = /^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored/.exec(line);
     if (m) {
       counted = true;
@@ -53,7 +62,10 @@ async function cargo() {
       totals.skipped += Number(m[3]);
     }
   });
-  if (status !== 0 || !counted) broken = true;
+  if (status !== 0 || !counted) {
+    broken = true;
+    if (!counted) failures.push(`cargo test did not run to its result (exit ${status}): see its output above`);
+  }
 }
 
 /** A lint is one test: it passes when the command exits 0. */
@@ -63,6 +75,7 @@ async function lint(name, args) {
   else {
     totals.failed += 1;
     console.log(`lint failed: ${name} (cargo ${args.join(' ')})`);
+    failures.push(`lint ${name}: \`cargo ${args.join(' ')}\``);
   }
 }
 
@@ -70,6 +83,9 @@ async function ava() {
   const args = [path.join(root, 'node_modules', 'ava', 'entrypoints', 'cli.mjs'), '--tap', ...process.argv.slice(2)];
   let counted = false;
   const status = await stream(process.execPath, args, (line) => {
+    // TAP: `not ok 12 - memory › copyToHost into a short buffer`; a todo is not a failure.
+    const failed = /^not ok \d+ - (.*)$/.exec(line);
+    if (failed && !/# TODO\b/.test(failed[1])) failures.push(`ava ${failed[1]}`);
     const m = /^# (pass|fail|skip|todo) (\d+)$/.exec(line);
     if (!m) return;
     counted = true;
@@ -78,7 +94,20 @@ async function ava() {
     else if (m[1] === 'fail') totals.failed += n;
     else totals.skipped += n;
   });
-  if (status !== 0 || !counted) broken = true;
+  if (status !== 0 || !counted) {
+    broken = true;
+    if (!counted) failures.push(`ava did not run to its result (exit ${status}): see its output above`);
+  }
+}
+
+/** The closing summary: what failed, by name, then the one count line. */
+function summary() {
+  if (failures.length > 0) {
+    console.log(`\n${failures.length === 1 ? 'This failed' : `These ${failures.length} failed`}:`);
+    for (const failure of failures) console.log(`  ✘ ${failure}`);
+    console.log('');
+  }
+  console.log(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
 }
 
 (async () => {
@@ -88,6 +117,6 @@ async function ava() {
     await cargo();
   }
   await ava();
-  console.log(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
+  summary();
   process.exit(broken || totals.failed > 0 ? 1 : 0);
 })();

@@ -214,6 +214,10 @@ error_table! {
         IpcHandleOpen = "ERR_IPC_HANDLE_OPEN" as Error,
         /// `nbytes` of an IPC open beyond the exported allocation.
         IpcOutOfBounds = "ERR_IPC_OUT_OF_BOUNDS" as RangeError,
+        /// `require('dpctl-memory')` found no native binary for this platform, or its
+        /// platform package is not installed (thrown by `lib/native.js`, before this table
+        /// can be read; listed so that `ErrorCode` names every code).
+        NoNativeBinary = "ERR_NO_NATIVE_BINARY" as Error,
     }
     variants {
         /// A host buffer argument the binding cannot read; `what` names the argument.
@@ -244,11 +248,11 @@ error_table! {
         /// which context.
         #[error("{message}")]
         ForeignPointer { message: String } => SuaiForeignPointer,
-        /// dpctl's step-4 error: the interface's pointer is not a USM pointer of the
-        /// context its `syclobj` names.
+        /// dpctl's step-4 error, in JS's words: the interface's pointer is not a USM
+        /// pointer of the context its `syclobj` names.
         #[error(
-            "__sycl_usm_array_interface__ is malformed: 'data' field is not consistent with 'syclobj' field, the pointer {address:#x} is not \
-             bound to SyclContext derived from dict('syclobj': {syclobj})."
+            "__sycl_usm_array_interface__ is malformed: its 'data' pointer {address:#x} is not USM memory of the SyclContext \
+             that its 'syclobj' ({syclobj}) names: give as syclobj the SyclQueue or SyclContext the memory was allocated in."
         )]
         PointerNotBound { address: u64, syclobj: String } => SuaiForeignPointer,
         /// The `nbytes` at `address` leave the allocation of `size` bytes at `base`
