@@ -6,7 +6,7 @@
 // binding is called, so no user code runs while the binding holds a raw pointer.
 const { native, own, MEMORY_HANDLE } = require('./native.js');
 const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis, MEMORY_CLONE_GUARD } = require('./errors.js');
-const { display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg, onlyOption, isArray, isRevoked, listOf, shortName } = require('./values.js');
+const { isHostBuffer, display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg, onlyOption, isArray, isRevoked, listOf, shortName } = require('./values.js');
 const devices = require('./device.js');
 const { prefetchArgs, adviseArgs, runHint } = require('./hints.js');
 const { shareToken, openToken } = require('./share.js');
@@ -49,11 +49,25 @@ const tooLarge = (nbytes) =>
   );
 const notUsm = (value) => typeError(`Argument ${display(value)} does not expose \`${SUAI}\`.`, ErrorCode.NotUsm);
 
+/** A constructor given host data: memory is allocated by size, then filled. */
+const CLASS_NAMES = [undefined, 'MemoryUSMDevice', 'MemoryUSMShared', 'MemoryUSMHost'];
+const hostDataSource = (kind) =>
+  typeError(
+    `The argument is host memory (an ArrayBuffer, SharedArrayBuffer or view), not USM memory: it does not expose ` +
+      `\`${SUAI}\`. Memory is allocated by size and then filled: ` +
+      `\`const m = new ${CLASS_NAMES[kind]}(src.byteLength); m.copyFromHost(src)\`.`,
+    ErrorCode.NotUsm,
+  );
+
 const NO_OPTIONS = Object.freeze({ alignment: 0, queue: undefined, copy: false });
 
 /** `{ alignment?, queue?, copy? }`: own enumerable properties only, unknown names refused. */
 function readOptions(options) {
   if (options === undefined || options === null) return NO_OPTIONS;
+  if (typeof options === 'number' || typeof options === 'bigint') {
+    // dpctl's positional form, MemoryUSMShared(nbytes, alignment).
+    throw typeError(`options must be an object, not ${typeName(options)}: for an alignment, pass { alignment: ${display(options)} }`);
+  }
   if (typeof options !== 'object') throw typeError(`options must be an object, not ${typeName(options)}`);
   if (isRevoked(options)) throw typeError('options must be a plain object, not a revoked Proxy');
   if (isArray(options)) throw typeError('options must be a plain object, not an array');
@@ -115,7 +129,8 @@ function consumeInterface(exporter) {
   const filter = typeof syclobj === 'string' ? syclobj : undefined;
   let handle;
   try {
-    handle = native.memConsume(offset, version, data, shape, typestr, strides, syclobj !== undefined, queue, context, filter, display(syclobj));
+    const shown = queue !== undefined ? 'a SyclQueue' : context !== undefined ? 'a SyclContext' : display(syclobj);
+    handle = native.memConsume(offset, version, data, shape, typestr, strides, syclobj !== undefined, queue, context, filter, shown);
   } catch (error) {
     throw fromNative(error);
   }
@@ -226,6 +241,7 @@ class _Memory {
         `expected a byte count (number or bigint) or an object exposing ${SUAI}, got ${typeName(source)}`,
       );
     }
+    if (isHostBuffer(source)) throw hostDataSource(kind);
     const from = memorySource(source);
     const queue = opts.queue ?? defaultQueue();
     let handle;
@@ -514,18 +530,25 @@ class _Memory {
 }
 
 /**
- * Starts the binding's task now (its argument errors throw at once) and resolves to
- * `result` when it settles. `keepAlive` (the memory object, the host buffer) stays
- * reachable until then, so neither can be collected under the task.
+ * Starts the binding's task now and resolves to `result` when it settles. `keepAlive`
+ * (the memory object, the host buffer) stays reachable until then, so neither can be
+ * collected under the task. The binding checks sizes and read-only memory before any
+ * work starts, with the synchronous method's checks: such an error rejects the Promise
+ * at once, with the synchronous method's code and message.
  */
 function settle(start, result, ...keepAlive) {
   let promise;
   try {
     promise = start();
   } catch (error) {
-    throw fromNative(error);
+    return rejected(fromNative(error));
   }
   return finish(promise, result, keepAlive);
+}
+
+/** A Promise of this realm, rejected with `error`. */
+async function rejected(error) {
+  throw error;
 }
 
 async function finish(promise, result, keepAlive) {

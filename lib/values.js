@@ -177,11 +177,15 @@ function hostArg(value, what) {
   throw typeError(`${what} must be an ArrayBuffer, SharedArrayBuffer, TypedArray, DataView or Buffer, not ${display(value)}`);
 }
 
+/** Whether `value` is host memory JS owns: an ArrayBuffer, SharedArrayBuffer or a view. */
+const isHostBuffer = (value) => isView(value) || isArrayBuffer(value) || isSharedArrayBuffer(value);
+
 module.exports = {
   isArray,
   isRevoked,
   listOf,
   shortName,
+  isHostBuffer,
   typeName,
   display,
   nbytesArg,

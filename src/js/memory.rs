@@ -254,6 +254,8 @@ pub fn mem_memset(env: &Env, memory_id: f64, value: u32) -> napi::Result<()> {
 pub fn mem_copy_to_host_async(env: &Env, memory_id: f64, dst: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
     let memory = lookup(env, |h| h.memory(memory_id))?;
     let bytes = host_bytes(env, &dst, "dst")?;
+    // Argument errors before any work, as the synchronous copy reports them.
+    memory.check_copy_to_host(bytes.byte_length() as u64).or_throw(env)?;
     let host = HostSide::destination(env, &bytes)?;
     Ok(AsyncTask::new(UsmTask::new(Operation::ToHost { memory, host }, Some(TaskRef::new(&dst)?))))
 }
@@ -263,6 +265,8 @@ pub fn mem_copy_to_host_async(env: &Env, memory_id: f64, dst: Unknown) -> napi::
 pub fn mem_copy_from_host_async(env: &Env, memory_id: f64, src: Unknown) -> napi::Result<AsyncTask<UsmTask>> {
     let memory = lookup(env, |h| h.memory(memory_id))?;
     let bytes = host_bytes(env, &src, "src")?;
+    // Before the source is copied into the task's own memory (a plain ArrayBuffer).
+    memory.check_copy_from_host(bytes.byte_length() as u64).or_throw(env)?;
     let host = HostSide::source(env, &bytes)?;
     Ok(AsyncTask::new(UsmTask::new(Operation::FromHost { memory, host }, None)))
 }
@@ -271,6 +275,7 @@ pub fn mem_copy_from_host_async(env: &Env, memory_id: f64, src: Unknown) -> napi
 #[napi(ts_return_type = "Promise<void>")]
 pub fn mem_copy_from_device_async(env: &Env, memory_id: f64, source_id: f64) -> napi::Result<AsyncTask<UsmTask>> {
     let (memory, source) = lookup(env, |h| Ok((h.memory(memory_id)?, h.memory(source_id)?)))?;
+    memory.check_copy_from_device(&source).or_throw(env)?;
     Ok(AsyncTask::new(UsmTask::new(Operation::FromDevice { memory, source }, None)))
 }
 
@@ -278,6 +283,7 @@ pub fn mem_copy_from_device_async(env: &Env, memory_id: f64, source_id: f64) -> 
 #[napi(ts_return_type = "Promise<void>")]
 pub fn mem_memset_async(env: &Env, memory_id: f64, value: u32) -> napi::Result<AsyncTask<UsmTask>> {
     let memory = lookup(env, |h| h.memory(memory_id))?;
+    memory.check_memset().or_throw(env)?;
     Ok(AsyncTask::new(UsmTask::new(Operation::Memset { memory, value: value as u8 }, None)))
 }
 

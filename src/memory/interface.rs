@@ -765,9 +765,9 @@ mod tests {
         assert_eq!(e.code(), "ERR_SUAI_FOREIGN_POINTER");
         assert_eq!(
             e.to_string(),
-            "__sycl_usm_array_interface__ is malformed: 'data' field is not consistent with \
-             'syclobj' field, the pointer 0x100000 is not bound to SyclContext derived from \
-             dict('syclobj': <SyclQueue>)."
+            "__sycl_usm_array_interface__ is malformed: its 'data' pointer 0x100000 is not USM memory of \
+             the SyclContext that its 'syclobj' (<SyclQueue>) names: give as syclobj the SyclQueue or \
+             SyclContext the memory was allocated in."
         );
         let e = syclobj_invalid("null");
         assert_eq!((e.code(), e.class()), ("ERR_SUAI_SYCLOBJ", ErrorClass::TypeError));

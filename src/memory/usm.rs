@@ -98,7 +98,8 @@ impl std::fmt::Debug for UsmMemory {
 impl UsmMemory {
     /// A fresh allocation owned by the new object.
     pub fn allocate(queue: &Arc<dyn Queue>, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Self> {
-        let allocation = Allocation::new(queue, kind, nbytes, alignment)?;
+        let allocation = Allocation::new(queue, kind, nbytes, alignment)
+            .map_err(|error| beyond_device_limit(error, queue, nbytes))?;
         Ok(UsmMemory {
             address: allocation.address(),
             nbytes,
@@ -221,11 +222,36 @@ impl UsmMemory {
         self.copy_to_host_via(dst, None)
     }
 
+    /// The argument check of `copy_to_host` into `len` bytes: the async copy makes it
+    /// before any work starts, so both report the same error.
+    pub fn check_copy_to_host(&self, len: u64) -> Result<()> {
+        if len < self.nbytes {
+            return Err(MemoryError::DestinationTooSmall { nbytes: self.nbytes, len });
+        }
+        Ok(())
+    }
+
+    /// The argument checks of `copy_from_host` from `len` bytes (see `check_copy_to_host`).
+    pub fn check_copy_from_host(&self, len: u64) -> Result<()> {
+        if len > self.nbytes {
+            return Err(MemoryError::SourceTooLarge { nbytes: self.nbytes, len });
+        }
+        self.check_writable()
+    }
+
+    /// The argument checks of `copy_from_device` from `src` (see `check_copy_to_host`).
+    pub fn check_copy_from_device(&self, src: &UsmMemory) -> Result<()> {
+        self.check_copy_from_host(src.nbytes)
+    }
+
+    /// The argument check of `memset` (see `check_copy_to_host`).
+    pub fn check_memset(&self) -> Result<()> {
+        self.check_writable()
+    }
+
     /// `copy_to_host` through `registration`, which the caller checked still holds `dst`.
     pub fn copy_to_host_via(&self, dst: WriteBytes<'_>, registration: Option<&Registration>) -> Result<()> {
-        if dst.len() < self.nbytes {
-            return Err(MemoryError::DestinationTooSmall { nbytes: self.nbytes, len: dst.len() });
-        }
+        self.check_copy_to_host(dst.len())?;
         self.host_transfer(dst, self.bytes().as_read(), HostSide::Destination, registration)
     }
 
@@ -237,10 +263,7 @@ impl UsmMemory {
     /// `copy_from_host` through `registration`, which the caller checked still holds `src`.
     pub fn copy_from_host_via(&self, src: ReadBytes<'_>, registration: Option<&Registration>) -> Result<()> {
         let len = src.len();
-        if len > self.nbytes {
-            return Err(MemoryError::SourceTooLarge { nbytes: self.nbytes, len });
-        }
-        self.check_writable()?;
+        self.check_copy_from_host(len)?;
         if len == 0 {
             return Ok(());
         }
@@ -251,10 +274,7 @@ impl UsmMemory {
     /// live in different contexts (a runtime may not reject a cross-context copy, so
     /// this never asks it to make one) or overlap (the result is then as with `memmove`).
     pub fn copy_from_device(&self, src: &UsmMemory) -> Result<()> {
-        if src.nbytes > self.nbytes {
-            return Err(MemoryError::SourceTooLarge { nbytes: self.nbytes, len: src.nbytes });
-        }
-        self.check_writable()?;
+        self.check_copy_from_device(src)?;
         if self.cpu_access.covers(src.nbytes) && src.cpu_access.covers(src.nbytes) {
             // Both sides are host memory (e.g. on a CPU device): no runtime call, and no
             // staging even across contexts.
@@ -299,7 +319,7 @@ impl UsmMemory {
     /// Fills every byte with `value`: by the CPU for small host-reachable memory, else
     /// through the queue.
     pub fn memset(&self, value: u8) -> Result<()> {
-        self.check_writable()?;
+        self.check_memset()?;
         if self.cpu_access.covers(self.nbytes) && self.nbytes <= DIRECT_HOST_COPY_MAX {
             crate::host::host_memset(self.bytes(), value);
             return Ok(());
@@ -378,6 +398,24 @@ fn staged_copy(from: &Arc<dyn Queue>, to: &Arc<dyn Queue>, dst: WriteBytes<'_>, 
     host_copy(to, dst, ReadBytes::of_slice(&staging), HostSide::Source, None)
 }
 
+/// A refused allocation larger than the device's largest single allocation says so, with
+/// the limit: the runtime's own message does not name it, and nothing else tells a
+/// request that can never succeed from one that failed for want of memory.
+fn beyond_device_limit(error: MemoryError, queue: &Arc<dyn Queue>, nbytes: u64) -> MemoryError {
+    let device = queue.device();
+    let info = device.info();
+    match error {
+        MemoryError::UsmAllocation { message } if nbytes > info.max_mem_alloc_size => MemoryError::UsmAllocation {
+            message: format!(
+                "{message} ({nbytes} bytes is more than the device's maxMemAllocSize, {} bytes: the largest single \
+                 allocation that {} allows; allocate in parts)",
+                info.max_mem_alloc_size, info.name
+            ),
+        },
+        other => other,
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -407,5 +445,67 @@ mod tests {
         let copies = context.counts().plain_copies.clone();
         assert!(!copies.is_empty(), "the copies went to the runtime");
         assert!(!overlapping(&copies, nbytes), "overlapping runtime copies: {copies:x?} around {address:#x}");
+    }
+
+    #[test]
+    fn a_refused_allocation_beyond_the_devices_limit_names_the_limit() {
+        let device = FakeDevice::new(1 << 20, 1 << 16);
+        let context = FakeContext::new(3103, device);
+        context.counts().capacity = Some(1 << 17);
+        let queue = context.queue();
+        for kind in [UsmKind::Host, UsmKind::Device, UsmKind::Shared] {
+            let Err(MemoryError::UsmAllocation { message }) = UsmMemory::allocate(&queue, kind, 1 << 18, 0) else {
+                panic!("the fake refuses beyond its capacity");
+            };
+            assert!(message.starts_with("out of memory: 262144 bytes"), "the runtime's message first: {message}");
+            assert!(message.contains("more than the device's maxMemAllocSize, 65536 bytes"), "{message}");
+        }
+        // Refused within the limit: the runtime's message alone (the limit is not why).
+        let _held = UsmMemory::allocate(&queue, UsmKind::Device, 1 << 16, 0).unwrap();
+        let _also = UsmMemory::allocate(&queue, UsmKind::Device, 1 << 16, 0).unwrap();
+        let Err(MemoryError::UsmAllocation { message }) = UsmMemory::allocate(&queue, UsmKind::Device, 1 << 16, 0)
+        else {
+            panic!("the fake is full");
+        };
+        assert!(!message.contains("maxMemAllocSize"), "{message}");
+    }
+
+    #[test]
+    fn the_argument_checks_are_the_copies_own_and_refuse_before_any_runtime_copy() {
+        // Device memory of a device whose memory is not host memory: every copy that got
+        // past its checks would go to the runtime and be recorded.
+        let context = FakeContext::new(3102, FakeDevice::new(1 << 34, 1 << 34));
+        let queue = context.queue();
+        let memory = UsmMemory::allocate(&queue, UsmKind::Device, 64, 0).unwrap();
+        let larger = UsmMemory::allocate(&queue, UsmKind::Device, 65, 0).unwrap();
+        let mut short = [0u8; 63];
+        let long = [0u8; 65];
+        assert_eq!(memory.check_copy_to_host(63), memory.copy_to_host(WriteBytes::of_slice(&mut short)));
+        assert_eq!(memory.check_copy_to_host(63), Err(MemoryError::DestinationTooSmall { nbytes: 64, len: 63 }));
+        assert_eq!(memory.check_copy_from_host(65), memory.copy_from_host(ReadBytes::of_slice(&long)));
+        assert_eq!(memory.check_copy_from_host(65), Err(MemoryError::SourceTooLarge { nbytes: 64, len: 65 }));
+        assert_eq!(memory.check_copy_from_device(&larger), memory.copy_from_device(&larger));
+        assert_eq!(memory.check_copy_from_device(&larger), Err(MemoryError::SourceTooLarge { nbytes: 64, len: 65 }));
+        assert!(context.counts().plain_copies.is_empty(), "a refused copy reached the runtime");
+        assert_eq!(memory.check_copy_to_host(64), Ok(()));
+        assert_eq!(memory.check_copy_from_host(64), Ok(()));
+        assert_eq!(larger.check_copy_from_device(&memory), Ok(()));
+        assert_eq!(memory.check_memset(), Ok(()));
+
+        // Read-only memory (from a read-only interface): every write is refused by its
+        // check, with the copy's own error; reading is not.
+        let backing = vec![0u8; 64];
+        // SAFETY: the fake never touches memory; `backing` outlives `read_only`.
+        let read_only =
+            unsafe { UsmMemory::from_interface(backing.as_ptr() as u64, 64, queue.clone(), Owner::Foreign, true) };
+        let written = Err(MemoryError::ReadOnlyWrite { address: read_only.address() });
+        assert_eq!(read_only.check_copy_from_host(8), written);
+        assert_eq!(read_only.check_copy_from_host(8), read_only.copy_from_host(ReadBytes::of_slice(&long[..8])));
+        assert_eq!(read_only.check_copy_from_device(&memory), written);
+        assert_eq!(read_only.check_memset(), written);
+        assert_eq!(read_only.check_memset(), read_only.memset(0));
+        assert_eq!(read_only.check_copy_to_host(64), Ok(()));
+        // A size error is found first, as the synchronous copy finds it.
+        assert_eq!(read_only.check_copy_from_host(65), Err(MemoryError::SourceTooLarge { nbytes: 64, len: 65 }));
     }
 }
