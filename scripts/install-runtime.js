@@ -250,7 +250,7 @@ async function install({ quiet = false } = {}) {
 
 module.exports = { install, removeLeftovers, requirementsText, runtimeDir, installedOneApi, RUNTIME_VERSION };
 
-const HELP = `Usage: dpctl-memory-install-runtime [--help]
+const HELP = `Usage: npx dpctl-memory-install-runtime [--help]
 
 Installs Intel's SYCL runtime ${RUNTIME_VERSION} (${WHEELS.map((wheel) => wheel.name).join(', ')})
 from PyPI with \`python3 -m pip\` (wheels pinned by sha256), once per user, and prints

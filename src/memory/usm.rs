@@ -494,7 +494,7 @@ mod tests {
 
         // Read-only memory (from a read-only interface): every write is refused by its
         // check, with the copy's own error; reading is not.
-        let backing = vec![0u8; 64];
+        let backing = [0u8; 64];
         // SAFETY: the fake never touches memory; `backing` outlives `read_only`.
         let read_only =
             unsafe { UsmMemory::from_interface(backing.as_ptr() as u64, 64, queue.clone(), Owner::Foreign, true) };
