@@ -69,7 +69,10 @@ eachDevice(test, 'share() timeouts: 1 ms to 2^31 - 1 ms, integers only', (t, dev
     t.is(codeOf(() => m.share({ timeout })), 'ERR_INVALID_TIMEOUT', String(timeout));
   }
   for (const timeout of [1n, '5', {}, true]) t.is(codeOf(() => m.share({ timeout })), 'ERR_INVALID_ARG_TYPE');
-  for (const timeout of [1, 2 ** 31 - 1, undefined, null]) t.true(revokeShared(m.share({ timeout })), String(timeout));
+  // 1 ms is accepted; whether its token is still open when revoked depends on the load
+  // (its reaper may already have expired it), so only the longer ones must revoke.
+  t.is(typeof revokeShared(m.share({ timeout: 1 })), 'boolean');
+  for (const timeout of [2 ** 31 - 1, undefined, null]) t.true(revokeShared(m.share({ timeout })), String(timeout));
   m.free();
 });
 
