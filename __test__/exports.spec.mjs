@@ -1,4 +1,4 @@
-// The module's public surface as DESIGN.md §2 names it.
+// The module's public surface as index.d.ts and the README name it.
 import test from 'ava';
 import { createRequire } from 'node:module';
 

@@ -8,7 +8,7 @@ const { xorshiftBytes } = require('../../scripts/lib/xorshift.js');
 /** The addon, loaded as a user would (through the generated index.js). */
 export const addon = require('../../index.js');
 
-// The contract (DESIGN.md §2) names the classes MemoryUSMDevice/Host/Shared. If the
+// The public surface (index.d.ts, README) names the classes MemoryUSMDevice/Host/Shared. If the
 // build only exports other spellings, exports.spec.mjs fails on that; the other specs
 // still run against whatever class is there, so one naming bug does not hide the rest.
 export const MemoryUSMDevice = addon.MemoryUSMDevice ?? addon.MemoryUsmDevice;

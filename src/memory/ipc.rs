@@ -1,6 +1,6 @@
 //! Sharing device memory with other processes: IPC handles (`IPCMemoryHandle`) and the
 //! mappings they open into (`MemoryIPCDevice`), over a runtime's optional
-//! [`Ipc`](crate::runtime::ipc::Ipc) capability (`Context::ipc`).
+//! [`crate::runtime::ipc::Ipc`] capability (`Context::ipc`).
 //!
 //! **What may be exported**: USM device memory that owns a whole allocation of this
 //! process (not a view of part of one, not another library's memory, not a mapping opened
@@ -94,8 +94,8 @@ pub fn open(handle: &[u8], queue: &Arc<dyn Queue>, nbytes: u64) -> Result<UsmMem
     open_with(handle.len(), |bytes| bytes.copy_from_slice(handle), queue, nbytes)
 }
 
-/// [`open`] of a handle of `len` bytes that `read` writes into the buffer it is given,
-/// once the length is known to be right (so bytes of a wrong length are never copied).
+/// Opens a handle of `len` bytes that `read` writes into the buffer it is given, once the
+/// length is known to be right (so bytes of a wrong length are never copied).
 pub fn open_with(len: usize, read: impl FnOnce(&mut [u8]), queue: &Arc<dyn Queue>, nbytes: u64) -> Result<UsmMemory> {
     let device = queue.device();
     let context = queue.context();

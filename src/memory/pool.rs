@@ -47,12 +47,12 @@
 //! the exact requested size, so caching never turns a satisfiable request into a failure.
 //! Requests that bypass the cache retry the same way (what is cached may be what is in
 //! their way). The process's pool also frees the idle host scratch blocks of async copies
-//! (`provider::Scratch`) whenever it trims: on such a retry and in `poolTrim()`.
+//! (`host::Scratch`) whenever it trims: on such a retry and in `poolTrim()`.
 //!
 //! **One address book.** The pool keeps the book of every block it handed out: live
 //! (with the requested size and a weak reference to its allocation), cached, or
-//! releasing (on its way to the cache or back to the runtime). `Pool::provenance`
-//! answers from it in one lookup, so no block is ever in no book on its way between
+//! releasing (on its way to the cache or back to the runtime). `Pool::lookup` (under
+//! `allocation::provenance`) answers from it in one lookup, so no block is ever in no book on its way between
 //! owners.
 //!
 //! **No stale views.** A block returns here only when the LAST `Arc<Allocation>` drops.
@@ -304,7 +304,7 @@ struct State {
     counters: [KindStats; 3],
     seq: u64,
     /// The one address book: every block of this pool that is live, cached or on its way
-    /// back to the runtime, by address (see [`Pool::provenance`]).
+    /// back to the runtime, by address (see [`Pool::lookup`]).
     book: BTreeMap<Address, BookEntry>,
 }
 

@@ -39,8 +39,7 @@ use std::sync::OnceLock;
 use cudarc::driver::sys::{
     cudaError_enum, CUcontext, CUctx_flags, CUdevice, CUdevice_attribute, CUdeviceptr, CUipcMemHandle, CUipcMem_flags,
     CUmemAttach_flags, CUmemLocation, CUmemLocationType, CUmem_advise, CUpointer_attribute, CUstream, CUstream_flags,
-    CU_IPC_HANDLE_SIZE, CU_MEMHOSTREGISTER_DEVICEMAP, CU_MEMHOSTREGISTER_IOMEMORY, CU_MEMHOSTREGISTER_PORTABLE,
-    CU_MEMHOSTREGISTER_READ_ONLY,
+    CU_IPC_HANDLE_SIZE, CU_MEMHOSTREGISTER_PORTABLE,
 };
 
 use crate::error::MemoryError;
@@ -49,26 +48,19 @@ use crate::error::MemoryError;
 type CuResult = c_uint;
 const CUDA_SUCCESS: CuResult = 0;
 /// `cuCtxEnablePeerAccess` on a pair already enabled.
+#[allow(dead_code, reason = "peer access: the multi-GPU work calls it")]
 const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: CuResult =
     cudaError_enum::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED as CuResult;
 
 /// `cuMemHostRegister` flags (`CU_MEMHOSTREGISTER_*`).
-#[cfg_attr(not(test), allow(dead_code))] // for registered host memory, the next feature
 pub(super) mod host_register {
     use std::ffi::c_uint;
 
     /// Registered memory is pinned for every context, not only the current one.
     pub(in super::super) const PORTABLE: c_uint = super::CU_MEMHOSTREGISTER_PORTABLE;
-    /// The range is mapped into the device address space (`cuMemHostGetDevicePointer`).
-    pub(in super::super) const DEVICEMAP: c_uint = super::CU_MEMHOSTREGISTER_DEVICEMAP;
-    /// The range is I/O memory of a third-party device (PCIe BAR), not system memory.
-    pub(in super::super) const IOMEMORY: c_uint = super::CU_MEMHOSTREGISTER_IOMEMORY;
-    /// The device only reads the range (needed for memory the host maps read-only).
-    pub(in super::super) const READ_ONLY: c_uint = super::CU_MEMHOSTREGISTER_READ_ONLY;
 }
 
 /// `cuIpcOpenMemHandle` flag: enable peer access to the exporting device lazily, as needed.
-#[cfg_attr(not(test), allow(dead_code))] // for IPC handles, the next feature
 pub(super) const IPC_MEM_LAZY_ENABLE_PEER_ACCESS: c_uint = CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as c_uint;
 
 macro_rules! driver_table {
@@ -81,8 +73,7 @@ macro_rules! driver_table {
         #[allow(non_snake_case)]
         struct Table {
             $( $field: unsafe extern "C" fn($($arg),*) -> CuResult, )*
-            // Read by the wrappers of the next features, which nothing calls yet.
-            $( #[allow(dead_code)] $ofield: Option<unsafe extern "C" fn($($oarg),*) -> CuResult>, )*
+            $( $ofield: Option<unsafe extern "C" fn($($oarg),*) -> CuResult>, )*
         }
 
         impl Table {
@@ -150,7 +141,7 @@ driver_table! {
     optional {
         // Only `create_context` needs it.
         cuCtxCreate = "cuCtxCreate_v2": fn(*mut CUcontext, c_uint, CUdevice);
-        // The entry points of the next features (registered host memory, IPC handles,
+        // The entry points of the optional features (registered host memory, IPC handles,
         // managed-memory hints, peer access): a driver without them still loads.
         cuMemHostRegister = "cuMemHostRegister_v2": fn(*mut c_void, usize, c_uint);
         cuMemHostUnregister = "cuMemHostUnregister": fn(*mut c_void);
@@ -201,7 +192,6 @@ impl DriverError {
     }
 
     /// The `CUresult`, when the call ran.
-    #[cfg_attr(not(test), allow(dead_code))] // for callers that tell codes apart (peer access)
     pub(super) fn code(&self) -> Option<CuResult> {
         match self.failure {
             Failure::Status { code, .. } => Some(code),
@@ -321,14 +311,12 @@ pub(super) struct PointerAttributes {
 }
 
 /// Where managed memory should live or be moved (`CUmemLocation`).
-#[cfg_attr(not(test), allow(dead_code))] // for prefetch and advice, the next feature
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum MemLocation {
     Device(CUdevice),
     Host,
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 impl MemLocation {
     fn raw(self) -> CUmemLocation {
         match self {
@@ -343,11 +331,9 @@ impl MemLocation {
 
 /// An IPC handle of device memory (`CUipcMemHandle`): 64 opaque bytes another process of
 /// the same machine opens with [`CurrentContext::ipc_open_mem_handle`].
-#[cfg_attr(not(test), allow(dead_code))] // for IPC handles, the next feature
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct IpcMemHandle([u8; CU_IPC_HANDLE_SIZE as usize]);
 
-#[cfg_attr(not(test), allow(dead_code))]
 impl IpcMemHandle {
     /// Bytes of a handle.
     pub(super) const LEN: usize = CU_IPC_HANDLE_SIZE as usize;
@@ -465,7 +451,7 @@ impl Driver {
     }
 
     /// `cuDeviceCanAccessPeer`: whether contexts of `device` can access memory of `peer`.
-    #[allow(dead_code)] // for peer access, the next feature
+    #[allow(dead_code, reason = "peer access: the multi-GPU work calls it")]
     pub(super) fn device_can_access_peer(&self, device: CUdevice, peer: CUdevice) -> DriverResult<bool> {
         let call = self
             .table
@@ -705,9 +691,6 @@ impl CurrentContext {
     }
 }
 
-/// The entry points of the next features: registered host memory, IPC handles,
-/// managed-memory hints and peer access. Typed and resolved now; called by none yet.
-#[allow(dead_code)]
 impl CurrentContext {
     /// `cuMemHostRegister`: pins (page-locks) an existing host range (`host_register::*` flags).
     ///
@@ -819,6 +802,7 @@ impl CurrentContext {
 
     /// `cuCtxEnablePeerAccess`: lets the current context access memory of `peer`. Already
     /// enabled is success.
+    #[allow(dead_code, reason = "peer access: the multi-GPU work calls it")]
     pub(super) fn ctx_enable_peer_access(&self, peer: ContextHandle) -> DriverResult<()> {
         let call = self
             .table()
@@ -948,10 +932,7 @@ mod tests {
 
     #[test]
     fn flags_have_the_values_of_cuda_h() {
-        assert_eq!(
-            (host_register::PORTABLE, host_register::DEVICEMAP, host_register::IOMEMORY, host_register::READ_ONLY),
-            (0x01, 0x02, 0x04, 0x08)
-        );
+        assert_eq!(host_register::PORTABLE, 0x01);
         assert_eq!(IPC_MEM_LAZY_ENABLE_PEER_ACCESS, 0x1);
         assert_eq!(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, 704);
     }

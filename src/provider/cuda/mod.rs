@@ -59,15 +59,15 @@ static PROVIDER: OnceLock<Result<Arc<CudaProvider>>> = OnceLock::new();
 /// threads cannot both pass the admission check with the same free bytes.
 static MANAGED_ADMISSION: Mutex<()> = Mutex::new(());
 
-/// Loads libcuda.so.1 at run time, initialises the driver and lists its devices. `Err`
-/// (`MemoryError::CudaDriver`, never a panic) when there is no driver, `cuInit` fails or
-/// there is no device. The outcome is cached for the life of the process.
 /// Whether this machine has a CUDA driver library at all.
 pub(crate) fn driver_present() -> bool {
     driver::library_present()
 }
 
-/// The CUDA provider, loaded once per process.
+/// The CUDA provider, loaded once per process: loads libcuda.so.1 at run time,
+/// initialises the driver and lists its devices. `Err` (`MemoryError::CudaDriver`, never
+/// a panic) when there is no driver, `cuInit` fails or there is no device. The outcome is
+/// cached for the life of the process.
 pub fn load() -> Result<Arc<dyn Provider>> {
     match PROVIDER.get_or_init(init) {
         Ok(p) => Ok(p.clone()),

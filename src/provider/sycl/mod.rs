@@ -5,7 +5,8 @@
 //! the devices of contexts and of pointers are mapped back to the provider's enumerated
 //! `Arc`s where they match, so callers usually get the very same object.
 //!
-//! `unsafe` lives only in `shim.rs`.
+//! The shim's calls are `shim.rs`'s; the `unsafe` here and in `registration.rs` only
+//! forwards the runtime traits' contracts (`free`, `register`) to the shim's wrappers.
 
 use std::any::Any;
 use std::sync::{Arc, OnceLock, Weak};
