@@ -2,9 +2,9 @@
 // (each test file in a vm context) and vitest's vmThreads pool. Errors, arrays and
 // buffers must belong to the realm that loaded the package, and ESM named imports of
 // every export must work. Needs the npm registry (jest and vitest are installed from it);
-// skipped (visibly) with DPCTL_MEMORY_SKIP_CONSUMER_TEST=1.
+// skipped (visibly) with DPCTL_MEMORY_SKIP_CONSUMER_TEST=1, or where `npm` is not on the PATH.
 import test from 'ava';
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -76,8 +76,18 @@ const same = names.every((k) => esm[k] === cjs[k]);
 console.log(JSON.stringify({ names, same }));
 `;
 
+/** Why there is no `npm` to run here, or `null` when there is one. */
+function npmMissing() {
+  const probe = spawnSync('npm', ['--version'], { encoding: 'utf8', env: npmEnv });
+  if (probe.error) return probe.error.code === 'ENOENT' ? 'npm is not on the PATH' : `npm cannot run: ${probe.error.message}`;
+  return probe.status === 0 ? null : `npm --version failed (${probe.status}): ${String(probe.stderr).trim().slice(0, 200)}`;
+}
+
+const noNpm = process.env.DPCTL_MEMORY_SKIP_CONSUMER_TEST === '1' ? null : npmMissing();
 if (process.env.DPCTL_MEMORY_SKIP_CONSUMER_TEST === '1') {
   test.skip('a consumer project with jest 29 and vitest vmThreads [DPCTL_MEMORY_SKIP_CONSUMER_TEST=1: skipped]', () => {});
+} else if (noNpm !== null) {
+  test.skip(`a consumer project with jest 29 and vitest vmThreads [${noNpm}: skipped]`, () => {});
 } else {
   test.serial('a consumer project with jest 29 and vitest vmThreads', async (t) => {
     t.timeout(15 * 60 * 1000, 'npm pack + install jest and vitest + run');

@@ -61,9 +61,8 @@ withDevice('toBytes of memory beyond 4 GiB is refused before copying', (t) => {
     t.is(err.code, 'ERR_USM_ALLOCATION');
     return;
   }
-  const started = Date.now();
+  // Our code, not Node's refusal of a 4 GiB Buffer: the check comes before any allocation or copy.
   throwsExactly(t, () => m.toBytes(), RangeError, 'ERR_HOST_BUFFER_TOO_LARGE');
-  t.true(Date.now() - started < 500, 'refused up front, not after copying 4 GiB');
   m.free();
 });
 
