@@ -9,7 +9,15 @@
 // SIGHUP remove the staging folder, and every run first removes what an earlier run that
 // died left behind. Progress: pip's own output (its bar on a terminal) and, when stdout is
 // not a terminal, a line every few seconds with the bytes written so far.
+//
+// What it installed is recorded (`.dpctl-memory-record` in the runtime folder): the sha256,
+// size, inode and change time of every file of `lib/`, each checked first against the
+// sha256 that pip's own RECORD of its wheel gives. The addon loads nothing of the cache
+// unless its folders are private (owned by this user, writable by nobody else: the rules
+// of ssh) and every file of `lib/` is the recorded one (src/provider/sycl/locate.rs). A
+// cache made before records is checked against pip's RECORDs and recorded on the next run.
 'use strict';
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const os = require('node:os');
@@ -33,10 +41,27 @@ const OWNERLESS_GRACE_MS = 60 * 1000;
 const HEARTBEAT_MS = 5000;
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
+// The record of what was installed, and its first line (the layout locate.rs reads).
+const RECORD_FILE = '.dpctl-memory-record';
+const RECORD_HEADER = 'dpctl-memory runtime record 1';
+
+/** An environment variable's value when it is an absolute path (relative ones are ignored, as XDG says). */
+function absoluteVar(name) {
+  const value = process.env[name];
+  return value && path.isAbsolute(value) ? value : null;
+}
+
+/** The cache folder, as locate.rs finds it: DPCTL_MEMORY_CACHE, XDG_CACHE_HOME, HOME, absolute only. */
 function cacheRoot() {
-  if (process.env.DPCTL_MEMORY_CACHE) return process.env.DPCTL_MEMORY_CACHE;
-  const xdg = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
-  return path.join(xdg, 'dpctl-memory');
+  const own = absoluteVar('DPCTL_MEMORY_CACHE');
+  if (own) return own;
+  const xdg = absoluteVar('XDG_CACHE_HOME');
+  if (xdg) return path.join(xdg, 'dpctl-memory');
+  const home = absoluteVar('HOME');
+  if (home) return path.join(home, '.cache', 'dpctl-memory');
+  throw new Error(
+    'dpctl-memory: no cache folder: none of DPCTL_MEMORY_CACHE, XDG_CACHE_HOME and HOME is an absolute path ' +
+      '(relative ones are ignored: they would depend on the working directory)');
 }
 
 function runtimeDir() {
@@ -54,6 +79,217 @@ function installedOneApi() {
   }
   return null;
 }
+
+/** Why `file` may not hold what the addon loads, or null (locate.rs's `private_problem`). */
+function privateProblem(file, uid = process.geteuid()) {
+  let stat;
+  try {
+    stat = fs.lstatSync(file);
+  } catch (error) {
+    return `${file}: ${error.code}`;
+  }
+  if (stat.isSymbolicLink()) return `${file} is a symbolic link (never followed in the cache)`;
+  if (stat.uid !== uid) return `${file} is owned by uid ${stat.uid}, not by this user (uid ${uid})`;
+  if ((stat.mode & 0o022) !== 0) return `${file} is writable by its group or by others (mode ${(stat.mode & 0o7777).toString(8)})`;
+  return null;
+}
+
+/** What makes the runtime folder `dir` untrusted (locate.rs's `check_cache_private`): a list, empty when none. */
+function trustProblems(dir, root = cacheRoot()) {
+  const uid = process.geteuid();
+  const problems = [];
+  let realRoot;
+  try {
+    realRoot = fs.realpathSync(root);
+  } catch (error) {
+    return [`${root}: ${error.code}`];
+  }
+  const below = path.relative(root, dir);
+  let current = realRoot;
+  const inside = [realRoot];
+  for (const part of below.split(path.sep).filter(Boolean)) inside.push((current = path.join(current, part)));
+  for (const sub of ['lib', 'include']) inside.push(path.join(current, sub));
+  for (const folder of inside) {
+    const problem = privateProblem(folder, uid);
+    if (problem) problems.push(problem);
+  }
+  for (let above = path.dirname(realRoot); ; above = path.dirname(above)) {
+    const stat = fs.statSync(above);
+    if (stat.uid !== uid && stat.uid !== 0) problems.push(`${above} (above the cache) is owned by uid ${stat.uid}, neither this user nor root`);
+    else if ((stat.mode & 0o022) !== 0 && (stat.mode & 0o1000) === 0) {
+      problems.push(`${above} (above the cache) is writable by its group or by others and not sticky (mode ${(stat.mode & 0o7777).toString(8)})`);
+    }
+    if (above === path.dirname(above)) break;
+  }
+  return problems;
+}
+
+/** The sha256 of a file, hex. */
+function sha256(file) {
+  const hash = crypto.createHash('sha256');
+  const fd = fs.openSync(file, 'r');
+  try {
+    const chunk = Buffer.allocUnsafe(1 << 20);
+    let n;
+    while ((n = fs.readSync(fd, chunk, 0, chunk.length, null)) > 0) hash.update(chunk.subarray(0, n));
+  } finally {
+    fs.closeSync(fd);
+  }
+  return hash.digest('hex');
+}
+
+/** The entries of `dir/lib` the record covers: its files (not its folders), by name `lib/<file>`. */
+function libraryNames(dir) {
+  const names = [];
+  for (const entry of fs.readdirSync(path.join(dir, 'lib'), { withFileTypes: true })) {
+    if (!entry.isDirectory()) names.push(`lib/${entry.name}`);
+  }
+  return names.sort();
+}
+
+/**
+ * sha256 of each file pip installed under `dir`, from the RECORD of every wheel (pip wrote
+ * them from the wheels whose own sha256 it checked): `lib/<file>` → hex.
+ */
+function pipRecords(dir) {
+  const hashes = new Map();
+  const libDir = path.join(dir, 'lib');
+  for (const python of fs.readdirSync(libDir).filter((name) => name.startsWith('python'))) {
+    const site = path.join(libDir, python, 'site-packages');
+    let infos = [];
+    try {
+      infos = fs.readdirSync(site).filter((name) => name.endsWith('.dist-info'));
+    } catch {
+      continue;
+    }
+    for (const info of infos) {
+      let text;
+      try {
+        text = fs.readFileSync(path.join(site, info, 'RECORD'), 'utf8');
+      } catch {
+        continue;
+      }
+      for (const line of text.split('\n')) {
+        // `path,sha256=<urlsafe base64, unpadded>,size` (a path with a comma is quoted: not a library's).
+        const match = /^([^",]+),sha256=([A-Za-z0-9_-]+),\d*$/.exec(line.trim());
+        if (!match) continue;
+        const relative = path.relative(dir, path.resolve(site, match[1]));
+        hashes.set(relative.split(path.sep).join('/'), Buffer.from(match[2], 'base64url').toString('hex'));
+      }
+    }
+  }
+  return hashes;
+}
+
+/** A record line of `lib/<file>` with its sha256 (the layout locate.rs parses). */
+function recordLine(dir, name, hash) {
+  const stat = fs.lstatSync(path.join(dir, name), { bigint: true });
+  const seconds = stat.ctimeNs / 1000000000n;
+  return `${hash} ${stat.size} ${stat.ino} ${seconds} ${stat.ctimeNs - seconds * 1000000000n} ${name}\n`;
+}
+
+function readRecord(dir) {
+  let text;
+  try {
+    text = fs.readFileSync(path.join(dir, RECORD_FILE), 'utf8');
+  } catch {
+    return null;
+  }
+  const lines = text.split('\n');
+  if (lines[0] !== RECORD_HEADER) return null;
+  const entries = new Map();
+  for (const line of lines.slice(1).filter(Boolean)) {
+    const fields = line.split(' ');
+    if (fields.length < 6) return null;
+    entries.set(fields.slice(5).join(' '), { sha256: fields[0], size: fields[1], ino: fields[2], ctime: `${fields[3]} ${fields[4]}` });
+  }
+  return entries;
+}
+
+function writeRecord(dir, hashes) {
+  let text = `${RECORD_HEADER}\n`;
+  for (const [name, hash] of hashes) text += recordLine(dir, name, hash);
+  const tmp = path.join(dir, `${RECORD_FILE}.tmp-${process.pid}`);
+  fs.writeFileSync(tmp, text, { mode: 0o644 });
+  fs.renameSync(tmp, path.join(dir, RECORD_FILE));
+}
+
+/**
+ * Records what `dir` holds in `lib/` (`.dpctl-memory-record`), or checks it against the
+ * record there: every file must be the recorded one, or have the recorded sha256 (it is
+ * then recorded again: a copy or a chmod changes the change time, not the bytes). Without
+ * a record (a fresh install, or a cache made before records) each file must have the
+ * sha256 pip's RECORD of its wheel gives. Returns the problems (empty: recorded and good).
+ */
+function ensureRecord(dir) {
+  const recorded = readRecord(dir);
+  const expected = recorded ? new Map([...recorded].map(([name, entry]) => [name, entry.sha256])) : pipRecords(dir);
+  const against = recorded ? 'the sha256 recorded when it was installed' : "the sha256 its wheel's RECORD gives";
+  const problems = [];
+  const hashes = new Map();
+  let changed = !recorded;
+  for (const name of libraryNames(dir)) {
+    const file = path.join(dir, name);
+    const problem = privateProblem(file);
+    if (problem) {
+      problems.push(problem);
+      continue;
+    }
+    if (!fs.lstatSync(file).isFile()) {
+      problems.push(`${file} is not a regular file`);
+      continue;
+    }
+    const want = expected.get(name);
+    if (want === undefined) {
+      problems.push(`${file} was not installed by the install script (no record of it${recorded ? '' : ' in any wheel'})`);
+      continue;
+    }
+    const entry = recorded?.get(name);
+    if (entry) {
+      const stat = fs.lstatSync(file, { bigint: true });
+      const seconds = stat.ctimeNs / 1000000000n;
+      const same = `${stat.size}` === entry.size && `${stat.ino}` === entry.ino && `${seconds} ${stat.ctimeNs - seconds * 1000000000n}` === entry.ctime;
+      if (same) {
+        hashes.set(name, want);
+        continue;
+      }
+      changed = true;
+    }
+    const found = sha256(file);
+    if (found !== want) problems.push(`${file} does not have ${against}`);
+    else hashes.set(name, found);
+  }
+  if (recorded) {
+    for (const name of recorded.keys()) if (!hashes.has(name) && !fs.existsSync(path.join(dir, name))) problems.push(`${path.join(dir, name)} is recorded but missing`);
+  }
+  if (problems.length === 0 && changed) writeRecord(dir, hashes);
+  return problems;
+}
+
+/**
+ * What pip left in a staging folder, made what the addon accepts: symbolic links removed
+ * (never followed), and nothing writable by the group or others.
+ */
+function makePrivate(dir) {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isSymbolicLink()) {
+      fs.unlinkSync(full);
+      continue;
+    }
+    const mode = fs.lstatSync(full).mode & 0o7777;
+    if ((mode & 0o022) !== 0) fs.chmodSync(full, mode & ~0o022);
+    if (entry.isDirectory()) makePrivate(full);
+  }
+}
+
+/** The error of a cache the addon would refuse, with how to fix it. */
+function refusal(dir, problems, fix) {
+  const shown = problems.slice(0, 6).join('; ') + (problems.length > 6 ? `; and ${problems.length - 6} more` : '');
+  return new Error(`dpctl-memory: the SYCL runtime cache ${dir} is not trusted: ${shown}. To fix it, ${fix}`);
+}
+const UNTRUSTED_FIX = 'make every folder of the cache yours and writable by you alone (`chmod -R go-w` on it; `chown` what another user owns), or delete the cache folder and run this again';
+const RECORD_FIX = 'delete the runtime folder and run this again to reinstall it';
 
 function isComplete(dir) {
   try {
@@ -202,6 +438,12 @@ async function install({ quiet = false } = {}) {
   const dir = runtimeDir();
   removeLeftovers(cacheRoot());
   if (isComplete(dir)) {
+    // A folder that only holds the marker is not trusted for that: its owner, modes and
+    // every library are checked (and recorded, for a cache made before records).
+    const untrusted = trustProblems(dir);
+    if (untrusted.length > 0) throw refusal(dir, untrusted, UNTRUSTED_FIX);
+    const unrecorded = ensureRecord(dir);
+    if (unrecorded.length > 0) throw refusal(dir, unrecorded, RECORD_FIX);
     if (!quiet) console.log(`dpctl-memory: SYCL runtime ${RUNTIME_VERSION} is cached at ${dir}`);
     return dir;
   }
@@ -211,7 +453,7 @@ async function install({ quiet = false } = {}) {
       'dpctl-memory: installing the SYCL runtime needs Python 3 with pip (python3 -m pip); ' +
         'install it, or point ONEAPI_ROOT at an installed oneAPI');
   }
-  fs.mkdirSync(cacheRoot(), { recursive: true });
+  fs.mkdirSync(cacheRoot(), { recursive: true, mode: 0o700 });
   const staging = fs.mkdtempSync(path.join(cacheRoot(), `${STAGING_PREFIX}${RUNTIME_VERSION}-`));
   fs.writeFileSync(path.join(staging, OWNER_FILE), JSON.stringify({ pid: process.pid, host: os.hostname() }));
   console.log(`dpctl-memory: installing SYCL runtime ${RUNTIME_VERSION} from PyPI into ${dir} (about 1 GB, once)`);
@@ -231,6 +473,13 @@ async function install({ quiet = false } = {}) {
         'run the install again, and report it if it persists.');
   }
   fs.rmSync(path.join(staging, OWNER_FILE), { force: true });
+  makePrivate(staging);
+  // Every library checked against its wheel's RECORD, and recorded, before the marker.
+  const unrecorded = ensureRecord(staging);
+  if (unrecorded.length > 0) {
+    fs.rmSync(staging, { recursive: true, force: true });
+    throw refusal(dir, unrecorded, 'run this again; report it if it persists');
+  }
   fs.writeFileSync(path.join(staging, MARKER), MARKER_TEXT);
   if (fs.existsSync(dir) && !isComplete(dir)) {
     // An incomplete or outdated cache: move it aside and drop it.
@@ -248,7 +497,19 @@ async function install({ quiet = false } = {}) {
   return dir;
 }
 
-module.exports = { install, removeLeftovers, requirementsText, runtimeDir, installedOneApi, RUNTIME_VERSION };
+module.exports = {
+  install,
+  removeLeftovers,
+  requirementsText,
+  runtimeDir,
+  installedOneApi,
+  ensureRecord,
+  trustProblems,
+  RUNTIME_VERSION,
+  RECORD_FILE,
+  MARKER,
+  MARKER_TEXT,
+};
 
 const HELP = `Usage: npx dpctl-memory-install-runtime [--help]
 

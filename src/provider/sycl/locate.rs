@@ -6,11 +6,16 @@
 //!    as `<root>/compiler/latest` (the layout of a full oneAPI installation);
 //! 2. the per-user cache that `scripts/install-runtime.js` fills:
 //!    `${DPCTL_MEMORY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dpctl-memory}/sycl-runtime-<version>`,
-//!    the version being `runtime.json`'s, which the install script reads too.
+//!    the version being `runtime.json`'s, which the install script reads too. A relative
+//!    value of any of the three variables is ignored, as the XDG base directory
+//!    specification says (it would make the cache depend on the working directory: a
+//!    program started in an untrusted folder would load that folder's libraries).
 //!
 //! A candidate counts when it holds what the caller needs ([`Need`]): the headers to build
-//! the shim, or `lib/libsycl.so.8` to run it.
+//! the shim, or `lib/libsycl.so.8` to run it. Before anything is built or loaded from the
+//! cache, [`check_cache_private`] checks its folders as ssh checks its own files.
 
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The runtime manifest at the repository root, shared with `scripts/install-runtime.js`.
@@ -101,17 +106,37 @@ pub struct Found {
     pub source: String,
 }
 
-/// The place the install script puts the runtime: the versioned per-user cache directory.
-/// `None` when neither `DPCTL_MEMORY_CACHE`, `XDG_CACHE_HOME` nor `HOME` is set.
-pub fn cache_dir() -> Option<PathBuf> {
-    let root = if let Some(dir) = non_empty_var("DPCTL_MEMORY_CACHE") {
-        PathBuf::from(dir)
-    } else if let Some(xdg) = non_empty_var("XDG_CACHE_HOME") {
-        PathBuf::from(xdg).join("dpctl-memory")
+/// The variables that name the cache, in priority order (the same as the install script's).
+const CACHE_VARS: [&str; 3] = ["DPCTL_MEMORY_CACHE", "XDG_CACHE_HOME", "HOME"];
+
+/// The per-user cache folder (`.../dpctl-memory`) that holds the runtime and its siblings:
+/// from the first of [`CACHE_VARS`] that is set to an absolute path. `None` when none is.
+pub fn cache_root() -> Option<PathBuf> {
+    if let Some(dir) = absolute_var("DPCTL_MEMORY_CACHE") {
+        Some(dir)
+    } else if let Some(xdg) = absolute_var("XDG_CACHE_HOME") {
+        Some(xdg.join("dpctl-memory"))
     } else {
-        PathBuf::from(non_empty_var("HOME")?).join(".cache").join("dpctl-memory")
-    };
-    Some(root.join(format!("sycl-runtime-{RUNTIME_VERSION}")))
+        Some(absolute_var("HOME")?.join(".cache").join("dpctl-memory"))
+    }
+}
+
+/// The place the install script puts the runtime: the versioned per-user cache directory.
+/// `None` when neither `DPCTL_MEMORY_CACHE`, `XDG_CACHE_HOME` nor `HOME` is an absolute path.
+pub fn cache_dir() -> Option<PathBuf> {
+    Some(cache_root()?.join(format!("sycl-runtime-{RUNTIME_VERSION}")))
+}
+
+/// The cache variables that are set but ignored because they are relative, each as
+/// `NAME=value` (for messages).
+pub fn ignored_cache_vars() -> Vec<String> {
+    CACHE_VARS
+        .iter()
+        .filter_map(|name| {
+            let value = non_empty_var(name)?;
+            (!Path::new(&value).is_absolute()).then(|| format!("{name}={}", Path::new(&value).display()))
+        })
+        .collect()
 }
 
 /// Candidate roots in search order, each with what named it.
@@ -146,8 +171,17 @@ pub fn locate(need: Need) -> Result<Found, Vec<String>> {
         let missing: Vec<&str> = need.files().iter().copied().filter(|f| !root.join(f).is_file()).collect();
         searched.push(format!("{} ({source}): no {}", root.display(), missing.join(", no ")));
     }
+    let ignored = ignored_cache_vars();
+    if !ignored.is_empty() {
+        searched.push(format!(
+            "not a cache relative to the working directory ({}: ignored, as the XDG base directory specification says)",
+            ignored.join(", ")
+        ));
+    }
     if cache_dir().is_none() {
-        searched.push("the per-user cache (DPCTL_MEMORY_CACHE, XDG_CACHE_HOME and HOME are all unset)".to_string());
+        searched.push(
+            "the per-user cache (none of DPCTL_MEMORY_CACHE, XDG_CACHE_HOME and HOME is an absolute path)".to_string(),
+        );
     }
     Err(searched)
 }
@@ -156,7 +190,252 @@ fn non_empty_var(name: &str) -> Option<std::ffi::OsString> {
     std::env::var_os(name).filter(|v| !v.is_empty())
 }
 
+fn absolute_var(name: &str) -> Option<PathBuf> {
+    non_empty_var(name).map(PathBuf::from).filter(|path| path.is_absolute())
+}
+
+/// What the fix of a cache with the wrong owner or modes is, for messages.
+pub const UNTRUSTED_HINT: &str = "make every folder of the cache yours and writable by you alone \
+     (`chmod -R go-w` on it; `chown` what another user owns), or delete the cache folder and run \
+     `npx dpctl-memory-install-runtime` again";
+
+/// Why `path` may not hold what this process loads, or `None`: it must be a real folder
+/// or file (not a symbolic link), owned by `uid`, and writable by nobody else (no group or
+/// other write bit). The rules of ssh's `StrictModes` for its own files.
+pub fn private_problem(path: &Path, uid: u32) -> Option<String> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) => return Some(format!("{}: {e}", path.display())),
+    };
+    let mode = meta.permissions().mode();
+    if meta.file_type().is_symlink() {
+        Some(format!("{} is a symbolic link (never followed in the cache)", path.display()))
+    } else if meta.uid() != uid {
+        Some(format!("{} is owned by uid {}, not by this user (uid {uid})", path.display(), meta.uid()))
+    } else if mode & 0o022 != 0 {
+        Some(format!("{} is writable by its group or by others (mode {:o})", path.display(), mode & 0o7777))
+    } else {
+        None
+    }
+}
+
+/// Why a folder above the cache lets someone else replace it, or `None`: it must be owned
+/// by `uid` or by root, and writable by nobody else unless it is sticky (as `/tmp` is:
+/// there only an entry's owner may rename or delete it).
+fn ancestor_problem(dir: &Path, uid: u32) -> Option<String> {
+    let meta = match std::fs::metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) => return Some(format!("{}: {e}", dir.display())),
+    };
+    let mode = meta.permissions().mode();
+    if meta.uid() != uid && meta.uid() != 0 {
+        Some(format!(
+            "{} (above the cache) is owned by uid {}, neither this user (uid {uid}) nor root",
+            dir.display(),
+            meta.uid()
+        ))
+    } else if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        Some(format!(
+            "{} (above the cache) is writable by its group or by others and not sticky (mode {:o})",
+            dir.display(),
+            mode & 0o7777
+        ))
+    } else {
+        None
+    }
+}
+
+/// Checks the folders the runtime `dir` is loaded from, as ssh checks its files before it
+/// reads them: the cache folder `root` and every folder from it down to `dir` and `dir`'s
+/// `subdirs` (no symbolic link, owned by `uid`, writable by nobody else), and every folder
+/// above `root` (owned by `uid` or root, not writable by others unless sticky). `Err` lists
+/// every problem. The files themselves are checked by whoever reads them.
+pub fn check_cache_private(root: &Path, dir: &Path, subdirs: &[&str], uid: u32) -> Result<(), Vec<String>> {
+    let mut problems = Vec::new();
+    let Ok(below) = dir.strip_prefix(root) else {
+        return Err(vec![format!("{} is not inside the cache {}", dir.display(), root.display())]);
+    };
+    // The cache folder itself may be reached through a link of the user's (a `~/.cache`
+    // moved to another disk): the folders are checked where they really are.
+    let real_root = match std::fs::canonicalize(root) {
+        Ok(real) => real,
+        Err(e) => return Err(vec![format!("{}: {e}", root.display())]),
+    };
+    let mut inside = vec![real_root.clone()];
+    let mut current = real_root.clone();
+    for part in below.components() {
+        current = current.join(part);
+        inside.push(current.clone());
+    }
+    for sub in subdirs {
+        inside.push(current.join(sub));
+    }
+    problems.extend(inside.iter().filter_map(|path| private_problem(path, uid)));
+    problems.extend(real_root.ancestors().skip(1).filter_map(|dir| ancestor_problem(dir, uid)));
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+/// The file in the runtime folder where the install script records what it installed.
+pub const RECORD_FILE: &str = ".dpctl-memory-record";
+/// The first line of a record of this layout.
+const RECORD_HEADER: &str = "dpctl-memory runtime record 1";
+/// Problems listed in one message at most.
+const PROBLEMS_SHOWN: usize = 6;
+
+/// One recorded file: what identifies the very file that was hashed at install.
+#[derive(Debug, PartialEq, Eq)]
+struct Recorded {
+    size: u64,
+    inode: u64,
+    ctime: (i64, i64),
+}
+
+/// Parses a record: `path -> Recorded` for each line `<sha256> <size> <inode> <ctime s>
+/// <ctime ns> <path relative to the runtime folder>`.
+fn parse_record(text: &str) -> Result<Vec<(String, Recorded)>, String> {
+    let mut lines = text.lines();
+    if lines.next() != Some(RECORD_HEADER) {
+        return Err(format!("its record is not of the layout `{RECORD_HEADER}`"));
+    }
+    let mut out = Vec::new();
+    for line in lines.filter(|line| !line.is_empty()) {
+        let fields: Vec<&str> = line.splitn(6, ' ').collect();
+        let parsed = match fields.as_slice() {
+            [sha, size, inode, secs, nanos, path]
+                if sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()) && !path.is_empty() =>
+            {
+                (|| {
+                    let ctime = (secs.parse().ok()?, nanos.parse().ok()?);
+                    Some(Recorded { size: size.parse().ok()?, inode: inode.parse().ok()?, ctime })
+                })()
+                .map(|recorded| (path.to_string(), recorded))
+            }
+            _ => None,
+        };
+        out.push(parsed.ok_or_else(|| format!("its record has a malformed line: {line:?}"))?);
+    }
+    Ok(out)
+}
+
+/// Checks the libraries of the runtime `dir` against its record: every entry of `lib/`
+/// (the folder the runtime loads its libraries, adapters and OpenCL driver from) is a
+/// regular file owned by `uid` and writable by nobody else, is in the record, and is the
+/// very file that was recorded (same size, inode and change time: any write, rename over
+/// it, chmod or chown gives it another change time, which no user can set back). The
+/// install script hashed each one (sha256) when it recorded it, and checks the hash again
+/// when the change time differs. Folders inside `lib/` are not loaded from and not
+/// checked.
+pub fn check_record(dir: &Path, uid: u32) -> Result<(), Vec<String>> {
+    let record_path = dir.join(RECORD_FILE);
+    if let Some(problem) = private_problem(&record_path, uid) {
+        let missing = !record_path.exists() && std::fs::symlink_metadata(&record_path).is_err();
+        return Err(vec![if missing {
+            format!("it holds no record of what was installed ({RECORD_FILE}: made before records, or not by the install script)")
+        } else {
+            problem
+        }]);
+    }
+    let text = std::fs::read_to_string(&record_path).map_err(|e| vec![format!("{}: {e}", record_path.display())])?;
+    let mut recorded = parse_record(&text).map_err(|e| vec![e])?;
+    let mut problems = Vec::new();
+    let lib = dir.join("lib");
+    let entries = std::fs::read_dir(&lib).map_err(|e| vec![format!("{}: {e}", lib.display())])?;
+    for entry in entries {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                problems.push(format!("{}: {e}", lib.display()));
+                continue;
+            }
+        };
+        let path = entry.path();
+        let name = format!("lib/{}", entry.file_name().to_string_lossy());
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(meta) => meta,
+            Err(e) => {
+                problems.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        if meta.is_dir() {
+            continue;
+        }
+        if let Some(problem) = private_problem(&path, uid) {
+            problems.push(problem);
+            continue;
+        }
+        if !meta.is_file() {
+            problems.push(format!("{} is not a regular file", path.display()));
+            continue;
+        }
+        let Some(index) = recorded.iter().position(|(recorded_name, _)| *recorded_name == name) else {
+            problems.push(format!("{} is not in the record: the install script did not install it", path.display()));
+            continue;
+        };
+        let (_, expected) = recorded.swap_remove(index);
+        let found = Recorded { size: meta.size(), inode: meta.ino(), ctime: (meta.ctime(), meta.ctime_nsec()) };
+        if found != expected {
+            problems.push(format!("{} changed since it was installed and recorded", path.display()));
+        }
+    }
+    problems.extend(recorded.iter().map(|(name, _)| format!("{} is recorded but missing", dir.join(name).display())));
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+/// Checks a runtime that [`locate`] found before it is built against or loaded: a
+/// runtime of the cache by [`check_cache_private`] and [`check_record`]; one that an
+/// environment variable names is the user's choice and is taken as it is. `subdirs`: the
+/// folders of the runtime that are read (`lib`, and `include` for a build). `Err` is the
+/// whole message, with how to fix it.
+pub fn check_trusted(found: &Found, subdirs: &[&str]) -> Result<(), String> {
+    if found.source != "cache" {
+        return Ok(());
+    }
+    let Some(root) = cache_root() else {
+        return Err("the cache folder is not known".to_string());
+    };
+    let dir = &found.root;
+    let refused = |problems: Vec<String>, fix: &str| {
+        let more = problems.len().saturating_sub(PROBLEMS_SHOWN);
+        let mut shown = problems.into_iter().take(PROBLEMS_SHOWN).collect::<Vec<_>>().join("; ");
+        if more > 0 {
+            shown.push_str(&format!("; and {more} more"));
+        }
+        format!(
+            "dpctl-memory refused to load the SYCL runtime in its cache {}: {shown}. To fix it, {fix}",
+            dir.display()
+        )
+    };
+    let Some(uid) = effective_uid() else {
+        return Err(refused(vec!["this process's user id is unknown (no /proc/self)".to_string()], UNTRUSTED_HINT));
+    };
+    check_cache_private(&root, dir, subdirs, uid).map_err(|problems| refused(problems, UNTRUSTED_HINT))?;
+    check_record(dir, uid).map_err(|problems| refused(problems, RECORD_HINT))
+}
+
+/// What the fix of a runtime whose files do not match their record is, for messages.
+pub const RECORD_HINT: &str =
+    "run `npx dpctl-memory-install-runtime` (in a clone: `node scripts/install-runtime.js`): \
+     it checks every library against the sha256 recorded when it was installed (or against the \
+     wheels' own records) and records it again, or says which file to remove; deleting the \
+     folder and running it again reinstalls the runtime";
+
+/// The effective user id of this process, without FFI: the owner of `/proc/self` (Linux
+/// makes it the process's effective uid).
+pub fn effective_uid() -> Option<u32> {
+    std::fs::metadata("/proc/self").ok().map(|meta| meta.uid())
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -166,5 +445,101 @@ mod tests {
         assert_eq!(top_level_version(json), "1.2.3");
         assert!(!RUNTIME_VERSION.is_empty() && RUNTIME_VERSION.chars().all(|c| c.is_ascii_digit() || c == '.'));
         assert!(cache_dir().is_none_or(|dir| dir.ends_with(format!("sycl-runtime-{RUNTIME_VERSION}"))));
+    }
+
+    fn set_mode(path: &Path, mode: u32) {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// A record line for `name` as the install script writes it (the hash is not read here).
+    fn record_line(dir: &Path, name: &str) -> String {
+        let meta = std::fs::symlink_metadata(dir.join(name)).unwrap();
+        format!("{} {} {} {} {} {name}\n", "0".repeat(64), meta.size(), meta.ino(), meta.ctime(), meta.ctime_nsec())
+    }
+
+    fn write_record(dir: &Path, names: &[&str]) {
+        let mut text = format!("{RECORD_HEADER}\n");
+        for name in names {
+            text.push_str(&record_line(dir, name));
+        }
+        std::fs::write(dir.join(RECORD_FILE), text).unwrap();
+        set_mode(&dir.join(RECORD_FILE), 0o644);
+    }
+
+    fn joined(result: Result<(), Vec<String>>) -> String {
+        result.err().map(|problems| problems.join("; ")).unwrap_or_default()
+    }
+
+    #[test]
+    fn locate_a_private_recorded_cache_passes_and_each_breach_is_named() {
+        let uid = effective_uid().expect("/proc/self");
+        let base = std::env::temp_dir().join(format!("dpctl-memory-locate-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let root = base.join("cache");
+        let dir = root.join("sycl-runtime-test");
+        let lib = dir.join("lib");
+        std::fs::create_dir_all(lib.join("python3")).unwrap();
+        for folder in [&base, &root, &dir, &lib] {
+            set_mode(folder, 0o755);
+        }
+        for name in ["libsycl.so.8", "libintelocl.so"] {
+            std::fs::write(lib.join(name), name).unwrap();
+            set_mode(&lib.join(name), 0o644);
+        }
+        write_record(&dir, &["lib/libsycl.so.8", "lib/libintelocl.so"]);
+        assert_eq!(check_cache_private(&root, &dir, &["lib"], uid), Ok(()));
+        assert_eq!(check_record(&dir, uid), Ok(()));
+
+        // A folder, or a library, writable by the group: refused, and named.
+        for (path, file_mode) in [(&root, 0o775), (&lib, 0o775), (&base, 0o777)] {
+            set_mode(path, file_mode);
+            let problems = joined(check_cache_private(&root, &dir, &["lib"], uid));
+            assert!(problems.contains("writable by its group or by others"), "{problems}");
+            set_mode(path, 0o755);
+        }
+        set_mode(&lib.join("libsycl.so.8"), 0o664);
+        assert!(joined(check_record(&dir, uid)).contains("libsycl.so.8 is writable by its group"));
+        set_mode(&lib.join("libsycl.so.8"), 0o644);
+        // Back to its mode, but its change time moved: not the recorded file any more.
+        assert!(joined(check_record(&dir, uid)).contains("libsycl.so.8 changed since it was installed"));
+        write_record(&dir, &["lib/libsycl.so.8", "lib/libintelocl.so"]);
+        // A sticky folder above the cache (as /tmp) is fine.
+        set_mode(&base, 0o1777);
+        assert_eq!(check_cache_private(&root, &dir, &["lib"], uid), Ok(()));
+        set_mode(&base, 0o755);
+
+        // A library planted beside the recorded ones, or a symbolic link: refused.
+        std::fs::write(lib.join("libur_adapter_planted.so.0"), "x").unwrap();
+        set_mode(&lib.join("libur_adapter_planted.so.0"), 0o644);
+        assert!(joined(check_record(&dir, uid)).contains("libur_adapter_planted.so.0 is not in the record"));
+        std::fs::remove_file(lib.join("libur_adapter_planted.so.0")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", lib.join("libumf.so.1")).unwrap();
+        assert!(joined(check_record(&dir, uid)).contains("libumf.so.1 is a symbolic link"));
+        std::fs::remove_file(lib.join("libumf.so.1")).unwrap();
+        assert_eq!(check_record(&dir, uid), Ok(()));
+
+        // A recorded library replaced (renamed over) or rewritten in place: refused.
+        let replacement = lib.join(".new");
+        std::fs::write(&replacement, "libsycl.so.8").unwrap();
+        set_mode(&replacement, 0o644);
+        std::fs::rename(&replacement, lib.join("libsycl.so.8")).unwrap();
+        assert!(joined(check_record(&dir, uid)).contains("libsycl.so.8 changed since it was installed"));
+        write_record(&dir, &["lib/libsycl.so.8", "lib/libintelocl.so"]);
+        assert_eq!(check_record(&dir, uid), Ok(()));
+        std::fs::write(lib.join("libintelocl.so"), "libintelocl.sX").unwrap();
+        assert!(joined(check_record(&dir, uid)).contains("libintelocl.so changed since it was installed"));
+        // A recorded file that is gone, a malformed record, no record: refused.
+        std::fs::remove_file(lib.join("libintelocl.so")).unwrap();
+        assert!(joined(check_record(&dir, uid)).contains("libintelocl.so is recorded but missing"));
+        std::fs::write(dir.join(RECORD_FILE), format!("{RECORD_HEADER}\nnot a line\n")).unwrap();
+        assert!(joined(check_record(&dir, uid)).contains("malformed line"));
+        std::fs::remove_file(dir.join(RECORD_FILE)).unwrap();
+        assert!(joined(check_record(&dir, uid)).contains("holds no record"));
+        // A runtime folder that is a symbolic link inside the cache: refused.
+        let elsewhere = base.join("elsewhere");
+        std::fs::rename(&dir, &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &dir).unwrap();
+        assert!(joined(check_cache_private(&root, &dir, &["lib"], uid)).contains("is a symbolic link"));
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -2,8 +2,10 @@
 //! time, and calling the C ABI of `shim/dpctl_memory_shim.h` through owned handles.
 //!
 //! Load order (once per process, [`shim`]):
-//! 1. find the runtime ([`locate`]) and the shim (`DPCTL_MEMORY_SHIM`, then the folder of
-//!    this module, then the path `build.rs` built it at);
+//! 1. find the runtime ([`locate`]; a runtime of the per-user cache must pass
+//!    [`locate::check_trusted`] first: private folders, every library the one recorded at
+//!    install) and the shim (`DPCTL_MEMORY_SHIM`, then the folder of this module; in cargo
+//!    tests, the crate's folder, where `build.rs` copies it);
 //! 2. point `OCL_ICD_FILENAMES` at the runtime's OpenCL CPU driver (before any SYCL call:
 //!    the runtime reads it once; the wheel's own `.icd` file holds a placeholder path);
 //! 3. `dlopen(libm.so.6)` (see `load_shim`), then
@@ -174,9 +176,10 @@ pub fn shim_candidates() -> Vec<(String, PathBuf)> {
     if let Some(dir) = module_path().as_deref().and_then(Path::parent) {
         out.push(("beside the addon".to_string(), dir.join(SHIM_FILE)));
     }
-    if let Some(built) = option_env!("DPCTL_MEMORY_SHIM_BUILT") {
-        out.push(("built by cargo".to_string(), PathBuf::from(built)));
-    }
+    // A test executable lives in target/: the shim is where build.rs copies it. Only test
+    // builds know this path; the addon never looks in its build machine's folders.
+    #[cfg(test)]
+    out.push(("the crate's folder (cargo test)".to_string(), Path::new(env!("CARGO_MANIFEST_DIR")).join(SHIM_FILE)));
     out
 }
 
@@ -188,6 +191,8 @@ fn load_shim() -> Result<Shim, String> {
             searched.join("; ")
         )
     })?;
+    // Before anything of the cache is read by the loader (its constructors run at dlopen).
+    locate::check_trusted(&runtime, &["lib"])?;
     let candidates = shim_candidates();
     let Some((_, shim_path)) = candidates.iter().find(|(_, path)| path.is_file()) else {
         let searched: Vec<String> =

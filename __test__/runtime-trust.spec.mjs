@@ -1,0 +1,180 @@
+// Issue 24.5: the runtime cache was trusted without checks. A library planted in the cache
+// folder was loaded (its constructors ran), a folder holding the completion marker was
+// accepted whoever owned it and whoever could write it, and a relative XDG_CACHE_HOME made
+// the cache the working directory's. Each case builds a cache of its own in a temporary
+// folder (DPCTL_MEMORY_CACHE, in a child process) around a planted library whose
+// constructor leaves a file: the file says whether the loader ran it.
+import test from 'ava';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const INDEX = path.join(ROOT, 'index.js');
+const INSTALLER = path.join(ROOT, 'scripts', 'install-runtime.js');
+const { RUNTIME_VERSION, RECORD_FILE, MARKER, MARKER_TEXT } = createRequire(import.meta.url)(INSTALLER);
+const RUNTIME = `sycl-runtime-${RUNTIME_VERSION}`;
+
+const PLANTED_C = `
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((constructor)) static void planted(void) {
+  const char *mark = getenv("PLANTED_MARK");
+  FILE *f = mark ? fopen(mark, "w") : NULL;
+  if (f) { fputs("the planted library ran", f); fclose(f); }
+}
+`;
+
+function tempDir(t) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dpctl-memory-trust-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Compiles the planted library to `file`; false where no C compiler is present. */
+function compilePlanted(file) {
+  const cc = spawnSync(process.env.CC || 'cc', ['-shared', '-fPIC', '-x', 'c', '-', '-o', file], { input: PLANTED_C });
+  return cc.status === 0;
+}
+
+const cc = spawnSync(process.env.CC || 'cc', ['--version']);
+const withCompiler = cc.status === 0 ? test.serial : test.serial.skip;
+const compilerNote = cc.status === 0 ? '' : ' [no C compiler (cc) to build a planted library: skipped]';
+
+/**
+ * A cache in `work/cache` holding a runtime folder as the installer leaves it: the marker,
+ * `lib/libsycl.so.8` (the planted library), and a wheel RECORD that lists it, as pip writes.
+ */
+function plantCache(work, { cacheDir = path.join(work, 'cache') } = {}) {
+  const dir = path.join(cacheDir, RUNTIME);
+  const lib = path.join(dir, 'lib');
+  const site = path.join(lib, 'python3.11', 'site-packages', 'intel_sycl_rt-0.dist-info');
+  mkdirSync(site, { recursive: true, mode: 0o755 });
+  mkdirSync(path.join(dir, 'include'), { mode: 0o755 });
+  for (const folder of [cacheDir, dir, lib]) chmodSync(folder, 0o755);
+  if (!compilePlanted(path.join(lib, 'libsycl.so.8'))) throw new Error('cc failed');
+  chmodSync(path.join(lib, 'libsycl.so.8'), 0o755);
+  const digest = createHash('sha256').update(readFileSync(path.join(lib, 'libsycl.so.8'))).digest('base64url');
+  writeFileSync(path.join(site, 'RECORD'), `../../libsycl.so.8,sha256=${digest},1\n`);
+  writeFileSync(path.join(dir, MARKER), MARKER_TEXT);
+  return { cache: cacheDir, dir, lib };
+}
+
+function childEnv(extra) {
+  const env = { ...process.env, ...extra };
+  for (const name of ['DPCTL_MEMORY_SYCL_ROOT', 'SYCL_ROOT', 'CMPLR_ROOT', 'ONEAPI_ROOT', 'OCL_ICD_FILENAMES']) delete env[name];
+  for (const [name, value] of Object.entries(env)) if (value === undefined) delete env[name];
+  return env;
+}
+
+/** The installer run on the cache (it records a cache made before records). */
+function runInstaller(cache) {
+  return spawnSync(process.execPath, [INSTALLER], { env: childEnv({ DPCTL_MEMORY_CACHE: cache }), encoding: 'utf8' });
+}
+
+/**
+ * Loads the addon in a child with the given environment and asks for devices: whether the
+ * planted library ran, and the runtime diagnostics.
+ */
+function load(work, env, cwd = work) {
+  const mark = path.join(work, `ran-${Math.random().toString(16).slice(2)}`);
+  const script = `const m = require(${JSON.stringify(INDEX)}); m.getDevices(); process.stdout.write(JSON.stringify(m.getRuntimeDiagnostics()));`;
+  const child = spawnSync(process.execPath, ['-e', script], { cwd, env: childEnv({ ...env, PLANTED_MARK: mark }), encoding: 'utf8' });
+  if (child.status !== 0) throw new Error(`the child failed: ${child.stderr}`);
+  return { ran: existsSync(mark), diagnostics: JSON.parse(child.stdout).join('\n') };
+}
+
+withCompiler(`a library planted in a cache without a record is not loaded${compilerNote}`, (t) => {
+  const work = tempDir(t);
+  const { cache } = plantCache(work);
+  const { ran, diagnostics } = load(work, { DPCTL_MEMORY_CACHE: cache });
+  t.false(ran, 'the planted library must not run');
+  t.regex(diagnostics, /refused to load the SYCL runtime in its cache .*holds no record of what was installed/);
+  t.regex(diagnostics, /npx dpctl-memory-install-runtime/, 'the message says how to fix it');
+});
+
+withCompiler(`a recorded private cache loads; group-writable, replaced or added files are refused${compilerNote}`, (t) => {
+  const work = tempDir(t);
+  const { cache, dir, lib } = plantCache(work);
+  // The installer checks the library against its wheel's RECORD and records it.
+  const adopted = runInstaller(cache);
+  t.is(adopted.status, 0, adopted.stderr);
+  t.true(existsSync(path.join(dir, RECORD_FILE)));
+  // The control: a private, recorded cache passes the checks, and its library is loaded.
+  const good = load(work, { DPCTL_MEMORY_CACHE: cache });
+  t.true(good.ran, `the checks passed a good cache: ${good.diagnostics}`);
+  t.notRegex(good.diagnostics, /refused/);
+
+  // Writable by the group: the cache folder, the runtime's lib/, the library.
+  for (const [target, mode, restore] of [[cache, 0o775, 0o755], [lib, 0o775, 0o755], [path.join(lib, 'libsycl.so.8'), 0o775, 0o755]]) {
+    chmodSync(target, mode);
+    const { ran, diagnostics } = load(work, { DPCTL_MEMORY_CACHE: cache });
+    t.false(ran, `${target} mode ${mode.toString(8)}`);
+    t.regex(diagnostics, /refused to load .*writable by its group or by others/);
+    const installer = runInstaller(cache);
+    t.is(installer.status, 1, 'the installer refuses it too');
+    t.regex(installer.stderr, /is not trusted: .*writable by its group or by others.*To fix it/);
+    chmodSync(target, restore);
+  }
+  // The chmod of the library moved its change time: the installer checks its sha256 again.
+  t.false(load(work, { DPCTL_MEMORY_CACHE: cache }).ran, 'a chmod of a recorded library is a change');
+  t.is(runInstaller(cache).status, 0);
+  t.true(load(work, { DPCTL_MEMORY_CACHE: cache }).ran);
+
+  // A library added beside the recorded one (an adapter the runtime would load by name).
+  writeFileSync(path.join(lib, 'libur_adapter_planted.so.0'), readFileSync(path.join(lib, 'libsycl.so.8')));
+  chmodSync(path.join(lib, 'libur_adapter_planted.so.0'), 0o755);
+  let refused = load(work, { DPCTL_MEMORY_CACHE: cache });
+  t.false(refused.ran);
+  t.regex(refused.diagnostics, /libur_adapter_planted\.so\.0 is not in the record/);
+  const extra = runInstaller(cache);
+  t.is(extra.status, 1);
+  t.regex(extra.stderr, /libur_adapter_planted\.so\.0 was not installed by the install script/);
+  rmSync(path.join(lib, 'libur_adapter_planted.so.0'));
+  t.true(load(work, { DPCTL_MEMORY_CACHE: cache }).ran, 'removed again: the cache loads');
+
+  // The recorded library replaced by another (renamed over it).
+  const other = path.join(lib, '.other');
+  compilePlanted(other);
+  writeFileSync(other, Buffer.concat([readFileSync(other), Buffer.from('changed')]));
+  chmodSync(other, 0o755);
+  renameSync(other, path.join(lib, 'libsycl.so.8'));
+  refused = load(work, { DPCTL_MEMORY_CACHE: cache });
+  t.false(refused.ran);
+  t.regex(refused.diagnostics, /libsycl\.so\.8 changed since it was installed and recorded/);
+  const replaced = runInstaller(cache);
+  t.is(replaced.status, 1);
+  t.regex(replaced.stderr, /libsycl\.so\.8 does not have the sha256 recorded when it was installed/);
+});
+
+withCompiler(`the same bytes after a chmod are recorded again by the installer, not refused by it${compilerNote}`, (t) => {
+  const work = tempDir(t);
+  const { cache, lib } = plantCache(work);
+  t.is(runInstaller(cache).status, 0);
+  chmodSync(path.join(lib, 'libsycl.so.8'), 0o700);
+  t.false(load(work, { DPCTL_MEMORY_CACHE: cache }).ran, 'its change time moved: the loader refuses until it is checked');
+  const rechecked = runInstaller(cache);
+  t.is(rechecked.status, 0, rechecked.stderr);
+  t.true(load(work, { DPCTL_MEMORY_CACHE: cache }).ran, 'the installer hashed it again and recorded it');
+});
+
+withCompiler(`a relative XDG_CACHE_HOME (or DPCTL_MEMORY_CACHE) is ignored: the working directory is never the cache${compilerNote}`, (t) => {
+  const work = tempDir(t);
+  // An untrusted folder that a program is started in, with a cache that even has a record.
+  const untrusted = path.join(work, 'untrusted');
+  mkdirSync(untrusted);
+  const { cache } = plantCache(work, { cacheDir: path.join(untrusted, 'rel', 'dpctl-memory') });
+  t.is(runInstaller(cache).status, 0);
+  const home = path.join(work, 'home');
+  mkdirSync(home);
+  for (const env of [{ XDG_CACHE_HOME: 'rel', HOME: home }, { DPCTL_MEMORY_CACHE: 'rel/dpctl-memory', HOME: home }]) {
+    const { ran, diagnostics } = load(work, { ...env, DPCTL_MEMORY_CACHE: env.DPCTL_MEMORY_CACHE, XDG_CACHE_HOME: env.XDG_CACHE_HOME }, untrusted);
+    t.false(ran, JSON.stringify(env));
+    t.regex(diagnostics, /ignored, as the XDG base directory specification says/);
+    t.regex(diagnostics, new RegExp(`${home.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/\\.cache/dpctl-memory`), 'it looked in $HOME/.cache instead');
+  }
+});
