@@ -87,6 +87,14 @@ export type ErrorCodeValue =
   | 'ERR_IPC_HANDLE_OPEN'
   | 'ERR_IPC_OUT_OF_BOUNDS'
   | 'ERR_NO_NATIVE_BINARY'
+  | 'ERR_PROGRAM_COMPILATION'
+  | 'ERR_PROGRAMS_UNSUPPORTED'
+  | 'ERR_KERNEL_NOT_FOUND'
+  | 'ERR_KERNEL_ARG_COUNT'
+  | 'ERR_KERNEL_ARG_TYPE'
+  | 'ERR_KERNEL_QUEUE_MISMATCH'
+  | 'ERR_INVALID_RANGE'
+  | 'ERR_PROFILING_NOT_ENABLED'
 
 /** The codes by name, e.g. `ErrorCode.UsmFreed === 'ERR_USM_FREED'` (a frozen object). */
 export declare const ErrorCode: {
@@ -141,6 +149,14 @@ export declare const ErrorCode: {
   readonly IpcHandleOpen: 'ERR_IPC_HANDLE_OPEN'
   readonly IpcOutOfBounds: 'ERR_IPC_OUT_OF_BOUNDS'
   readonly NoNativeBinary: 'ERR_NO_NATIVE_BINARY'
+  readonly ProgramCompilation: 'ERR_PROGRAM_COMPILATION'
+  readonly ProgramsUnsupported: 'ERR_PROGRAMS_UNSUPPORTED'
+  readonly KernelNotFound: 'ERR_KERNEL_NOT_FOUND'
+  readonly KernelArgCount: 'ERR_KERNEL_ARG_COUNT'
+  readonly KernelArgType: 'ERR_KERNEL_ARG_TYPE'
+  readonly KernelQueueMismatch: 'ERR_KERNEL_QUEUE_MISMATCH'
+  readonly InvalidRange: 'ERR_INVALID_RANGE'
+  readonly ProfilingNotEnabled: 'ERR_PROFILING_NOT_ENABLED'
 }
 export type ErrorCode = ErrorCodeValue
 
@@ -504,7 +520,9 @@ export declare class SyclQueue implements CloneGuarded {
    * given). Throws `SyclQueueCreationError` when no device matches, the filter string
    * cannot be understood, or no runtime is installed.
    */
-  constructor(target?: string | SyclDevice | SyclContext | null, device?: SyclDevice | string | null)
+  constructor(target?: string | SyclDevice | SyclContext | null, device?: SyclDevice | string | null, options?: SyclQueueOptions)
+  constructor(target: string | SyclDevice | SyclContext | null | undefined, options: SyclQueueOptions)
+  constructor(options: SyclQueueOptions)
   get syclDevice(): SyclDevice
   get syclContext(): SyclContext
   /** Waits for everything submitted to the queue. */
@@ -580,3 +598,193 @@ export declare function poolStats(): PoolStats
  * untouched); returns the bytes released.
  */
 export declare function poolTrim(): number
+
+// ---------------------------------------------------------------------------------------
+// Kernels: programs, kernels, submissions, events, the queue's own operations
+// ---------------------------------------------------------------------------------------
+
+/** dpctl's queue properties (`property=`). */
+export type SyclQueueProperty = 'in_order' | 'enable_profiling' | 'default'
+
+/** Options of `new SyclQueue(..., options)`. */
+export interface SyclQueueOptions {
+  /** `'in_order'`, `'enable_profiling'`, or both in an array. */
+  property?: SyclQueueProperty | readonly SyclQueueProperty[]
+}
+
+/** Options of the program builders. */
+export interface ProgramOptions {
+  /** Compiler options: OpenCL's build options (`'-DN=4 -cl-fast-relaxed-math'`), the PTX
+   * JIT's, or NVRTC's; a string or an array of strings. */
+  options?: string | readonly string[]
+}
+
+/** A program that did not build: the compiler's log is `log` and ends the message. */
+export declare class SyclProgramCompilationError extends Error {
+  private constructor()
+  /** `'ERR_PROGRAM_COMPILATION'`. */
+  code: ErrorCodeValue
+  /** The compiler's log. */
+  log: string
+}
+
+/** A built program (dpctl's `SyclProgram`). */
+export declare class SyclProgram implements CloneGuarded {
+  private constructor()
+  readonly __dpctlMemoryCloneGuard__: object
+  /** The kernel `name` (`ERR_KERNEL_NOT_FOUND` when the program has none). */
+  getKernel(name: string): SyclKernel
+  hasKernel(name: string): boolean
+  /** The names of its kernels (a new array on every read). */
+  get kernelNames(): string[]
+  /** The compiler's log of the build (warnings; often empty). */
+  get buildLog(): string
+  /** The queue the program was built with. */
+  get syclQueue(): SyclQueue
+  toString(): string
+}
+
+/** One parameter of a kernel as the runtime reports it. */
+export interface KernelParameter {
+  readonly kind: 'global' | 'local' | 'value' | 'unknown'
+  /** Its type as the source wrote it (`'float*'`, `'int'`), or `''` when unknown. */
+  readonly typeName: string
+}
+
+/** A kernel of a program (dpctl's `SyclKernel`). */
+export declare class SyclKernel implements CloneGuarded {
+  private constructor()
+  readonly __dpctlMemoryCloneGuard__: object
+  get functionName(): string
+  get numArgs(): number
+  /** The largest work-group the kernel can run with on its device. */
+  get workGroupSize(): number
+  get preferredWorkGroupSizeMultiple(): number
+  /** Bytes of private memory per work item. */
+  get privateMemSize(): number
+  /** Bytes of local memory the kernel itself uses. */
+  get localMemSize(): number
+  /** `reqd_work_group_size`, or `[0, 0, 0]`. */
+  get compileWorkGroupSize(): readonly [number, number, number]
+  get args(): readonly KernelParameter[]
+  get program(): SyclProgram
+  toString(): string
+}
+
+/** The scalar types of `kernelArg`. */
+export type KernelScalarType =
+  | 'int8'
+  | 'uint8'
+  | 'int16'
+  | 'uint16'
+  | 'int32'
+  | 'uint32'
+  | 'int64'
+  | 'uint64'
+  | 'float32'
+  | 'float64'
+
+/** One typed kernel argument (made by `kernelArg`). */
+export declare class KernelArg implements CloneGuarded {
+  private constructor()
+  readonly __dpctlMemoryCloneGuard__: object
+  get type(): KernelScalarType | 'local'
+  /** The value, or the bytes of local memory. */
+  get value(): number | bigint
+  toString(): string
+}
+
+/**
+ * Typed kernel arguments: a JS number does not say whether the kernel takes `int` or
+ * `float`, so each scalar says it (checked against the kernel's declared parameter types
+ * where the runtime reports them; `ERR_KERNEL_ARG_TYPE` for a value out of the type's range).
+ */
+export declare const kernelArg: {
+  readonly int8: (value: number | bigint) => KernelArg
+  readonly uint8: (value: number | bigint) => KernelArg
+  readonly int16: (value: number | bigint) => KernelArg
+  readonly uint16: (value: number | bigint) => KernelArg
+  readonly int32: (value: number | bigint) => KernelArg
+  readonly uint32: (value: number | bigint) => KernelArg
+  readonly int64: (value: number | bigint) => KernelArg
+  readonly uint64: (value: number | bigint) => KernelArg
+  readonly float32: (value: number) => KernelArg
+  readonly float64: (value: number) => KernelArg
+  /** `nbytes` of work-group local memory (an OpenCL `__local` parameter). */
+  readonly local: (nbytes: number) => KernelArg
+}
+
+/** What a kernel takes: memory (its device pointer) or a typed argument. */
+export type KernelArgument = _Memory | SyclUsmArrayInterfaceExporter | KernelArg
+
+/** A range of work items: one number (1-D), or 1 to 3 of them (entry 0 is OpenCL's
+ * dimension 0 and CUDA's x). */
+export type WorkRange = number | readonly [number] | readonly [number, number] | readonly [number, number, number]
+
+/** What a later operation may depend on: an event, or the Promise of an async operation. */
+export type Dependency = SyclEvent | Promise<SyclEvent>
+
+/** A submission's event (dpctl's `SyclEvent`). */
+export declare class SyclEvent implements CloneGuarded {
+  private constructor()
+  readonly __dpctlMemoryCloneGuard__: object
+  /** Waits for the work (blocking this thread). */
+  wait(): void
+  get executionStatus(): 'submitted' | 'running' | 'complete'
+  /** Nanoseconds, on a queue made with `property: 'enable_profiling'`
+   * (`ERR_PROFILING_NOT_ENABLED` otherwise). */
+  get profilingInfoSubmit(): bigint
+  get profilingInfoStart(): bigint
+  get profilingInfoEnd(): bigint
+  get syclQueue(): SyclQueue
+  toString(): string
+}
+
+/** dpctl's `create_program_from_source`: OpenCL C for a SYCL device of the OpenCL backend. */
+export declare function createProgramFromSource(queue: SyclQueue, source: string, options?: ProgramOptions): SyclProgram
+/** dpctl's `create_program_from_spirv`: a SPIR-V module for a SYCL device of the OpenCL backend. */
+export declare function createProgramFromSpirv(
+  queue: SyclQueue,
+  spirv: ArrayBuffer | SharedArrayBuffer | ArrayBufferView,
+  options?: ProgramOptions,
+): SyclProgram
+/** PTX for a CUDA device (loaded by the driver, which compiles it for its GPU). */
+export declare function createProgramFromPtx(queue: SyclQueue, ptx: string, options?: ProgramOptions): SyclProgram
+/** CUDA C++ for a CUDA device, compiled with NVRTC (loaded at run time). */
+export declare function createProgramFromCuda(queue: SyclQueue, source: string, options?: ProgramOptions): SyclProgram
+
+export interface SyclQueue {
+  /** Runs `kernel` over `globalRange` (in work-groups of `localRange`) after `dependsOn`,
+   * and waits (dpctl's `submit`). Every operand is held until the kernel finished. */
+  submit(
+    kernel: SyclKernel,
+    args: readonly KernelArgument[],
+    globalRange: WorkRange,
+    localRange?: WorkRange | null,
+    dependsOn?: readonly Dependency[] | null,
+  ): SyclEvent
+  /** As `submit` without waiting: settles once the kernel finished and let go of its
+   * operands; usable at once as a dependency. */
+  submitAsync(
+    kernel: SyclKernel,
+    args: readonly KernelArgument[],
+    globalRange: WorkRange,
+    localRange?: WorkRange | null,
+    dependsOn?: readonly Dependency[] | null,
+  ): Promise<SyclEvent>
+  /** Copies `nbytes` between memory objects on this queue, and waits. */
+  memcpy(dst: KernelArgument, src: KernelArgument, nbytes: number, dependsOn?: readonly Dependency[] | null): SyclEvent
+  memcpyAsync(dst: KernelArgument, src: KernelArgument, nbytes: number, dependsOn?: readonly Dependency[] | null): Promise<SyclEvent>
+  /** Sets `nbytes` (all of `dst` when not given) to `value` (0..255), and waits. */
+  memset(dst: KernelArgument, value: number, nbytes?: number, dependsOn?: readonly Dependency[] | null): SyclEvent
+  memsetAsync(dst: KernelArgument, value: number, nbytes?: number, dependsOn?: readonly Dependency[] | null): Promise<SyclEvent>
+  /** Fills `count` elements (all of `dst` when not given) with a typed scalar, and waits. */
+  fill(dst: KernelArgument, pattern: KernelArg, count?: number, dependsOn?: readonly Dependency[] | null): SyclEvent
+  fillAsync(dst: KernelArgument, pattern: KernelArg, count?: number, dependsOn?: readonly Dependency[] | null): Promise<SyclEvent>
+  /** An event after `dependsOn` (after everything submitted so far when not given). */
+  submitBarrier(dependsOn?: readonly Dependency[] | null): SyclEvent
+  /** Whether the queue was made with `property: 'in_order'`. */
+  readonly isInOrder: boolean
+  /** Whether the queue was made with `property: 'enable_profiling'`. */
+  readonly hasEnableProfiling: boolean
+}

@@ -25,3 +25,14 @@ exports.ErrorCode = lib.ErrorCode;
 exports.USMAllocationError = lib.USMAllocationError;
 exports.SyclQueueCreationError = lib.SyclQueueCreationError;
 exports.SyclDeviceCreationError = lib.SyclDeviceCreationError;
+// Kernels (lib/program.js)
+exports.SyclProgram = lib.SyclProgram;
+exports.SyclKernel = lib.SyclKernel;
+exports.SyclEvent = lib.SyclEvent;
+exports.KernelArg = lib.KernelArg;
+exports.SyclProgramCompilationError = lib.SyclProgramCompilationError;
+exports.kernelArg = lib.kernelArg;
+exports.createProgramFromSource = lib.createProgramFromSource;
+exports.createProgramFromSpirv = lib.createProgramFromSpirv;
+exports.createProgramFromPtx = lib.createProgramFromPtx;
+exports.createProgramFromCuda = lib.createProgramFromCuda;

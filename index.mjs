@@ -24,5 +24,16 @@ export const {
   USMAllocationError,
   SyclQueueCreationError,
   SyclDeviceCreationError,
+  // Kernels
+  SyclProgram,
+  SyclKernel,
+  SyclEvent,
+  KernelArg,
+  SyclProgramCompilationError,
+  kernelArg,
+  createProgramFromSource,
+  createProgramFromSpirv,
+  createProgramFromPtx,
+  createProgramFromCuda,
 } = lib;
 export default lib;

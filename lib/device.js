@@ -3,7 +3,7 @@
 // model that memory needs, as plain JS classes over the binding's handles.
 const { native, own, release, DEVICE_HANDLE, CONTEXT_HANDLE, QUEUE_HANDLE } = require('./native.js');
 const { typeError, fromNative, CLONE_GUARD } = require('./errors.js');
-const { display, typeName, stringArg, listOf } = require('./values.js');
+const { display, typeName, stringArg, listOf, onlyOption } = require('./values.js');
 
 const { Map, Reflect, Symbol, Array } = globalThis;
 const apply = Reflect.apply;
@@ -226,12 +226,22 @@ class SyclQueue {
    * given). Throws `SyclQueueCreationError` when no device matches or no runtime is
    * installed.
    */
-  constructor(target, device) {
+  constructor(target, device, options) {
     if (target === INTERNAL) {
       this.#handle = own(this, QUEUE_HANDLE, device);
       return;
     }
     const given = (value) => value !== undefined && value !== null;
+    // `{ property }` (dpctl's property=): the last argument, when it is a plain object.
+    const isOptions = (value) => typeof value === 'object' && value !== null && !isDevice(value) && !isContext(value) && !isQueue(value);
+    if (options === undefined && isOptions(device)) {
+      options = device;
+      device = undefined;
+    } else if (options === undefined && device === undefined && isOptions(target)) {
+      options = target;
+      target = undefined;
+    }
+    const properties = queueProperties(options);
     let context;
     let deviceArg;
     let filter;
@@ -249,7 +259,11 @@ class SyclQueue {
       else if (given(target)) throw typeError(`expected a SyclDevice, a SyclContext or a filter string, got ${display(target)}`);
     }
     try {
-      this.#handle = own(this, QUEUE_HANDLE, native.queueCreate(context, deviceArg, filter));
+      const id =
+        properties === undefined
+          ? native.queueCreate(context, deviceArg, filter)
+          : native.queueCreateWith(context, deviceArg, filter, properties);
+      this.#handle = own(this, QUEUE_HANDLE, id);
     } catch (error) {
       throw fromNative(error);
     }
@@ -302,6 +316,24 @@ class SyclQueue {
     isQueue = (value) => typeof value === 'object' && value !== null && #handle in value;
     queueHandle = (queue) => queue.#handle;
   }
+}
+
+/**
+ * The property names of `{ property }` (dpctl's `property=`: `'in_order'`,
+ * `'enable_profiling'`, or an array of them), or `undefined` without one.
+ */
+function queueProperties(options) {
+  const property = onlyOption(options, 'property', 'new SyclQueue()');
+  if (property === undefined) return undefined;
+  if (typeof property === 'string') return [property];
+  if (typeName(property) !== 'array') {
+    throw typeError(`property must be 'in_order', 'enable_profiling' or an array of them, not ${display(property)}`);
+  }
+  return listOf(property.length, (i) => {
+    const name = property[i];
+    if (typeof name !== 'string') throw typeError(`property must hold strings only, not ${display(name)}`);
+    return name;
+  });
 }
 
 /** This realm's `SyclQueue` of each device's cached queue (dpctl's cached queue). */

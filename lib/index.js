@@ -7,6 +7,7 @@ const pool = require('./pool.js');
 const registration = require('./registration.js');
 const ipc = require('./ipc.js');
 const share = require('./share.js');
+const program = require('./program.js');
 
 module.exports = {
   _Memory: memory._Memory,
@@ -31,4 +32,15 @@ module.exports = {
   USMAllocationError: errors.USMAllocationError,
   SyclQueueCreationError: errors.SyclQueueCreationError,
   SyclDeviceCreationError: errors.SyclDeviceCreationError,
+  // Kernels (lib/program.js)
+  SyclProgram: program.SyclProgram,
+  SyclKernel: program.SyclKernel,
+  SyclEvent: program.SyclEvent,
+  KernelArg: program.KernelArg,
+  SyclProgramCompilationError: program.SyclProgramCompilationError,
+  kernelArg: program.kernelArg,
+  createProgramFromSource: program.createProgramFromSource,
+  createProgramFromSpirv: program.createProgramFromSpirv,
+  createProgramFromPtx: program.createProgramFromPtx,
+  createProgramFromCuda: program.createProgramFromCuda,
 };

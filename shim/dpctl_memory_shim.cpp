@@ -6,9 +6,7 @@
 //
 // Every extern "C" function body runs inside guard(): an exception escaping into Rust
 // (and Node) would abort the process.
-#include "dpctl_memory_shim.h"
-
-#include <sycl/sycl.hpp>
+#include "shim_internal.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,112 +17,9 @@
 #include <string>
 #include <vector>
 
-struct dpm_device_s {
-  sycl::device dev;
-};
-
-struct dpm_context_s {
-  sycl::context ctx;
-};
-
 namespace {
 
-// Asynchronous errors of one queue, filled by its async handler (which SYCL calls from
-// wait_and_throw / throw_asynchronous on the waiting thread) and taken by the next
-// synchronous entry point. SYCL's default handler would print and std::terminate().
-struct AsyncErrors {
-  std::mutex lock;
-  std::vector<std::exception_ptr> errors;
-
-  void push(std::exception_ptr e) {
-    std::lock_guard<std::mutex> guard(lock);
-    errors.push_back(std::move(e));
-  }
-
-  // Rethrows the first stored error (dropping the others), if any.
-  void rethrow_first() {
-    std::exception_ptr first;
-    {
-      std::lock_guard<std::mutex> guard(lock);
-      if (errors.empty()) return;
-      first = errors.front();
-      errors.clear();
-    }
-    std::rethrow_exception(first);
-  }
-};
-
-}  // namespace
-
-struct dpm_queue_s {
-  std::shared_ptr<AsyncErrors> errors;
-  sycl::queue q;
-};
-
-namespace {
-
-// Thread-local error text: a fixed buffer, so that recording an error never allocates
-// and never throws.
-constexpr size_t kErrorCap = 2048;
-thread_local char t_error[kErrorCap] = {0};
-
-void set_error(const char *text) noexcept {
-  if (text == nullptr) text = "(no message)";
-  std::snprintf(t_error, kErrorCap, "%s", text);
-}
-
-void set_error(const std::string &text) noexcept { set_error(text.c_str()); }
-
-void clear_error() noexcept { t_error[0] = '\0'; }
-
-// Carries a DPM_ERR_ALLOC / DPM_ERR_ARG status out of a guarded body.
-struct StatusError : std::exception {
-  int status;
-  std::string message;
-  StatusError(int s, std::string m) : status(s), message(std::move(m)) {}
-  const char *what() const noexcept override { return message.c_str(); }
-};
-
-[[noreturn]] void fail(int status, std::string message) {
-  throw StatusError(status, std::move(message));
-}
-
-// The one catch-all guard. `body` returns nothing; it reports failure by throwing.
-template <class F>
-int guard(F &&body) noexcept {
-  clear_error();
-  try {
-    body();
-    return DPM_OK;
-  } catch (const StatusError &e) {
-    set_error(e.message);
-    return e.status;
-  } catch (const sycl::exception &e) {
-    try {
-      std::string text = e.what();
-      text += " (SYCL error code ";
-      text += std::to_string(e.code().value());
-      text += ": ";
-      text += e.code().message();
-      text += ")";
-      set_error(text);
-    } catch (...) {
-      set_error(e.what());
-    }
-    return DPM_ERR_SYCL;
-  } catch (const std::exception &e) {
-    set_error(e.what());
-    return DPM_ERR_STD;
-  } catch (...) {
-    set_error("an unknown C++ exception was thrown inside the SYCL runtime");
-    return DPM_ERR_UNKNOWN;
-  }
-}
-
-template <class T>
-void require(const T *p, const char *what) {
-  if (p == nullptr) fail(DPM_ERR_ARG, std::string(what) + " is NULL");
-}
+using namespace dpm_detail;
 
 char *dup_string(const std::string &s) {
   char *out = static_cast<char *>(std::malloc(s.size() + 1));
@@ -333,18 +228,35 @@ int dpm_pointer_device(const dpm_context *ctx, const void *ptr, dpm_device **out
 }
 
 int dpm_queue_create(const dpm_context *ctx, const dpm_device *dev, dpm_queue **out) {
+  return dpm_queue_create_with(ctx, dev, 0, out);
+}
+
+int dpm_queue_create_with(const dpm_context *ctx, const dpm_device *dev, int properties, dpm_queue **out) {
   return guard([&] {
     require(ctx, "context");
     require(dev, "device");
     require(out, "out");
+    if ((properties & ~(DPM_QUEUE_IN_ORDER | DPM_QUEUE_ENABLE_PROFILING)) != 0) {
+      fail(DPM_ERR_ARG, "unknown queue properties " + std::to_string(properties));
+    }
     auto errors = std::make_shared<AsyncErrors>();
     sycl::async_handler handler = [errors](sycl::exception_list list) {
       for (auto &e : list) errors->push(e);
     };
-    // Out-of-order, as dpctl's queues: every operation here waits on its own event, and the
-    // runtime's in-order queues cost about twice as much per small copy (measured).
-    sycl::queue q(ctx->ctx, dev->dev, handler);
-    *out = new dpm_queue_s{errors, std::move(q)};
+    // Out-of-order by default, as dpctl's queues: every operation here waits on its own
+    // event, and the runtime's in-order queues cost about twice as much per small copy.
+    const bool in_order = (properties & DPM_QUEUE_IN_ORDER) != 0;
+    const bool profiling = (properties & DPM_QUEUE_ENABLE_PROFILING) != 0;
+    sycl::property_list props;
+    if (in_order && profiling) {
+      props = sycl::property_list{sycl::property::queue::in_order{}, sycl::property::queue::enable_profiling{}};
+    } else if (in_order) {
+      props = sycl::property_list{sycl::property::queue::in_order{}};
+    } else if (profiling) {
+      props = sycl::property_list{sycl::property::queue::enable_profiling{}};
+    }
+    sycl::queue q(ctx->ctx, dev->dev, handler, props);
+    *out = new dpm_queue_s{errors, std::move(q), properties};
   });
 }
 

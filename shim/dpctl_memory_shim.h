@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to this file; the Rust side refuses a shim of another version. */
-#define DPM_ABI_VERSION 2
+#define DPM_ABI_VERSION 3
 
 /* Status codes. */
 #define DPM_OK 0
@@ -42,6 +42,9 @@ extern "C" {
 #define DPM_ERR_UNKNOWN 3 /* something else was thrown */
 #define DPM_ERR_ALLOC 4   /* a sycl::malloc_* returned nullptr */
 #define DPM_ERR_ARG 5     /* a NULL handle or out pointer, an unknown USM kind */
+#define DPM_ERR_BUILD 6   /* a program did not build: its log is written to *log */
+#define DPM_ERR_NOT_FOUND 7 /* no kernel of that name in the program */
+#define DPM_ERR_OPENCL 8  /* an OpenCL call failed (text: the call and its CL_* code) */
 
 /* USM kinds: dpctl's DPCTLSyclUSMType values (not sycl::usm::alloc's). */
 #define DPM_USM_UNKNOWN 0
@@ -186,6 +189,129 @@ int dpm_prefetch(dpm_queue *q, const void *ptr, size_t nbytes, int to_host, int 
  * value (the unified runtime's, which every backend adapter maps to its own). *applied = 0
  * for the OpenCL backend, whose adapter ignores advice. */
 int dpm_mem_advise(dpm_queue *q, const void *ptr, size_t nbytes, int advice, int *applied);
+
+
+/* --- Queue properties, programs, kernels, submissions, events -------------------------
+ *
+ * Programs are built by the OpenCL runtime under the device's SYCL backend (OpenCL only:
+ * other backends answer DPM_ERR_ARG), reached through SYCL's interop with OpenCL; the
+ * OpenCL library (libOpenCL.so.1) is dlopen'ed at the first program, never linked.
+ * Kernels run through SYCL itself (handler::set_arg and parallel_for over an interop
+ * kernel), so their events order with the queue's other work and carry its profiling.
+ */
+
+/* Queue properties (flags). */
+#define DPM_QUEUE_IN_ORDER 1
+#define DPM_QUEUE_ENABLE_PROFILING 2
+
+/* As dpm_queue_create, with DPM_QUEUE_* flags (another bit is DPM_ERR_ARG). */
+int dpm_queue_create_with(const dpm_context *ctx, const dpm_device *dev, int properties, dpm_queue **out);
+
+/* *out = the DPM_QUEUE_* flags the queue was made with. */
+int dpm_queue_properties(const dpm_queue *q, int *out);
+
+typedef struct dpm_program_s dpm_program; /* a built cl_program of one context and device */
+typedef struct dpm_kernel_s dpm_kernel;   /* a sycl::kernel over a cl_kernel, with its arg info */
+typedef struct dpm_event_s dpm_event;     /* a sycl::event */
+
+/* Program formats. */
+#define DPM_PROGRAM_OPENCL_C 1 /* data: OpenCL C source text (len bytes, no NUL needed) */
+#define DPM_PROGRAM_SPIRV 2    /* data: a SPIR-V module (len bytes) */
+
+/* Builds a program for dev (a device of ctx) with the build options `options` (NUL-
+ * terminated, may be NULL). On DPM_OK *out is a new program (free with
+ * dpm_program_free). *log (may be NULL when not wanted) receives the build log, a
+ * malloc'ed NUL-terminated string the caller frees with dpm_string_free, on DPM_OK and on
+ * DPM_ERR_BUILD (the one status that writes an out parameter on failure); NULL otherwise. */
+int dpm_program_create(const dpm_context *ctx, const dpm_device *dev, int format, const void *data, size_t len,
+                       const char *options, dpm_program **out, char **log);
+
+/* Frees a program handle (kernels made from it stay valid). NULL is ignored. */
+void dpm_program_free(dpm_program *p);
+
+/* *out = the program's kernel names separated by ';' (malloc'ed; dpm_string_free). */
+int dpm_program_kernel_names(const dpm_program *p, char **out);
+
+/* Frees a string the shim returned. NULL is ignored. */
+void dpm_string_free(char *s);
+
+/* *out = a new kernel `name` of p; DPM_ERR_NOT_FOUND when p has none of that name. Free
+ * with dpm_kernel_free. */
+int dpm_kernel_create(const dpm_program *p, const char *name, dpm_kernel **out);
+
+/* Frees a kernel handle. Submissions already made keep what they need. NULL is ignored. */
+void dpm_kernel_free(dpm_kernel *k);
+
+/* What the runtime says of a kernel on its program's device. */
+typedef struct dpm_kernel_info {
+  uint32_t num_args;
+  uint64_t work_group_size;           /* the largest work-group this kernel can run with */
+  uint64_t preferred_work_group_size_multiple;
+  uint64_t private_mem_size;          /* bytes per work item */
+  uint64_t local_mem_size;            /* bytes of local memory the kernel itself uses */
+  uint64_t compile_work_group_size[3]; /* reqd_work_group_size, or zeros */
+} dpm_kernel_info;
+
+int dpm_kernel_get_info(const dpm_kernel *k, dpm_kernel_info *out);
+
+/* Argument kinds, as OpenCL's argument info says (DPM_ARG_UNKNOWN where it says nothing:
+ * a program built without argument info). */
+#define DPM_ARG_UNKNOWN 0
+#define DPM_ARG_GLOBAL 1 /* a __global or __constant pointer */
+#define DPM_ARG_LOCAL 2  /* a __local pointer */
+#define DPM_ARG_VALUE 3  /* passed by value (a scalar, vector or struct) */
+
+/* *kind = the DPM_ARG_* kind of argument `index`; *type_name = its type as the source
+ * wrote it (malloc'ed, dpm_string_free; "" when unknown). */
+int dpm_kernel_arg_info(const dpm_kernel *k, uint32_t index, int *kind, char **type_name);
+
+/* One argument of a submission. */
+#define DPM_KARG_POINTER 1 /* value: a USM address */
+#define DPM_KARG_SCALAR 2  /* size 1, 2, 4 or 8 bytes: the low `size` bytes of value (its bits) */
+#define DPM_KARG_LOCAL 3   /* value: bytes of work-group local memory */
+typedef struct dpm_kernel_arg {
+  int kind;
+  uint32_t size;
+  uint64_t value;
+} dpm_kernel_arg;
+
+/* Submits k over `dims` (1..3) dimensions of global[] work items (work-groups of local[],
+ * or the runtime's choice when local is NULL; entry 0 is OpenCL's dimension 0, the one
+ * get_global_id(0) counts) after every event of deps, with args[0..nargs)
+ * as its arguments. *out = the submission's event (free with dpm_event_free). The kernel
+ * reads and writes what the pointers address until the event completes: the caller keeps
+ * that memory alive until then. */
+int dpm_submit(dpm_queue *q, const dpm_kernel *k, const dpm_kernel_arg *args, size_t nargs, uint32_t dims,
+               const uint64_t *global, const uint64_t *local, const dpm_event *const *deps, size_t ndeps,
+               dpm_event **out);
+
+/* Asynchronous queue operations, each after every event of deps, each giving its event: a
+ * copy, a fill of count elements of a pattern of pattern_size (1, 2, 4, 8 or 16) bytes, and
+ * a barrier (every earlier submission when ndeps is 0). Memory stays the caller's to keep
+ * alive until the event completes. */
+int dpm_memcpy_async(dpm_queue *q, void *dst, const void *src, size_t nbytes, const dpm_event *const *deps,
+                     size_t ndeps, dpm_event **out);
+int dpm_fill_async(dpm_queue *q, void *dst, const void *pattern, size_t pattern_size, size_t count,
+                   const dpm_event *const *deps, size_t ndeps, dpm_event **out);
+int dpm_barrier(dpm_queue *q, const dpm_event *const *deps, size_t ndeps, dpm_event **out);
+
+/* Calls done(user, status) once, when the event completes (status 0) or fails (non-zero),
+ * from a runtime thread, or from this thread when it has completed already. done must not
+ * call back into the SYCL or OpenCL runtime (a blocking call there may deadlock) and must
+ * return quickly. On a failure status nothing is called. */
+int dpm_event_on_complete(const dpm_event *e, void (*done)(void *user, int status), void *user);
+
+/* Waits for the event; its failure, or an asynchronous error of q, is the status. */
+int dpm_event_wait(dpm_queue *q, const dpm_event *e);
+
+/* *out = 0 submitted, 1 running, 2 complete. */
+int dpm_event_status(const dpm_event *e, int *out);
+
+/* Nanosecond timestamps of a completed event of a profiling queue (else DPM_ERR_SYCL). */
+int dpm_event_profiling(const dpm_event *e, uint64_t *submit, uint64_t *start, uint64_t *end);
+
+/* Frees an event handle (the work goes on). NULL is ignored. */
+void dpm_event_free(dpm_event *e);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -14,6 +14,7 @@ pub enum ErrorClass {
     UsmAllocation,
     QueueCreation,
     DeviceCreation,
+    ProgramCompilation,
 }
 
 impl ErrorClass {
@@ -26,6 +27,7 @@ impl ErrorClass {
             ErrorClass::UsmAllocation => "USMAllocationError",
             ErrorClass::QueueCreation => "SyclQueueCreationError",
             ErrorClass::DeviceCreation => "SyclDeviceCreationError",
+            ErrorClass::ProgramCompilation => "SyclProgramCompilationError",
         }
     }
 }
@@ -218,6 +220,23 @@ error_table! {
         /// platform package is not installed (thrown by `lib/native.js`, before this table
         /// can be read; listed so that `ErrorCode` names every code).
         NoNativeBinary = "ERR_NO_NATIVE_BINARY" as Error,
+        // Kernels (issue 18): programs, kernels, submissions, events, queue properties.
+        /// A program did not build (SyclProgramCompilationError, with the compiler's log).
+        ProgramCompilation = "ERR_PROGRAM_COMPILATION" as ProgramCompilation,
+        /// The device's runtime cannot build programs of this format.
+        ProgramsUnsupported = "ERR_PROGRAMS_UNSUPPORTED" as Error,
+        /// No kernel of that name in the program.
+        KernelNotFound = "ERR_KERNEL_NOT_FOUND" as Error,
+        /// A submission with more or fewer arguments than the kernel takes.
+        KernelArgCount = "ERR_KERNEL_ARG_COUNT" as TypeError,
+        /// A submission argument of the wrong kind or type for the kernel's parameter.
+        KernelArgType = "ERR_KERNEL_ARG_TYPE" as TypeError,
+        /// A kernel, memory or event of another context, device or runtime than the queue's.
+        KernelQueueMismatch = "ERR_KERNEL_QUEUE_MISMATCH" as Error,
+        /// A global or local range that is empty, of the wrong dimensions, or not divisible.
+        InvalidRange = "ERR_INVALID_RANGE" as RangeError,
+        /// Profiling timestamps of an event of a queue made without `enable_profiling`.
+        ProfilingNotEnabled = "ERR_PROFILING_NOT_ENABLED" as Error,
     }
     variants {
         /// A host buffer argument the binding cannot read; `what` names the argument.
@@ -409,6 +428,31 @@ error_table! {
         /// `nbytes` asked of a mapping whose exported allocation has only `size` bytes.
         #[error("cannot open {nbytes} bytes of an IPC handle whose exported allocation has {size} bytes")]
         IpcOutOfBounds { nbytes: u64, size: u64 } => IpcOutOfBounds,
+        // Kernels (issue 18).
+        /// A program that did not build: what failed, and the compiler's log.
+        #[error("{summary}\n{log}")]
+        ProgramCompilation { summary: String, log: String } => ProgramCompilation,
+        /// What the device's runtime cannot build or run, and why.
+        #[error("{message}")]
+        ProgramsUnsupported { message: String } => ProgramsUnsupported,
+        /// No kernel `name` in a program that has `available`.
+        #[error("the program has no kernel named '{name}' (it has: {available})")]
+        KernelNotFound { name: String, available: String } => KernelNotFound,
+        /// `given` arguments for a kernel that takes `expected`.
+        #[error("kernel '{kernel}' takes {expected} arguments, {given} were given")]
+        KernelArgCount { kernel: String, expected: u32, given: u64 } => KernelArgCount,
+        /// Argument `index` of `kernel` does not fit its parameter; `message` says how.
+        #[error("argument {index} of kernel '{kernel}': {message}")]
+        KernelArgType { kernel: String, index: u32, message: String } => KernelArgType,
+        /// A kernel, memory or event that does not belong with the queue; `message` says which.
+        #[error("{message}")]
+        KernelQueueMismatch { message: String } => KernelQueueMismatch,
+        /// A bad range; `message` says what is wrong.
+        #[error("{message}")]
+        InvalidRange { message: String } => InvalidRange,
+        /// Profiling of an event of a queue without `enable_profiling`.
+        #[error("profiling information is available only for events of a queue made with property 'enable_profiling'")]
+        ProfilingNotEnabled => ProfilingNotEnabled,
     }
 }
 

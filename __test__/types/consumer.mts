@@ -2,6 +2,11 @@
 // nodenext by __test__/types.spec.mjs). Every line must type-check; the
 // `@ts-expect-error` lines must not.
 import {
+  createProgramFromSource,
+  createProgramFromSpirv,
+  kernelArg,
+  SyclEvent,
+  SyclProgramCompilationError,
   _Memory,
   MemoryUSMDevice,
   MemoryUSMHost,
@@ -97,3 +102,23 @@ const wrong: ErrorCodeValue = 'ERR_NOT_A_CODE';
 new _Memory();
 export { bytes, floats, shared2, later, laterInto, kind, kindNumber, pointer, stats, freed, code, allocationCode, queueError, deviceError, reference, devices, why, base, wrong };
 export { ipcAsDevice, ipcAvailable };
+
+// Kernels
+const kq = new SyclQueue('opencl:cpu', { property: ['in_order', 'enable_profiling'] });
+const kprogram = createProgramFromSource(kq, '__kernel void k(__global float *y, float a) {}', { options: '-DN=4' });
+createProgramFromSpirv(kq, new Uint8Array(0));
+const kkernel = kprogram.getKernel('k');
+const kargs: number = kkernel.numArgs;
+const kmem = new MemoryUSMShared(64, { queue: kq });
+const kevent: SyclEvent = kq.submit(kkernel, [kmem, kernelArg.float32(2)], [16], [8]);
+const kstart: bigint = kevent.profilingInfoStart;
+const kpending: Promise<SyclEvent> = kq.submitAsync(kkernel, [kmem, kernelArg.float32(2)], [4, 4], null, [kevent]);
+kq.submitBarrier([kpending, kevent]).wait();
+kq.fill(kmem, kernelArg.uint16(7));
+const kordered: boolean = kq.isInOrder && kq.hasEnableProfiling;
+const klog: string = new Error() instanceof SyclProgramCompilationError ? '' : kprogram.buildLog;
+// @ts-expect-error a plain number does not say its type
+kq.submit(kkernel, [kmem, 2], [16]);
+// @ts-expect-error a range has 1 to 3 dimensions
+kq.submit(kkernel, [kmem], [1, 2, 3, 4]);
+export { kargs, kstart, kordered, klog };

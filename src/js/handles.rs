@@ -131,6 +131,8 @@ pub struct Handles {
     queues: Slab<Arc<dyn Queue>>,
     pub(crate) memories: Slab<MemoryHandle>,
     pub(crate) registrations: Registrations,
+    /// Programs, kernels and events (`js::program`).
+    pub(crate) kernels: crate::js::program::KernelHandles,
 }
 
 fn stale(what: &str) -> MemoryError {
@@ -225,6 +227,7 @@ impl Handles {
     pub(crate) fn forget_references(&mut self) {
         self.registrations.by_range = RangeBook::new();
         self.registrations.slab.drain(|handle| std::mem::forget(handle.buffer));
+        self.kernels.forget_references();
         self.memories.for_each(|handle| {
             if let Some((_, reference)) = handle.buffer.take() {
                 std::mem::forget(reference);

@@ -21,6 +21,7 @@ pub mod json;
 pub mod lookup;
 pub mod memory;
 pub mod pool;
+pub mod program;
 pub mod registration;
 pub mod share;
 pub mod slab;

@@ -9,6 +9,7 @@ mod interface_props;
 pub(crate) mod ipc;
 pub(crate) mod ipc_mapping;
 pub(crate) mod pool;
+pub(crate) mod program;
 pub(crate) mod registration;
 pub(crate) mod registry;
 pub(crate) mod share;

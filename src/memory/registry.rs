@@ -210,6 +210,16 @@ impl Registry {
     /// device when none is named) in its default context. Every failure to find a
     /// device is a queue-creation error, as dpctl raises it.
     pub fn make_queue(&self, context: Option<Arc<dyn Context>>, device: DeviceChoice) -> Result<Arc<dyn Queue>> {
+        self.make_queue_with(context, device, crate::runtime::program::QueueProperties::default())
+    }
+
+    /// `make_queue` with queue properties (in order, profiling).
+    pub fn make_queue_with(
+        &self,
+        context: Option<Arc<dyn Context>>,
+        device: DeviceChoice,
+        properties: crate::runtime::program::QueueProperties,
+    ) -> Result<Arc<dyn Queue>> {
         let named = match device {
             DeviceChoice::Default => None,
             DeviceChoice::Device(device) => Some(Ok(device)),
@@ -224,11 +234,11 @@ impl Registry {
                         .next()
                         .ok_or_else(|| MemoryError::QueueCreation { message: "the context has no devices".into() })
                 });
-                device.and_then(|device| context.create_queue(&device))
+                device.and_then(|device| context.create_queue_with(&device, properties))
             }
             None => named
                 .unwrap_or_else(|| self.select(None))
-                .and_then(|device| device.default_context()?.create_queue(&device)),
+                .and_then(|device| device.default_context()?.create_queue_with(&device, properties)),
         };
         made.map_err(MemoryError::into_queue_creation)
     }

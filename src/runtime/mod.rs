@@ -18,6 +18,7 @@ pub(crate) mod fake;
 pub(crate) mod hints;
 pub(crate) mod ipc;
 pub(crate) mod kind;
+pub(crate) mod program;
 pub(crate) mod ranges;
 pub(crate) mod registration;
 
@@ -116,6 +117,24 @@ pub trait Context: Send + Sync + Any {
     fn host_registration(&self) -> Option<&dyn registration::HostRegistration> {
         None
     }
+    /// Building programs (kernels) for this context's devices, where the runtime can.
+    fn programs(&self) -> Option<&dyn program::ProgramBuilder> {
+        None
+    }
+    /// A queue with `properties` (in order, profiling); a runtime without them refuses
+    /// any but the default.
+    fn create_queue_with(
+        &self,
+        device: &Arc<dyn Device>,
+        properties: program::QueueProperties,
+    ) -> Result<Arc<dyn Queue>> {
+        if properties != program::QueueProperties::default() {
+            return Err(crate::error::MemoryError::QueueCreation {
+                message: "this runtime's queues take no properties (in_order, enable_profiling)".into(),
+            });
+        }
+        self.create_queue(device)
+    }
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -144,6 +163,14 @@ pub trait Queue: Send + Sync + Any {
     /// Prefetch and advice for shared memory, where the runtime has them.
     fn shared_memory_hints(&self) -> Option<&dyn hints::SharedMemoryHints> {
         None
+    }
+    /// Kernels and asynchronous operations with events, where the runtime has them.
+    fn submissions(&self) -> Option<&dyn program::Submissions> {
+        None
+    }
+    /// The properties the queue was made with.
+    fn properties(&self) -> program::QueueProperties {
+        program::QueueProperties::default()
     }
 }
 

@@ -19,8 +19,10 @@ use crate::runtime::{
 
 mod hints;
 pub mod locate;
+mod program;
 mod registration;
 mod shim;
+mod shim_program;
 
 #[cfg(test)]
 mod tests;
@@ -214,7 +216,20 @@ impl Context for SyclContext {
             .handle
             .create_queue(&device.handle)
             .map_err(|e| MemoryError::QueueCreation { message: format!("creating a SYCL queue: {e}") })?;
-        Ok(Arc::new(SyclQueue { handle, context, device: Arc::clone(device) }))
+        let properties = crate::runtime::program::QueueProperties::default();
+        Ok(Arc::new(SyclQueue { handle: Arc::new(handle), context, device: Arc::clone(device), properties }))
+    }
+
+    fn create_queue_with(
+        &self,
+        device: &Arc<dyn Device>,
+        properties: crate::runtime::program::QueueProperties,
+    ) -> Result<Arc<dyn Queue>> {
+        program::create_queue_with(self, device, properties)
+    }
+
+    fn programs(&self) -> Option<&dyn crate::runtime::program::ProgramBuilder> {
+        Some(self)
     }
 
     fn pointer_kind(&self, address: Address) -> UsmKind {
@@ -262,9 +277,10 @@ impl Context for SyclContext {
 
 /// A `sycl::queue` (out-of-order; each operation waits on its own event) on one device of one context.
 pub struct SyclQueue {
-    handle: shim::QueueHandle,
+    handle: Arc<shim::QueueHandle>,
     context: Arc<SyclContext>,
     device: Arc<SyclDevice>,
+    properties: crate::runtime::program::QueueProperties,
 }
 
 /// Serialises the runtime operations on CPU devices. The OpenCL CPU runtime runs each
@@ -274,9 +290,14 @@ pub struct SyclQueue {
 /// make itself never come here, so what is serialised is small.
 static CPU_DEVICE_OPERATIONS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Holds `CPU_DEVICE_OPERATIONS` (a wait for a submission on a CPU device takes it too).
+fn cpu_device_lock() -> std::sync::MutexGuard<'static, ()> {
+    crate::sync::lock(&CPU_DEVICE_OPERATIONS)
+}
+
 impl SyclQueue {
     fn cpu_device_guard(&self) -> Option<std::sync::MutexGuard<'static, ()>> {
-        (self.device.info.device_type == DeviceType::Cpu).then(|| crate::sync::lock(&CPU_DEVICE_OPERATIONS))
+        (self.device.info.device_type == DeviceType::Cpu).then(cpu_device_lock)
     }
 }
 
@@ -343,5 +364,13 @@ impl Queue for SyclQueue {
 
     fn shared_memory_hints(&self) -> Option<&dyn crate::runtime::hints::SharedMemoryHints> {
         Some(self)
+    }
+
+    fn submissions(&self) -> Option<&dyn crate::runtime::program::Submissions> {
+        Some(self)
+    }
+
+    fn properties(&self) -> crate::runtime::program::QueueProperties {
+        self.properties
     }
 }

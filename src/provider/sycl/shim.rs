@@ -33,7 +33,7 @@ use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_LOCAL, RTLD_NOW};
 use super::locate;
 
 /// The shim's `DPM_ABI_VERSION` this code is written against.
-const ABI_VERSION: u32 = 2;
+const ABI_VERSION: u32 = 3;
 
 /// The file name of the shim, beside the `.node` file.
 pub const SHIM_FILE: &str = "dpctl_memory_shim.so";
@@ -138,6 +138,8 @@ pub struct Shim {
     host_unregister: unsafe extern "C" fn(*const RawContext, *mut c_void) -> c_int,
     prefetch: unsafe extern "C" fn(*mut RawQueue, *const c_void, usize, c_int, *mut c_int) -> c_int,
     mem_advise: unsafe extern "C" fn(*mut RawQueue, *const c_void, usize, c_int, *mut c_int) -> c_int,
+    /// Queue properties, programs, kernels, submissions and events (`shim_program.rs`).
+    pub(super) program: super::shim_program::ProgramFns,
 }
 
 /// A failed shim call: its `DPM_*` status and the shim's error text.
@@ -153,7 +155,7 @@ impl std::fmt::Display for ShimError {
     }
 }
 
-type ShimResult<T> = Result<T, ShimError>;
+pub(super) type ShimResult<T> = Result<T, ShimError>;
 
 static SHIM: OnceLock<Result<Shim, String>> = OnceLock::new();
 
@@ -272,6 +274,8 @@ fn load_shim() -> Result<Shim, String> {
         host_unregister: sym!("dpm_host_unregister"),
         prefetch: sym!("dpm_prefetch"),
         mem_advise: sym!("dpm_mem_advise"),
+        // SAFETY: as for `sym!`: the types are the header's, the library stays loaded.
+        program: unsafe { super::shim_program::ProgramFns::load(&lib, shim_path) }?,
         runtime_root: runtime.root,
         shim_path: shim_path.clone(),
         _libm: libm,
@@ -287,7 +291,7 @@ fn load_shim() -> Result<Shim, String> {
 ///
 /// `T` must be the exact function-pointer type of `name` as the shim's header declares it,
 /// and the pointer must not be called after `lib` is unloaded.
-unsafe fn symbol<T: Copy>(lib: &Library, path: &Path, name: &str) -> Result<T, String> {
+pub(super) unsafe fn symbol<T: Copy>(lib: &Library, path: &Path, name: &str) -> Result<T, String> {
     // SAFETY: the type contract is forwarded to the caller (see `# Safety`).
     let found = unsafe { lib.get::<T>(name) };
     found.map(|sym| *sym).map_err(|e| format!("the SYCL shim {} lacks `{name}`: {e:?}", path.display()))
@@ -352,7 +356,7 @@ fn point_ocl_icd_at(root: &Path) -> Result<(), String> {
 
 impl Shim {
     /// `Ok` for `DPM_OK`, else the status with the calling thread's error text.
-    fn check(&self, status: c_int) -> ShimResult<()> {
+    pub(super) fn check(&self, status: c_int) -> ShimResult<()> {
         if status == 0 {
             return Ok(());
         }
@@ -419,20 +423,20 @@ pub struct DeviceFacts {
 
 /// An owned `dpm_device` handle, freed on drop.
 pub struct DeviceHandle {
-    raw: NonNull<RawDevice>,
-    shim: &'static Shim,
+    pub(super) raw: NonNull<RawDevice>,
+    pub(super) shim: &'static Shim,
 }
 
 /// An owned `dpm_context` handle, freed on drop.
 pub struct ContextHandle {
-    raw: NonNull<RawContext>,
-    shim: &'static Shim,
+    pub(super) raw: NonNull<RawContext>,
+    pub(super) shim: &'static Shim,
 }
 
 /// An owned `dpm_queue` handle, freed on drop.
 pub struct QueueHandle {
-    raw: NonNull<RawQueue>,
-    shim: &'static Shim,
+    pub(super) raw: NonNull<RawQueue>,
+    pub(super) shim: &'static Shim,
 }
 
 // SAFETY: each handle owns a heap copy of a SYCL object (device, context, or queue plus
@@ -474,17 +478,17 @@ impl Drop for QueueHandle {
 }
 
 /// Wraps a handle the shim wrote into an out-parameter after `DPM_OK`.
-fn non_null<T>(raw: *mut T, what: &str) -> ShimResult<NonNull<T>> {
+pub(super) fn non_null<T>(raw: *mut T, what: &str) -> ShimResult<NonNull<T>> {
     NonNull::new(raw)
         .ok_or_else(|| ShimError { status: STATUS_ARG, message: format!("the SYCL shim returned a NULL {what}") })
 }
 
-fn as_pointer(address: Address) -> ShimResult<usize> {
+pub(super) fn as_pointer(address: Address) -> ShimResult<usize> {
     usize::try_from(address)
         .map_err(|_| ShimError { status: STATUS_ARG, message: format!("address 0x{address:x} does not fit a pointer") })
 }
 
-fn size(n: u64, what: &str) -> ShimResult<usize> {
+pub(super) fn size(n: u64, what: &str) -> ShimResult<usize> {
     usize::try_from(n)
         .map_err(|_| ShimError { status: STATUS_ARG, message: format!("{what} {n} does not fit a size_t") })
 }

@@ -1,0 +1,711 @@
+'use strict';
+// Kernels (dpctl's `dpctl.program` and `SyclQueue.submit`): programs built from OpenCL C,
+// SPIR-V, PTX or CUDA C, their kernels, typed kernel arguments, submissions and their
+// events, and the queue's own asynchronous operations (memcpy, fill, barrier). A
+// submission holds the memory of its arguments until the runtime says it finished: the
+// binding's model does that; this file keeps the JS values (the memory objects, the
+// kernel) reachable until a submission's Promise settles.
+const { native } = require('./native.js');
+const { ErrorCode, typeError, rangeError, fromNative, invalidThis, CLONE_GUARD } = require('./errors.js');
+const { display, typeName, stringArg, hostArg } = require('./values.js');
+const devices = require('./device.js');
+const memory = require('./memory.js');
+
+const { SyclQueue, isQueue, queueHandle, INTERNAL } = devices;
+const { Error, Object, Number, BigInt, Float64Array, Uint32Array, Uint8Array, DataView, ArrayBuffer, FinalizationRegistry, WeakMap, Promise, Symbol, Reflect, JSON, String, Math } = globalThis;
+const { isArray } = Array;
+const { isSafeInteger, isInteger } = Number;
+const freeze = Object.freeze;
+const defineProperty = Object.defineProperty;
+const keys = Object.keys;
+const apply = Reflect.apply;
+const register = FinalizationRegistry.prototype.register;
+const promiseThen = Promise.prototype.then;
+const inspect = Symbol.for('nodejs.util.inspect.custom');
+
+const PROGRAM_HANDLE = 0;
+const KERNEL_HANDLE = 1;
+const EVENT_HANDLE = 2;
+const registries = [PROGRAM_HANDLE, KERNEL_HANDLE, EVENT_HANDLE].map(
+  (kind) => new FinalizationRegistry((id) => native.kernelsRelease(kind, id)),
+);
+function own(owner, kind, id) {
+  apply(register, registries[kind], [owner, id]);
+  return id;
+}
+
+const call = (f) => {
+  try {
+    return f();
+  } catch (error) {
+    throw fromNative(error);
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------
+
+/** A program that did not build: `log` is the compiler's log (also in the message). */
+class SyclProgramCompilationError extends Error {
+  constructor(message, log = '') {
+    super(log ? `${message}\n${log}` : message);
+    defineProperty(this, 'code', { value: ErrorCode.ProgramCompilation, writable: true, enumerable: true, configurable: true });
+    defineProperty(this, 'log', { value: String(log), writable: true, enumerable: true, configurable: true });
+  }
+  get name() {
+    return 'SyclProgramCompilationError';
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Typed kernel arguments
+// ---------------------------------------------------------------------------------------
+
+/** Scalar types in the order of the binding's `ScalarType::ALL`. */
+const SCALAR_TYPES = ['int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'float32', 'float64'];
+const INT_LIMITS = {
+  int8: [-128, 127],
+  uint8: [0, 255],
+  int16: [-32768, 32767],
+  uint16: [0, 65535],
+  int32: [-2147483648, 2147483647],
+  uint32: [0, 4294967295],
+};
+
+let argFacts;
+let isKernelArg;
+
+/** One typed kernel argument: a scalar of a given type, or work-group local memory. */
+class KernelArg {
+  __dpctlMemoryCloneGuard__ = CLONE_GUARD;
+  #kind; // 1 scalar, 2 local
+  #type;
+  #lo;
+  #hi;
+  #value;
+
+  constructor(token, kind, type, lo, hi, value) {
+    if (token !== INTERNAL) throw typeError('KernelArg objects are made by kernelArg.int32(5), kernelArg.local(256), ...', ErrorCode.ConstructCallRequired);
+    this.#kind = kind;
+    this.#type = type;
+    this.#lo = lo;
+    this.#hi = hi;
+    this.#value = value;
+    freeze(this);
+  }
+  /** `'int8'` ... `'float64'`, or `'local'`. */
+  get type() {
+    if (!isKernelArg(this)) throw invalidThis('KernelArg', 'type');
+    return this.#kind === 2 ? 'local' : SCALAR_TYPES[this.#type];
+  }
+  /** The value (a number or bigint), or the bytes of local memory. */
+  get value() {
+    if (!isKernelArg(this)) throw invalidThis('KernelArg', 'value');
+    return this.#value;
+  }
+  toString() {
+    return `<KernelArg ${this.type} ${typeof this.#value === 'bigint' ? `${this.#value}n` : this.#value}>`;
+  }
+  [inspect]() {
+    return `KernelArg { type: '${this.type}', value: ${typeof this.#value === 'bigint' ? `${this.#value}n` : this.#value} }`;
+  }
+  static {
+    isKernelArg = (value) => typeof value === 'object' && value !== null && #kind in value;
+    argFacts = (arg) => [arg.#kind, arg.#type, arg.#lo, arg.#hi];
+  }
+}
+
+const scratch = new DataView(new ArrayBuffer(8));
+const U64 = 2n ** 64n;
+
+function integerScalar(type, value) {
+  const [min, max] = INT_LIMITS[type];
+  if (typeof value === 'bigint') {
+    if (value < BigInt(min) || value > BigInt(max)) throw rangeError(`kernelArg.${type}: ${value}n is outside ${min}..${max}`, ErrorCode.KernelArgType);
+    value = Number(value);
+  } else if (typeof value !== 'number') {
+    throw typeError(`kernelArg.${type} takes a number, not ${typeName(value)}`, ErrorCode.KernelArgType);
+  } else if (!isInteger(value) || value < min || value > max) {
+    throw rangeError(`kernelArg.${type}: ${display(value)} is not an integer in ${min}..${max}`, ErrorCode.KernelArgType);
+  }
+  const index = SCALAR_TYPES.indexOf(type);
+  const lo = value < 0 ? (value + 2 ** (8 * [1, 1, 2, 2, 4, 4][index])) >>> 0 : value >>> 0;
+  return new KernelArg(INTERNAL, 1, index, lo, 0, value);
+}
+
+function wideScalar(type, value) {
+  const signed = type === 'int64';
+  let big;
+  if (typeof value === 'bigint') big = value;
+  else if (typeof value === 'number' && isSafeInteger(value)) big = BigInt(value);
+  else if (typeof value === 'number') throw rangeError(`kernelArg.${type}: ${display(value)} is not a safe integer (pass a bigint)`, ErrorCode.KernelArgType);
+  else throw typeError(`kernelArg.${type} takes a bigint or a safe integer, not ${typeName(value)}`, ErrorCode.KernelArgType);
+  const [min, max] = signed ? [-(2n ** 63n), 2n ** 63n - 1n] : [0n, U64 - 1n];
+  if (big < min || big > max) throw rangeError(`kernelArg.${type}: ${big}n is outside ${min}..${max}`, ErrorCode.KernelArgType);
+  const bits = big < 0n ? big + U64 : big;
+  return new KernelArg(INTERNAL, 1, SCALAR_TYPES.indexOf(type), Number(bits & 0xffffffffn), Number(bits >> 32n), big);
+}
+
+function floatScalar(type, value) {
+  if (typeof value !== 'number') throw typeError(`kernelArg.${type} takes a number, not ${typeName(value)}`, ErrorCode.KernelArgType);
+  if (type === 'float32') {
+    scratch.setFloat32(0, value, true);
+    return new KernelArg(INTERNAL, 1, 8, scratch.getUint32(0, true), 0, value);
+  }
+  scratch.setFloat64(0, value, true);
+  return new KernelArg(INTERNAL, 1, 9, scratch.getUint32(0, true), scratch.getUint32(4, true), value);
+}
+
+/**
+ * Typed kernel arguments: a JS number does not say whether a kernel takes `int` or
+ * `float`, so each scalar says it here (checked against the kernel's declared parameter
+ * types where the runtime reports them).
+ */
+const kernelArg = freeze({
+  int8: (value) => integerScalar('int8', value),
+  uint8: (value) => integerScalar('uint8', value),
+  int16: (value) => integerScalar('int16', value),
+  uint16: (value) => integerScalar('uint16', value),
+  int32: (value) => integerScalar('int32', value),
+  uint32: (value) => integerScalar('uint32', value),
+  int64: (value) => wideScalar('int64', value),
+  uint64: (value) => wideScalar('uint64', value),
+  float32: (value) => floatScalar('float32', value),
+  float64: (value) => floatScalar('float64', value),
+  /** `nbytes` of work-group local memory (an OpenCL `__local` parameter). */
+  local(nbytes) {
+    if (typeof nbytes !== 'number' || !isSafeInteger(nbytes) || nbytes <= 0) {
+      throw rangeError(`kernelArg.local takes a positive integer number of bytes, not ${display(nbytes)}`, ErrorCode.KernelArgType);
+    }
+    return new KernelArg(INTERNAL, 2, 0, 0, 0, nbytes);
+  },
+});
+
+// ---------------------------------------------------------------------------------------
+// Programs and kernels
+// ---------------------------------------------------------------------------------------
+
+let programHandle;
+let isProgram;
+let kernelHandle;
+let isKernel;
+
+/** A built program (dpctl's `SyclProgram`): its kernels by name. */
+class SyclProgram {
+  __dpctlMemoryCloneGuard__ = CLONE_GUARD;
+  #handle;
+  #queue;
+  #names;
+  #log;
+
+  constructor(token, handle, queue, names, log) {
+    if (token !== INTERNAL) {
+      throw typeError('SyclProgram objects are made by createProgramFromSource() or createProgramFromSpirv()', ErrorCode.ConstructCallRequired);
+    }
+    this.#handle = own(this, PROGRAM_HANDLE, handle);
+    this.#queue = queue;
+    this.#names = freeze(names);
+    this.#log = log;
+  }
+  static #of(self, member) {
+    if (!isProgram(self)) throw invalidThis('SyclProgram', member);
+    return self;
+  }
+  /** The kernel `name` (`ERR_KERNEL_NOT_FOUND` when the program has none). */
+  getKernel(name) {
+    const self = SyclProgram.#of(this, 'getKernel');
+    const text = stringArg(name, 'kernel name');
+    const id = call(() => native.programKernel(self.#handle, text));
+    return new SyclKernel(INTERNAL, id, self);
+  }
+  hasKernel(name) {
+    const self = SyclProgram.#of(this, 'hasKernel');
+    const text = stringArg(name, 'kernel name');
+    return call(() => native.programHasKernel(self.#handle, text));
+  }
+  /** The names of its kernels (a new array on every read). */
+  get kernelNames() {
+    return [...SyclProgram.#of(this, 'kernelNames').#names];
+  }
+  /** The compiler's log of a successful build (warnings; often empty). */
+  get buildLog() {
+    return SyclProgram.#of(this, 'buildLog').#log;
+  }
+  /** The queue the program was built with (its context and device). */
+  get syclQueue() {
+    return SyclProgram.#of(this, 'syclQueue').#queue;
+  }
+  toString() {
+    return `<SyclProgram [${SyclProgram.#of(this, 'toString').#names.join(', ')}]>`;
+  }
+  [inspect]() {
+    return `SyclProgram { kernels: [${this.#names.map((n) => `'${n}'`).join(', ')}] }`;
+  }
+  static {
+    isProgram = (value) => typeof value === 'object' && value !== null && #handle in value;
+    programHandle = (program) => program.#handle;
+  }
+}
+
+/** A kernel of a program (dpctl's `SyclKernel`), with the facts the runtime reports. */
+class SyclKernel {
+  __dpctlMemoryCloneGuard__ = CLONE_GUARD;
+  #handle;
+  #program;
+  #facts;
+
+  constructor(token, handle, program) {
+    if (token !== INTERNAL) throw typeError('SyclKernel objects are made by program.getKernel(name)', ErrorCode.ConstructCallRequired);
+    this.#handle = own(this, KERNEL_HANDLE, handle);
+    this.#program = program;
+    const facts = JSON.parse(native.kernelFacts(handle));
+    for (const arg of facts.args) freeze(arg);
+    freeze(facts.args);
+    freeze(facts.compileWorkGroupSize);
+    this.#facts = freeze(facts);
+  }
+  static #factsOf(self, member) {
+    if (!isKernel(self)) throw invalidThis('SyclKernel', member);
+    return self.#facts;
+  }
+  get functionName() {
+    return SyclKernel.#factsOf(this, 'functionName').functionName;
+  }
+  get numArgs() {
+    return SyclKernel.#factsOf(this, 'numArgs').numArgs;
+  }
+  /** The largest work-group the kernel can run with on its device. */
+  get workGroupSize() {
+    return SyclKernel.#factsOf(this, 'workGroupSize').workGroupSize;
+  }
+  get preferredWorkGroupSizeMultiple() {
+    return SyclKernel.#factsOf(this, 'preferredWorkGroupSizeMultiple').preferredWorkGroupSizeMultiple;
+  }
+  /** Bytes of private memory per work item. */
+  get privateMemSize() {
+    return SyclKernel.#factsOf(this, 'privateMemSize').privateMemSize;
+  }
+  /** Bytes of local memory the kernel itself uses. */
+  get localMemSize() {
+    return SyclKernel.#factsOf(this, 'localMemSize').localMemSize;
+  }
+  /** `reqd_work_group_size` of the kernel, or `[0, 0, 0]`. */
+  get compileWorkGroupSize() {
+    return SyclKernel.#factsOf(this, 'compileWorkGroupSize').compileWorkGroupSize;
+  }
+  /** Each parameter as the runtime reports it: `{ kind, typeName }`, `kind` one of
+   * `'global'`, `'local'`, `'value'`, `'unknown'`. */
+  get args() {
+    return SyclKernel.#factsOf(this, 'args').args;
+  }
+  get program() {
+    SyclKernel.#factsOf(this, 'program');
+    return this.#program;
+  }
+  toString() {
+    return `<SyclKernel ${SyclKernel.#factsOf(this, 'toString').functionName}(${this.#facts.numArgs} args)>`;
+  }
+  [inspect]() {
+    return `SyclKernel { functionName: '${this.#facts.functionName}', numArgs: ${this.#facts.numArgs} }`;
+  }
+  static {
+    isKernel = (value) => typeof value === 'object' && value !== null && #handle in value;
+    kernelHandle = (kernel) => kernel.#handle;
+  }
+}
+
+const FORMATS = { source: 1, spirv: 2, ptx: 3, cuda: 4 };
+
+/** The `options` build option (a string) of `{ options }`. */
+function buildOptions(options, method) {
+  if (options === undefined || options === null) return '';
+  if (typeof options !== 'object' || isArray(options)) throw typeError(`${method} options must be a plain object such as { options: '-cl-fast-relaxed-math' }, not ${typeName(options)}`);
+  const names = keys(options);
+  for (let i = 0; i < names.length; i++) {
+    if (names[i] !== 'options') throw typeError(`unknown option '${names[i].slice(0, 64)}': ${method} takes { options }`);
+  }
+  const value = options.options;
+  if (value === undefined) return '';
+  if (typeof value === 'string') return value;
+  if (isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (typeof value[i] !== 'string') throw typeError(`${method}: every build option must be a string`);
+    return value.join(' ');
+  }
+  throw typeError(`${method}: options must be a string or an array of strings, not ${typeName(value)}`);
+}
+
+function build(queue, format, source, options, method) {
+  if (!isQueue(queue)) throw typeError(`${method}: the first argument must be a SyclQueue, not ${display(queue)}`);
+  const handle = queueHandle(queue);
+  const result = JSON.parse(call(() => native.programBuild(handle, format, source, options)));
+  if (result.failed !== undefined) throw new SyclProgramCompilationError(result.failed, result.log);
+  return new SyclProgram(INTERNAL, result.id, queue, result.names, result.log);
+}
+
+/** dpctl's `create_program_from_source`: OpenCL C for a SYCL device of the OpenCL backend. */
+function createProgramFromSource(queue, source, options) {
+  const flags = buildOptions(options, 'createProgramFromSource');
+  if (typeof source !== 'string') throw typeError(`createProgramFromSource: the source must be a string, not ${typeName(source)}`);
+  return build(queue, FORMATS.source, source, flags, 'createProgramFromSource');
+}
+
+/** dpctl's `create_program_from_spirv`: a SPIR-V module (bytes) for a SYCL device. */
+function createProgramFromSpirv(queue, bytes, options) {
+  const flags = buildOptions(options, 'createProgramFromSpirv');
+  return build(queue, FORMATS.spirv, hostArg(bytes, 'createProgramFromSpirv: the SPIR-V module'), flags, 'createProgramFromSpirv');
+}
+
+/** PTX text for a CUDA device (the driver compiles it for the GPU it has). */
+function createProgramFromPtx(queue, ptx, options) {
+  const flags = buildOptions(options, 'createProgramFromPtx');
+  if (typeof ptx !== 'string') throw typeError(`createProgramFromPtx: the PTX must be a string, not ${typeName(ptx)}`);
+  return build(queue, FORMATS.ptx, ptx, flags, 'createProgramFromPtx');
+}
+
+/** CUDA C++ source for a CUDA device, compiled with NVRTC (loaded at run time). */
+function createProgramFromCuda(queue, source, options) {
+  const flags = buildOptions(options, 'createProgramFromCuda');
+  if (typeof source !== 'string') throw typeError(`createProgramFromCuda: the source must be a string, not ${typeName(source)}`);
+  return build(queue, FORMATS.cuda, source, flags, 'createProgramFromCuda');
+}
+
+// ---------------------------------------------------------------------------------------
+// Events
+// ---------------------------------------------------------------------------------------
+
+let eventHandle;
+let isEvent;
+/** The event of each Promise `submitAsync`/`memcpyAsync`/`fillAsync` returned. */
+const eventOfPromise = new WeakMap();
+
+/** A submission's event (dpctl's `SyclEvent`). */
+class SyclEvent {
+  __dpctlMemoryCloneGuard__ = CLONE_GUARD;
+  #handle;
+  #queue;
+
+  constructor(token, handle, queue) {
+    if (token !== INTERNAL) throw typeError('SyclEvent objects are made by queue.submit() and the queue\'s other operations', ErrorCode.ConstructCallRequired);
+    this.#handle = own(this, EVENT_HANDLE, handle);
+    this.#queue = queue;
+  }
+  static #handleOf(self, member) {
+    if (!isEvent(self)) throw invalidThis('SyclEvent', member);
+    return self.#handle;
+  }
+  /** Waits for the work (blocking this thread). */
+  wait() {
+    const handle = SyclEvent.#handleOf(this, 'wait');
+    call(() => native.eventWait(handle));
+  }
+  /** `'submitted'`, `'running'` or `'complete'`. */
+  get executionStatus() {
+    const handle = SyclEvent.#handleOf(this, 'executionStatus');
+    return call(() => native.eventStatus(handle));
+  }
+  #profile(member) {
+    const handle = SyclEvent.#handleOf(this, member);
+    return call(() => native.eventProfile(handle));
+  }
+  /** Nanoseconds (bigint) when the work was submitted, started and ended, on a queue made
+   * with `property: 'enable_profiling'` (`ERR_PROFILING_NOT_ENABLED` otherwise). */
+  get profilingInfoSubmit() {
+    return BigInt(this.#profile('profilingInfoSubmit')[0]);
+  }
+  get profilingInfoStart() {
+    return BigInt(this.#profile('profilingInfoStart')[1]);
+  }
+  get profilingInfoEnd() {
+    return BigInt(this.#profile('profilingInfoEnd')[2]);
+  }
+  get syclQueue() {
+    SyclEvent.#handleOf(this, 'syclQueue');
+    return this.#queue;
+  }
+  toString() {
+    return `<SyclEvent ${this.executionStatus}>`;
+  }
+  [inspect]() {
+    return `SyclEvent { executionStatus: '${this.executionStatus}' }`;
+  }
+  static {
+    isEvent = (value) => typeof value === 'object' && value !== null && #handle in value;
+    eventHandle = (event) => event.#handle;
+  }
+}
+
+/** Dependencies: an array of SyclEvents or Promises of this module's async operations. */
+function dependencies(deps, method) {
+  if (deps === undefined || deps === null) return new Float64Array(0);
+  if (!isArray(deps)) throw typeError(`${method}: dependencies must be an array of SyclEvent (or of Promises of submitAsync), not ${typeName(deps)}`);
+  const ids = new Float64Array(deps.length);
+  for (let i = 0; i < deps.length; i++) {
+    let dep = deps[i];
+    if (!isEvent(dep) && typeof dep === 'object' && dep !== null) dep = eventOfPromise.get(dep);
+    if (!isEvent(dep)) throw typeError(`${method}: dependency ${i} is not a SyclEvent nor a Promise of submitAsync/memcpyAsync/fillAsync: ${display(deps[i])}`, ErrorCode.InvalidArgType);
+    ids[i] = eventHandle(dep);
+  }
+  return ids;
+}
+
+/** The JS side of an asynchronous operation: a Promise of its SyclEvent that keeps every
+ * JS operand reachable until it settles. */
+function asyncEvent(queue, id, keepAlive) {
+  const event = new SyclEvent(INTERNAL, id, queue);
+  const settled = native.eventTakePromise(id);
+  const promise = apply(promiseThen, settled, [
+    () => {
+      keepAlive.fill(undefined);
+      return event;
+    },
+    (error) => {
+      keepAlive.fill(undefined);
+      throw fromNative(error);
+    },
+  ]);
+  eventOfPromise.set(promise, event);
+  return promise;
+}
+
+// ---------------------------------------------------------------------------------------
+// Submissions
+// ---------------------------------------------------------------------------------------
+
+/** A range: a positive integer, or an array of 1 to 3 of them. */
+function rangeArg(value, what) {
+  const list = typeof value === 'number' ? [value] : value;
+  if (!isArray(list)) throw typeError(`${what} must be a positive integer or an array of 1 to 3 of them, not ${typeName(value)}`, ErrorCode.InvalidRange);
+  if (list.length < 1 || list.length > 3) throw rangeError(`${what} has 1, 2 or 3 dimensions, not ${list.length}`, ErrorCode.InvalidRange);
+  const out = new Float64Array(list.length);
+  for (let i = 0; i < list.length; i++) {
+    const n = list[i];
+    if (typeof n !== 'number' || !isSafeInteger(n) || n < 1) throw rangeError(`${what}[${i}] must be a positive integer, not ${display(n)}`, ErrorCode.InvalidRange);
+    out[i] = n;
+  }
+  return out;
+}
+
+/** A memory argument's handle: a memory object, or an object exposing the interface. */
+function memoryArg(value, what) {
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (!memory.isMemory(value) && !('__sycl_usm_array_interface__' in value)) return undefined;
+  try {
+    return memory.memorySource(value);
+  } catch (error) {
+    throw error?.code ? error : fromNative(error);
+  }
+}
+
+/** The binding's `spec`/`bits` arrays of `args`, and the temporary handles to give back. */
+function encodeArgs(args, kernelName) {
+  if (!isArray(args)) throw typeError(`submit: args must be an array (of memory objects and kernelArg values), not ${typeName(args)}`, ErrorCode.KernelArgType);
+  const spec = new Float64Array(args.length * 3);
+  const bits = new Uint32Array(args.length * 2);
+  const temporary = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (isKernelArg(arg)) {
+      const [kind, type, lo, hi] = argFacts(arg);
+      spec[3 * i] = kind;
+      spec[3 * i + 1] = kind === 2 ? arg.value : 0;
+      spec[3 * i + 2] = type;
+      bits[2 * i] = lo;
+      bits[2 * i + 1] = hi;
+      continue;
+    }
+    const source = memoryArg(arg, `argument ${i}`);
+    if (source === undefined) {
+      const hint = typeof arg === 'number' ? ` (a number does not say its type: pass kernelArg.int32(${arg}), kernelArg.float32(${arg}), ...)` : '';
+      throw typeError(`argument ${i} of kernel '${kernelName}' must be a memory object or a kernelArg value, not ${display(arg)}${hint}`, ErrorCode.KernelArgType);
+    }
+    if (source.temporary) temporary.push(source.handle);
+    spec[3 * i] = 0;
+    spec[3 * i + 1] = source.handle;
+  }
+  return { spec, bits, temporary };
+}
+
+function giveBack(temporary) {
+  for (let i = 0; i < temporary.length; i++) native.memFree(temporary[i]);
+}
+
+function submitOn(queue, method, kernel, args, globalRange, localRange, deps, asynchronous) {
+  if (!isQueue(queue)) throw invalidThis('SyclQueue', method);
+  if (!isKernel(kernel)) throw typeError(`${method}: the kernel must be a SyclKernel (program.getKernel(name)), not ${display(kernel)}`, ErrorCode.InvalidArgType);
+  const global = rangeArg(globalRange, 'the global range');
+  const local = localRange === undefined || localRange === null ? undefined : rangeArg(localRange, 'the local range');
+  const depIds = dependencies(deps, method);
+  const { spec, bits, temporary } = encodeArgs(args, kernel.functionName);
+  let id;
+  try {
+    id = call(() => native.queueSubmit(queueHandle(queue), kernelHandle(kernel), spec, bits, global, local, depIds, asynchronous));
+  } finally {
+    giveBack(temporary);
+  }
+  if (!asynchronous) return new SyclEvent(INTERNAL, id, queue);
+  return asyncEvent(queue, id, [kernel, args, deps]);
+}
+
+function memoryOperand(value, method, what) {
+  const source = memoryArg(value, what);
+  if (source === undefined) throw typeError(`${method}: ${what} must be a memory object, not ${display(value)}`, ErrorCode.NotUsm);
+  return source;
+}
+
+function byteCount(value, method) {
+  if (typeof value !== 'number' || !isSafeInteger(value) || value < 0) throw rangeError(`${method}: the byte count must be a non-negative integer, not ${display(value)}`, ErrorCode.InvalidSize);
+  return value;
+}
+
+function memcpyOn(queue, method, dst, src, nbytes, deps, asynchronous) {
+  if (!isQueue(queue)) throw invalidThis('SyclQueue', method);
+  const count = byteCount(nbytes, method);
+  const depIds = dependencies(deps, method);
+  const to = memoryOperand(dst, method, 'the destination');
+  let from;
+  try {
+    from = memoryOperand(src, method, 'the source');
+  } catch (error) {
+    if (to.temporary) native.memFree(to.handle);
+    throw error;
+  }
+  let id;
+  try {
+    id = call(() => native.queueMemcpy(queueHandle(queue), to.handle, from.handle, count, depIds, asynchronous));
+  } finally {
+    giveBack([to, from].filter((s) => s.temporary).map((s) => s.handle));
+  }
+  if (!asynchronous) return new SyclEvent(INTERNAL, id, queue);
+  return asyncEvent(queue, id, [dst, src, deps]);
+}
+
+/** A fill pattern: a kernelArg scalar (its bytes), or a byte 0..255 for memset. */
+function patternBytes(pattern, method) {
+  if (isKernelArg(pattern) && argFacts(pattern)[0] === 1) {
+    const [, type, lo, hi] = argFacts(pattern);
+    const size = [1, 1, 2, 2, 4, 4, 8, 8, 4, 8][type];
+    const bytes = new Uint8Array(size);
+    const view = new DataView(bytes.buffer);
+    if (size === 8) {
+      view.setUint32(0, lo, true);
+      view.setUint32(4, hi, true);
+    } else if (size === 4) view.setUint32(0, lo, true);
+    else if (size === 2) view.setUint16(0, lo, true);
+    else view.setUint8(0, lo);
+    return bytes;
+  }
+  throw typeError(`${method}: the pattern must be a kernelArg scalar (e.g. kernelArg.float32(1.5)), not ${display(pattern)}`, ErrorCode.InvalidArgType);
+}
+
+function fillOn(queue, method, dst, bytes, count, deps, asynchronous) {
+  if (!isQueue(queue)) throw invalidThis('SyclQueue', method);
+  const depIds = dependencies(deps, method);
+  const to = memoryOperand(dst, method, 'the destination');
+  let id;
+  try {
+    id = call(() => native.queueFill(queueHandle(queue), to.handle, bytes, count, depIds, asynchronous));
+  } finally {
+    if (to.temporary) native.memFree(to.handle);
+  }
+  if (!asynchronous) return new SyclEvent(INTERNAL, id, queue);
+  return asyncEvent(queue, id, [dst, deps]);
+}
+
+function elementCount(value, method, dst, size) {
+  if (value === undefined) {
+    const nbytes = memory.isMemory(dst) ? dst.nbytes : undefined;
+    if (nbytes === undefined) throw typeError(`${method}: give the element count`, ErrorCode.InvalidArgType);
+    return Math.floor(nbytes / size);
+  }
+  if (typeof value !== 'number' || !isSafeInteger(value) || value < 0) throw rangeError(`${method}: the count must be a non-negative integer, not ${display(value)}`, ErrorCode.InvalidSize);
+  return value;
+}
+
+function byteValue(value, method) {
+  if (typeof value !== 'number' || !isInteger(value) || value < 0 || value > 255) {
+    throw rangeError(`${method}: the value must be an integer in 0..255, not ${display(value)}`, ErrorCode.InvalidFillValue);
+  }
+  return new Uint8Array([value]);
+}
+
+/** The queue's own operations and submissions, as dpctl's `SyclQueue` has them. */
+const queueMethods = {
+  /** Runs `kernel` over `globalRange` (work-groups of `localRange`) after `dependsOn`, and
+   * waits: dpctl's `submit`. Returns the completed SyclEvent. */
+  submit(kernel, args, globalRange, localRange, dependsOn) {
+    return submitOn(this, 'submit', kernel, args, globalRange, localRange, dependsOn, false);
+  },
+  /** As `submit`, without waiting: a Promise of the SyclEvent, settled once the kernel has
+   * finished and let go of its operands (and usable at once as a dependency). */
+  submitAsync(kernel, args, globalRange, localRange, dependsOn) {
+    return submitOn(this, 'submitAsync', kernel, args, globalRange, localRange, dependsOn, true);
+  },
+  /** Copies `nbytes` between memory objects on this queue, and waits. */
+  memcpy(dst, src, nbytes, dependsOn) {
+    return memcpyOn(this, 'memcpy', dst, src, nbytes, dependsOn, false);
+  },
+  memcpyAsync(dst, src, nbytes, dependsOn) {
+    return memcpyOn(this, 'memcpyAsync', dst, src, nbytes, dependsOn, true);
+  },
+  /** Sets `nbytes` (all of `dst` when not given) to `value` (0..255), and waits. */
+  memset(dst, value, nbytes, dependsOn) {
+    const bytes = byteValue(value, 'memset');
+    return fillOn(this, 'memset', dst, bytes, elementCount(nbytes, 'memset', dst, 1), dependsOn, false);
+  },
+  memsetAsync(dst, value, nbytes, dependsOn) {
+    const bytes = byteValue(value, 'memsetAsync');
+    return fillOn(this, 'memsetAsync', dst, bytes, elementCount(nbytes, 'memsetAsync', dst, 1), dependsOn, true);
+  },
+  /** Fills `count` elements (all of `dst` when not given) with a typed scalar, and waits. */
+  fill(dst, pattern, count, dependsOn) {
+    const bytes = patternBytes(pattern, 'fill');
+    return fillOn(this, 'fill', dst, bytes, elementCount(count, 'fill', dst, bytes.length), dependsOn, false);
+  },
+  fillAsync(dst, pattern, count, dependsOn) {
+    const bytes = patternBytes(pattern, 'fillAsync');
+    return fillOn(this, 'fillAsync', dst, bytes, elementCount(count, 'fillAsync', dst, bytes.length), dependsOn, true);
+  },
+  /** An event after `dependsOn` (after everything submitted so far when not given). */
+  submitBarrier(dependsOn) {
+    if (!isQueue(this)) throw invalidThis('SyclQueue', 'submitBarrier');
+    const depIds = dependencies(dependsOn, 'submitBarrier');
+    const handle = queueHandle(this);
+    return new SyclEvent(INTERNAL, call(() => native.queueBarrier(handle, depIds)), this);
+  },
+};
+
+const queueGetters = {
+  /** Whether the queue runs its work in submission order (`property: 'in_order'`). */
+  isInOrder() {
+    if (!isQueue(this)) throw invalidThis('SyclQueue', 'isInOrder');
+    return (native.queuePropertyFlags(queueHandle(this)) & 1) !== 0;
+  },
+  /** Whether the queue's events carry timestamps (`property: 'enable_profiling'`). */
+  hasEnableProfiling() {
+    if (!isQueue(this)) throw invalidThis('SyclQueue', 'hasEnableProfiling');
+    return (native.queuePropertyFlags(queueHandle(this)) & 2) !== 0;
+  },
+};
+
+for (const name of keys(queueMethods)) {
+  defineProperty(SyclQueue.prototype, name, { value: queueMethods[name], writable: true, enumerable: false, configurable: true });
+}
+for (const name of keys(queueGetters)) {
+  defineProperty(SyclQueue.prototype, name, { get: queueGetters[name], enumerable: false, configurable: true });
+}
+
+module.exports = {
+  SyclProgram,
+  SyclKernel,
+  SyclEvent,
+  KernelArg,
+  SyclProgramCompilationError,
+  kernelArg,
+  createProgramFromSource,
+  createProgramFromSpirv,
+  createProgramFromPtx,
+  createProgramFromCuda,
+  isProgram: (value) => isProgram(value),
+  programHandle: (value) => programHandle(value),
+};

@@ -1,0 +1,574 @@
+// program.cpp: programs, kernels, submissions and events of dpctl_memory_shim.h.
+//
+// Programs: built by the OpenCL runtime under the device's SYCL backend, through SYCL's
+// interop with OpenCL (the native cl_context and cl_device_id of the SYCL objects), with
+// the OpenCL library dlopen'ed at the first program (the shim links libsycl only).
+// Kernels: sycl::make_kernel over the cl_kernel, submitted with handler::set_arg and
+// parallel_for(range, kernel), which host-only SYCL (g++, no -fsycl) compiles: no kernel
+// is compiled here, the runtime's OpenCL compiler built it.
+//
+// Every extern "C" function body runs inside guard().
+#include "shim_internal.hpp"
+
+#include <sycl/backend/opencl.hpp>
+
+#include <CL/cl.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+using namespace dpm_detail;
+
+struct dpm_program_s {
+  sycl::context ctx;
+  sycl::device dev;
+  cl_program program;  // owned: released in dpm_program_free
+};
+
+struct dpm_kernel_s {
+  sycl::kernel kernel;  // holds its own reference to the cl_kernel
+  sycl::device dev;
+  uint32_t num_args;
+  std::vector<int> arg_kinds;  // DPM_ARG_*
+  std::vector<std::string> arg_types;
+};
+
+struct dpm_event_s {
+  sycl::event ev;
+};
+
+namespace {
+
+// The OpenCL entry points the shim calls, from the ICD loader the SYCL runtime uses.
+struct OpenCl {
+  decltype(&clCreateProgramWithSource) create_program_with_source;
+  decltype(&clCreateProgramWithIL) create_program_with_il;
+  decltype(&clBuildProgram) build_program;
+  decltype(&clGetProgramBuildInfo) get_program_build_info;
+  decltype(&clGetProgramInfo) get_program_info;
+  decltype(&clReleaseProgram) release_program;
+  decltype(&clCreateKernel) create_kernel;
+  decltype(&clReleaseKernel) release_kernel;
+  decltype(&clGetKernelInfo) get_kernel_info;
+  decltype(&clGetKernelArgInfo) get_kernel_arg_info;
+  decltype(&clGetKernelWorkGroupInfo) get_kernel_work_group_info;
+  decltype(&clReleaseContext) release_context;
+  decltype(&clReleaseEvent) release_event;
+  decltype(&clSetEventCallback) set_event_callback;
+};
+
+// The directory of the loaded libsycl (where the runtime's libOpenCL.so.1 lives too).
+std::string sycl_library_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void *>(&sycl::device::get_devices), &info) == 0 || info.dli_fname == nullptr) return {};
+  std::string path = info.dli_fname;
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+// Loads the OpenCL library once: the one already in the process (the runtime's OpenCL
+// adapter loaded it), else the one beside libsycl, else the system's. Never unloaded.
+const OpenCl &opencl() {
+  static const OpenCl *loaded = nullptr;
+  static std::string why;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_NOLOAD);
+    std::string dir = sycl_library_dir();
+    if (lib == nullptr && !dir.empty()) lib = dlopen((dir + "/libOpenCL.so.1").c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char *e = dlerror();
+      why = std::string("could not load the OpenCL library libOpenCL.so.1: ") + (e ? e : "not found");
+      return;
+    }
+    auto *table = new OpenCl{};
+    bool ok = true;
+    auto get = [&](auto &field, const char *name) {
+      void *sym = dlsym(lib, name);
+      if (sym == nullptr) {
+        ok = false;
+        why += std::string(why.empty() ? "the OpenCL library lacks " : ", ") + name;
+      }
+      field = reinterpret_cast<std::remove_reference_t<decltype(field)>>(sym);
+    };
+    get(table->create_program_with_source, "clCreateProgramWithSource");
+    get(table->create_program_with_il, "clCreateProgramWithIL");
+    get(table->build_program, "clBuildProgram");
+    get(table->get_program_build_info, "clGetProgramBuildInfo");
+    get(table->get_program_info, "clGetProgramInfo");
+    get(table->release_program, "clReleaseProgram");
+    get(table->create_kernel, "clCreateKernel");
+    get(table->release_kernel, "clReleaseKernel");
+    get(table->get_kernel_info, "clGetKernelInfo");
+    get(table->get_kernel_arg_info, "clGetKernelArgInfo");
+    get(table->get_kernel_work_group_info, "clGetKernelWorkGroupInfo");
+    get(table->release_context, "clReleaseContext");
+    get(table->release_event, "clReleaseEvent");
+    get(table->set_event_callback, "clSetEventCallback");
+    if (ok) {
+      loaded = table;
+    } else {
+      delete table;
+    }
+  });
+  if (loaded == nullptr) fail(DPM_ERR_OPENCL, why);
+  return *loaded;
+}
+
+void check_cl(cl_int code, const char *call) {
+  if (code != CL_SUCCESS) fail(DPM_ERR_OPENCL, std::string(call) + " failed with OpenCL error " + std::to_string(code));
+}
+
+char *dup_text(const std::string &s) {
+  char *out = static_cast<char *>(std::malloc(s.size() + 1));
+  if (out == nullptr) throw std::bad_alloc();
+  std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
+}
+
+std::string build_log(const OpenCl &cl, cl_program program, cl_device_id dev) {
+  size_t size = 0;
+  if (cl.get_program_build_info(program, dev, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) != CL_SUCCESS) return {};
+  std::string log(size, '\0');
+  if (size > 0 && cl.get_program_build_info(program, dev, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr) != CL_SUCCESS) {
+    return {};
+  }
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n' || log.back() == ' ')) log.pop_back();
+  return log;
+}
+
+// The native cl_context of a SYCL context (get_native retains it: released here).
+struct NativeContext {
+  const OpenCl &cl;
+  cl_context ctx;
+  NativeContext(const OpenCl &c, const sycl::context &sc) : cl(c), ctx(sycl::get_native<sycl::backend::opencl>(sc)) {}
+  ~NativeContext() { cl.release_context(ctx); }
+  NativeContext(const NativeContext &) = delete;
+  NativeContext &operator=(const NativeContext &) = delete;
+};
+
+std::vector<sycl::event> events_of(const dpm_event *const *deps, size_t ndeps) {
+  if (ndeps > 0) require(deps, "deps");
+  std::vector<sycl::event> events;
+  events.reserve(ndeps);
+  for (size_t i = 0; i < ndeps; ++i) {
+    require(deps[i], "a dependency");
+    events.push_back(deps[i]->ev);
+  }
+  return events;
+}
+
+int arg_kind(cl_kernel_arg_address_qualifier q) {
+  switch (q) {
+    case CL_KERNEL_ARG_ADDRESS_GLOBAL:
+    case CL_KERNEL_ARG_ADDRESS_CONSTANT: return DPM_ARG_GLOBAL;
+    case CL_KERNEL_ARG_ADDRESS_LOCAL: return DPM_ARG_LOCAL;
+    case CL_KERNEL_ARG_ADDRESS_PRIVATE: return DPM_ARG_VALUE;
+    default: return DPM_ARG_UNKNOWN;
+  }
+}
+
+// r[0] is OpenCL's dimension 0 (get_global_id(0)); SYCL's dimension 0 is the slowest, and
+// the runtime hands SYCL's last dimension to an OpenCL kernel as its dimension 0, so the
+// order is reversed here.
+template <int D>
+sycl::range<D> range_of(const uint64_t *r) {
+  if constexpr (D == 1) return sycl::range<1>(r[0]);
+  if constexpr (D == 2) return sycl::range<2>(r[1], r[0]);
+  if constexpr (D == 3) return sycl::range<3>(r[2], r[1], r[0]);
+}
+
+template <int D>
+void launch(sycl::handler &h, const sycl::kernel &k, const uint64_t *global, const uint64_t *local) {
+  if (local == nullptr) {
+    h.parallel_for(range_of<D>(global), k);
+  } else {
+    h.parallel_for(sycl::nd_range<D>(range_of<D>(global), range_of<D>(local)), k);
+  }
+}
+
+void set_scalar(sycl::handler &h, int index, uint32_t size, uint64_t bits) {
+  switch (size) {
+    case 1: h.set_arg(index, static_cast<uint8_t>(bits)); break;
+    case 2: h.set_arg(index, static_cast<uint16_t>(bits)); break;
+    case 4: h.set_arg(index, static_cast<uint32_t>(bits)); break;
+    case 8: h.set_arg(index, bits); break;
+    default: fail(DPM_ERR_ARG, "a scalar argument of " + std::to_string(size) + " bytes (1, 2, 4 or 8 only)");
+  }
+}
+
+dpm_event *new_event(sycl::event ev) { return new dpm_event_s{std::move(ev)}; }
+
+struct Completion {
+  void (*done)(void *, int);
+  void *user;
+};
+
+void CL_CALLBACK on_cl_complete(cl_event, cl_int status, void *data) {
+  Completion *c = static_cast<Completion *>(data);
+  c->done(c->user, status == CL_COMPLETE ? 0 : static_cast<int>(status));
+  delete c;
+}
+
+}  // namespace
+
+extern "C" {
+
+int dpm_queue_properties(const dpm_queue *q, int *out) {
+  return guard([&] {
+    require(q, "queue");
+    require(out, "out");
+    *out = q->properties;
+  });
+}
+
+int dpm_program_create(const dpm_context *ctx, const dpm_device *dev, int format, const void *data, size_t len,
+                       const char *options, dpm_program **out, char **log) {
+  if (log != nullptr) *log = nullptr;
+  return guard([&] {
+    require(ctx, "context");
+    require(dev, "device");
+    require(out, "out");
+    if (len > 0) require(static_cast<const char *>(data), "data");
+    if (dev->dev.get_backend() != sycl::backend::opencl) {
+      fail(DPM_ERR_ARG, "programs are built for devices of the OpenCL backend only (this device's backend is not)");
+    }
+    const OpenCl &cl = opencl();
+    NativeContext native(cl, ctx->ctx);
+    cl_device_id device = sycl::get_native<sycl::backend::opencl>(dev->dev);
+    cl_int err = CL_SUCCESS;
+    cl_program program = nullptr;
+    if (format == DPM_PROGRAM_OPENCL_C) {
+      const char *text = static_cast<const char *>(data);
+      program = cl.create_program_with_source(native.ctx, 1, &text, &len, &err);
+      check_cl(err, "clCreateProgramWithSource");
+    } else if (format == DPM_PROGRAM_SPIRV) {
+      program = cl.create_program_with_il(native.ctx, data, len, &err);
+      if (err == CL_INVALID_VALUE || err == CL_INVALID_BINARY) {
+        fail(DPM_ERR_BUILD, "the OpenCL runtime does not take these bytes as a SPIR-V module (clCreateProgramWithIL: " +
+                                std::to_string(err) + ")");
+      }
+      check_cl(err, "clCreateProgramWithIL");
+    } else {
+      fail(DPM_ERR_ARG, "unknown program format " + std::to_string(format));
+    }
+    err = cl.build_program(program, 1, &device, options == nullptr ? "" : options, nullptr, nullptr);
+    std::string text;
+    try {
+      text = build_log(cl, program, device);
+    } catch (...) {
+      cl.release_program(program);
+      throw;
+    }
+    if (err != CL_SUCCESS) {
+      cl.release_program(program);
+      if (log != nullptr) *log = dup_text(text);
+      if (err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS || err == CL_COMPILER_NOT_AVAILABLE) {
+        fail(DPM_ERR_BUILD, "clBuildProgram failed with OpenCL error " + std::to_string(err));
+      }
+      check_cl(err, "clBuildProgram");
+    }
+    std::unique_ptr<dpm_program_s> made;
+    try {
+      made.reset(new dpm_program_s{ctx->ctx, dev->dev, program});
+      if (log != nullptr) *log = dup_text(text);
+    } catch (...) {
+      if (!made) cl.release_program(program);
+      throw;
+    }
+    *out = made.release();
+  });
+}
+
+void dpm_program_free(dpm_program *p) {
+  (void)guard([&] {
+    if (p == nullptr) return;
+    std::unique_ptr<dpm_program_s> owned(p);
+    opencl().release_program(owned->program);
+  });
+}
+
+int dpm_program_kernel_names(const dpm_program *p, char **out) {
+  return guard([&] {
+    require(p, "program");
+    require(out, "out");
+    const OpenCl &cl = opencl();
+    size_t size = 0;
+    check_cl(cl.get_program_info(p->program, CL_PROGRAM_KERNEL_NAMES, 0, nullptr, &size), "clGetProgramInfo");
+    std::string names(size, '\0');
+    if (size > 0) {
+      check_cl(cl.get_program_info(p->program, CL_PROGRAM_KERNEL_NAMES, size, names.data(), nullptr),
+               "clGetProgramInfo");
+    }
+    while (!names.empty() && names.back() == '\0') names.pop_back();
+    *out = dup_text(names);
+  });
+}
+
+void dpm_string_free(char *s) { std::free(s); }
+
+int dpm_kernel_create(const dpm_program *p, const char *name, dpm_kernel **out) {
+  return guard([&] {
+    require(p, "program");
+    require(name, "name");
+    require(out, "out");
+    const OpenCl &cl = opencl();
+    cl_int err = CL_SUCCESS;
+    cl_kernel k = cl.create_kernel(p->program, name, &err);
+    if (err == CL_INVALID_KERNEL_NAME) fail(DPM_ERR_NOT_FOUND, std::string("the program has no kernel named '") + name + "'");
+    check_cl(err, "clCreateKernel");
+    // make_kernel takes a reference of its own; ours goes at the end of this scope.
+    struct Release {
+      const OpenCl &cl;
+      cl_kernel k;
+      ~Release() { cl.release_kernel(k); }
+    } release{cl, k};
+    cl_uint nargs = 0;
+    check_cl(cl.get_kernel_info(k, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, nullptr), "clGetKernelInfo");
+    auto made = std::make_unique<dpm_kernel_s>(
+        dpm_kernel_s{sycl::make_kernel<sycl::backend::opencl>(k, p->ctx), p->dev, nargs, {}, {}});
+    for (cl_uint i = 0; i < nargs; ++i) {
+      cl_kernel_arg_address_qualifier q = 0;
+      int kind = DPM_ARG_UNKNOWN;
+      std::string type;
+      if (cl.get_kernel_arg_info(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof q, &q, nullptr) == CL_SUCCESS) {
+        kind = arg_kind(q);
+        size_t size = 0;
+        if (cl.get_kernel_arg_info(k, i, CL_KERNEL_ARG_TYPE_NAME, 0, nullptr, &size) == CL_SUCCESS && size > 0) {
+          type.assign(size, '\0');
+          if (cl.get_kernel_arg_info(k, i, CL_KERNEL_ARG_TYPE_NAME, size, type.data(), nullptr) != CL_SUCCESS) type.clear();
+          while (!type.empty() && type.back() == '\0') type.pop_back();
+        }
+      }
+      made->arg_kinds.push_back(kind);
+      made->arg_types.push_back(type);
+    }
+    *out = made.release();
+  });
+}
+
+void dpm_kernel_free(dpm_kernel *k) {
+  (void)guard([&] { delete k; });
+}
+
+int dpm_kernel_get_info(const dpm_kernel *k, dpm_kernel_info *out) {
+  return guard([&] {
+    require(k, "kernel");
+    require(out, "out");
+    namespace ks = sycl::info::kernel_device_specific;
+    dpm_kernel_info info{};
+    info.num_args = k->num_args;
+    info.work_group_size = k->kernel.get_info<ks::work_group_size>(k->dev);
+    info.preferred_work_group_size_multiple = k->kernel.get_info<ks::preferred_work_group_size_multiple>(k->dev);
+    info.private_mem_size = k->kernel.get_info<ks::private_mem_size>(k->dev);
+    const OpenCl &cl = opencl();
+    cl_kernel native = sycl::get_native<sycl::backend::opencl>(k->kernel);
+    struct Release {
+      const OpenCl &cl;
+      cl_kernel k;
+      ~Release() { cl.release_kernel(k); }
+    } release{cl, native};
+    cl_device_id device = sycl::get_native<sycl::backend::opencl>(k->dev);
+    cl_ulong local = 0;
+    if (cl.get_kernel_work_group_info(native, device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local, &local, nullptr) == CL_SUCCESS) {
+      info.local_mem_size = local;
+    }
+    size_t reqd[3] = {0, 0, 0};
+    if (cl.get_kernel_work_group_info(native, device, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof reqd, reqd, nullptr) ==
+        CL_SUCCESS) {
+      for (int i = 0; i < 3; ++i) info.compile_work_group_size[i] = reqd[i];
+    }
+    *out = info;
+  });
+}
+
+int dpm_kernel_arg_info(const dpm_kernel *k, uint32_t index, int *kind, char **type_name) {
+  return guard([&] {
+    require(k, "kernel");
+    require(kind, "kind");
+    require(type_name, "type_name");
+    if (index >= k->num_args) fail(DPM_ERR_ARG, "argument index " + std::to_string(index) + " is out of range");
+    char *type = dup_text(k->arg_types[index]);
+    *kind = k->arg_kinds[index];
+    *type_name = type;
+  });
+}
+
+int dpm_submit(dpm_queue *q, const dpm_kernel *k, const dpm_kernel_arg *args, size_t nargs, uint32_t dims,
+               const uint64_t *global, const uint64_t *local, const dpm_event *const *deps, size_t ndeps,
+               dpm_event **out) {
+  return guard([&] {
+    require(q, "queue");
+    require(k, "kernel");
+    require(global, "global");
+    require(out, "out");
+    if (nargs > 0) require(args, "args");
+    if (dims < 1 || dims > 3) fail(DPM_ERR_ARG, "a kernel runs over 1, 2 or 3 dimensions, not " + std::to_string(dims));
+    if (nargs != k->num_args) {
+      fail(DPM_ERR_ARG, "the kernel takes " + std::to_string(k->num_args) + " arguments, not " + std::to_string(nargs));
+    }
+    std::vector<sycl::event> events = events_of(deps, ndeps);
+    sycl::event ev = q->q.submit([&](sycl::handler &h) {
+      if (!events.empty()) h.depends_on(events);
+      for (size_t i = 0; i < nargs; ++i) {
+        const dpm_kernel_arg &a = args[i];
+        const int index = static_cast<int>(i);
+        switch (a.kind) {
+          case DPM_KARG_POINTER: h.set_arg(index, reinterpret_cast<void *>(static_cast<uintptr_t>(a.value))); break;
+          case DPM_KARG_SCALAR: set_scalar(h, index, a.size, a.value); break;
+          case DPM_KARG_LOCAL:
+            h.set_arg(index, sycl::local_accessor<unsigned char, 1>(sycl::range<1>(a.value), h));
+            break;
+          default: fail(DPM_ERR_ARG, "unknown argument kind " + std::to_string(a.kind));
+        }
+      }
+      switch (dims) {
+        case 1: launch<1>(h, k->kernel, global, local); break;
+        case 2: launch<2>(h, k->kernel, global, local); break;
+        default: launch<3>(h, k->kernel, global, local); break;
+      }
+    });
+    *out = new_event(std::move(ev));
+  });
+}
+
+int dpm_memcpy_async(dpm_queue *q, void *dst, const void *src, size_t nbytes, const dpm_event *const *deps,
+                     size_t ndeps, dpm_event **out) {
+  return guard([&] {
+    require(q, "queue");
+    require(out, "out");
+    *out = new_event(q->q.memcpy(dst, src, nbytes, events_of(deps, ndeps)));
+  });
+}
+
+int dpm_fill_async(dpm_queue *q, void *dst, const void *pattern, size_t pattern_size, size_t count,
+                   const dpm_event *const *deps, size_t ndeps, dpm_event **out) {
+  return guard([&] {
+    require(q, "queue");
+    require(out, "out");
+    require(static_cast<const char *>(pattern), "pattern");
+    std::vector<sycl::event> events = events_of(deps, ndeps);
+    sycl::event ev;
+    switch (pattern_size) {
+      case 1: ev = q->q.memset(dst, *static_cast<const unsigned char *>(pattern), count, events); break;
+      case 2: ev = q->q.fill(dst, *static_cast<const uint16_t *>(pattern), count, events); break;
+      case 4: ev = q->q.fill(dst, *static_cast<const uint32_t *>(pattern), count, events); break;
+      case 8: ev = q->q.fill(dst, *static_cast<const uint64_t *>(pattern), count, events); break;
+      case 16: {
+        struct Sixteen {
+          uint64_t lo, hi;
+        } value;
+        std::memcpy(&value, pattern, sizeof value);
+        ev = q->q.fill(dst, value, count, events);
+        break;
+      }
+      default: fail(DPM_ERR_ARG, "a fill pattern of " + std::to_string(pattern_size) + " bytes (1, 2, 4, 8 or 16 only)");
+    }
+    *out = new_event(std::move(ev));
+  });
+}
+
+int dpm_barrier(dpm_queue *q, const dpm_event *const *deps, size_t ndeps, dpm_event **out) {
+  return guard([&] {
+    require(q, "queue");
+    require(out, "out");
+    std::vector<sycl::event> events = events_of(deps, ndeps);
+    *out = new_event(events.empty() ? q->q.ext_oneapi_submit_barrier() : q->q.ext_oneapi_submit_barrier(events));
+  });
+}
+
+int dpm_event_on_complete(const dpm_event *e, void (*done)(void *user, int status), void *user) {
+  return guard([&] {
+    require(e, "event");
+    if (done == nullptr) fail(DPM_ERR_ARG, "done is NULL");
+    const OpenCl &cl = opencl();
+    std::vector<cl_event> natives;
+    try {
+      natives = sycl::get_native<sycl::backend::opencl>(e->ev);
+    } catch (const sycl::exception &) {
+      natives.clear();  // an event with no OpenCL event under it (done on the host)
+    }
+    if (natives.empty()) {
+      using status = sycl::info::event_command_status;
+      if (e->ev.get_info<sycl::info::event::command_execution_status>() == status::complete) {
+        done(user, 0);
+        return;
+      }
+      // Rare: nothing to attach a callback to. A thread of its own waits for it.
+      sycl::event ev = e->ev;
+      std::thread([ev, done, user]() mutable {
+        int result = 0;
+        try {
+          ev.wait_and_throw();
+        } catch (...) {
+          result = -1;
+        }
+        done(user, result);
+      }).detach();
+      return;
+    }
+    // The last native event completes last (an event of several commands lists them in order).
+    for (size_t i = 0; i + 1 < natives.size(); ++i) cl.release_event(natives[i]);
+    cl_event last = natives.back();
+    auto *c = new Completion{done, user};
+    cl_int err = cl.set_event_callback(last, CL_COMPLETE, on_cl_complete, c);
+    cl.release_event(last);  // get_native retained it; the runtime keeps it while a callback is pending
+    if (err != CL_SUCCESS) {
+      delete c;
+      check_cl(err, "clSetEventCallback");
+    }
+  });
+}
+
+int dpm_event_wait(dpm_queue *q, const dpm_event *e) {
+  return guard([&] {
+    require(q, "queue");
+    require(e, "event");
+    sycl::event ev = e->ev;
+    try {
+      ev.wait_and_throw();
+    } catch (...) {
+      q->errors->rethrow_first();
+      throw;
+    }
+    q->errors->rethrow_first();
+  });
+}
+
+int dpm_event_status(const dpm_event *e, int *out) {
+  return guard([&] {
+    require(e, "event");
+    require(out, "out");
+    using status = sycl::info::event_command_status;
+    switch (e->ev.get_info<sycl::info::event::command_execution_status>()) {
+      case status::submitted: *out = 0; break;
+      case status::running: *out = 1; break;
+      default: *out = 2; break;
+    }
+  });
+}
+
+int dpm_event_profiling(const dpm_event *e, uint64_t *submit, uint64_t *start, uint64_t *end) {
+  return guard([&] {
+    require(e, "event");
+    require(submit, "submit");
+    require(start, "start");
+    require(end, "end");
+    namespace p = sycl::info::event_profiling;
+    uint64_t s = e->ev.get_profiling_info<p::command_submit>();
+    uint64_t b = e->ev.get_profiling_info<p::command_start>();
+    uint64_t f = e->ev.get_profiling_info<p::command_end>();
+    *submit = s;
+    *start = b;
+    *end = f;
+  });
+}
+
+void dpm_event_free(dpm_event *e) {
+  (void)guard([&] { delete e; });
+}
+
+}  // extern "C"

@@ -1,0 +1,549 @@
+//! Kernels on the memory: building programs, checking a submission against the kernel,
+//! and holding every operand until the runtime says the work finished.
+//!
+//! A [`Submission`] owns the memory objects (and so the allocations) its arguments
+//! address. `wait` drops them after the event completes; `when_done` hands them to the
+//! completion thread, which drops them once the runtime's completion callback fired (the
+//! callback itself runs on a runtime thread that must not call the runtime back, and a
+//! release can: a pool trim, `sycl::free`). So `free()` of memory a pending kernel uses
+//! only lets go of the object's own reference: the allocation goes after the kernel.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::error::{MemoryError, Result};
+use crate::memory::usm::UsmMemory;
+use crate::runtime::program::{
+    ArgKind, Built, Event, Kernel, KernelInfo, LaunchArg, NdRange, Program, ProgramSource, QueueProperties,
+};
+use crate::runtime::{Queue, UsmKind};
+
+/// The type of a scalar argument, as `kernelArg.<name>(value)` writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalarType {
+    Int8,
+    Uint8,
+    Int16,
+    Uint16,
+    Int32,
+    Uint32,
+    Int64,
+    Uint64,
+    Float32,
+    Float64,
+}
+
+impl ScalarType {
+    /// Every type, in the order of their codes (the JS layer sends the index).
+    pub const ALL: [ScalarType; 10] = [
+        ScalarType::Int8,
+        ScalarType::Uint8,
+        ScalarType::Int16,
+        ScalarType::Uint16,
+        ScalarType::Int32,
+        ScalarType::Uint32,
+        ScalarType::Int64,
+        ScalarType::Uint64,
+        ScalarType::Float32,
+        ScalarType::Float64,
+    ];
+
+    /// The JS name (`kernelArg.int32`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarType::Int8 => "int8",
+            ScalarType::Uint8 => "uint8",
+            ScalarType::Int16 => "int16",
+            ScalarType::Uint16 => "uint16",
+            ScalarType::Int32 => "int32",
+            ScalarType::Uint32 => "uint32",
+            ScalarType::Int64 => "int64",
+            ScalarType::Uint64 => "uint64",
+            ScalarType::Float32 => "float32",
+            ScalarType::Float64 => "float64",
+        }
+    }
+
+    /// Bytes of the value.
+    pub fn size(self) -> u32 {
+        match self {
+            ScalarType::Int8 | ScalarType::Uint8 => 1,
+            ScalarType::Int16 | ScalarType::Uint16 => 2,
+            ScalarType::Int32 | ScalarType::Uint32 | ScalarType::Float32 => 4,
+            ScalarType::Int64 | ScalarType::Uint64 | ScalarType::Float64 => 8,
+        }
+    }
+
+    /// The type a parameter's declared type (OpenCL C, or a PTX parameter type) stands
+    /// for; `None` for one this table does not know (a vector, a struct): then only the
+    /// kind is checked.
+    pub fn of_declared(type_name: &str) -> Option<ScalarType> {
+        let name = type_name.trim().trim_start_matches("const ").trim();
+        Some(match name {
+            "char" | "signed char" | "int8_t" | ".s8" => ScalarType::Int8,
+            "uchar" | "unsigned char" | "uint8_t" | ".u8" | ".b8" => ScalarType::Uint8,
+            "short" | "int16_t" | ".s16" => ScalarType::Int16,
+            "ushort" | "unsigned short" | "uint16_t" | ".u16" | ".b16" => ScalarType::Uint16,
+            "int" | "int32_t" | ".s32" => ScalarType::Int32,
+            "uint" | "unsigned int" | "uint32_t" | ".u32" | ".b32" => ScalarType::Uint32,
+            "long" | "int64_t" | "ptrdiff_t" | "intptr_t" | ".s64" => ScalarType::Int64,
+            "ulong" | "unsigned long" | "uint64_t" | "size_t" | "uintptr_t" | ".u64" | ".b64" => ScalarType::Uint64,
+            "float" | ".f32" => ScalarType::Float32,
+            "double" | ".f64" => ScalarType::Float64,
+            _ => return None,
+        })
+    }
+}
+
+/// One argument of a submission, as the caller gave it.
+#[derive(Clone)]
+pub enum KernelArgument {
+    /// A memory object: the kernel gets its address; the submission holds it.
+    Memory(UsmMemory),
+    /// A typed scalar: its bits (the low `ty.size()` bytes).
+    Scalar { ty: ScalarType, bits: u64 },
+    /// Bytes of work-group local memory.
+    Local(u64),
+}
+
+impl KernelArgument {
+    fn describe(&self) -> String {
+        match self {
+            KernelArgument::Memory(memory) => memory.describe(),
+            KernelArgument::Scalar { ty, .. } => format!("a {} scalar", ty.name()),
+            KernelArgument::Local(n) => format!("{n} bytes of local memory"),
+        }
+    }
+}
+
+/// Builds `source` for the queue's device in its context: `Ok(Err(failure))` carries the
+/// compiler's log.
+pub fn build(queue: &Arc<dyn Queue>, source: ProgramSource<'_>, options: &str) -> Result<Built> {
+    let context = queue.context();
+    let device = queue.device();
+    let Some(builder) = context.programs() else {
+        return Err(MemoryError::ProgramsUnsupported {
+            message: format!("the runtime of '{}' cannot build programs", device.info().name),
+        });
+    };
+    builder.build(&device, source, options)
+}
+
+/// The kernel `name` of `program`, or `ERR_KERNEL_NOT_FOUND` naming what it has.
+pub fn kernel(program: &dyn Program, name: &str) -> Result<Arc<dyn Kernel>> {
+    program.kernel(name)?.ok_or_else(|| {
+        let names = program.kernel_names();
+        MemoryError::KernelNotFound {
+            name: name.to_string(),
+            available: if names.is_empty() { "none".into() } else { names.join(", ") },
+        }
+    })
+}
+
+/// Checks `global` and `local` (entries of 1..=3 dimensions) against each other and the
+/// kernel's largest work-group.
+pub fn nd_range(info: Option<&KernelInfo>, global: &[u64], local: Option<&[u64]>) -> Result<NdRange> {
+    let bad = |message: String| Err(MemoryError::InvalidRange { message });
+    if global.is_empty() || global.len() > 3 {
+        return bad(format!("a global range has 1, 2 or 3 dimensions, not {}", global.len()));
+    }
+    if let Some(zero) = global.iter().position(|&n| n == 0) {
+        return bad(format!("the global range [{}] is empty in dimension {zero}", join(global)));
+    }
+    let mut range = NdRange { dims: global.len() as u32, global: [1; 3], local: None };
+    range.global[..global.len()].copy_from_slice(global);
+    if let Some(local) = local {
+        if local.len() != global.len() {
+            return bad(format!(
+                "the local range [{}] has {} dimensions, the global range [{}] has {}",
+                join(local),
+                local.len(),
+                join(global),
+                global.len()
+            ));
+        }
+        if local.contains(&0) {
+            return bad(format!("the local range [{}] is empty in a dimension", join(local)));
+        }
+        if let Some(d) = (0..global.len()).find(|&d| !global[d].is_multiple_of(local[d])) {
+            return bad(format!(
+                "the local range [{}] does not divide the global range [{}] (dimension {d})",
+                join(local),
+                join(global)
+            ));
+        }
+        let items = local.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n)).unwrap_or(u64::MAX);
+        if let Some(info) = info.filter(|info| info.work_group_size > 0 && items > info.work_group_size) {
+            return bad(format!(
+                "a work-group of {items} work items ([{}]) is more than kernel '{}' can run with ({})",
+                join(local),
+                info.function_name,
+                info.work_group_size
+            ));
+        }
+        let mut l = [1; 3];
+        l[..local.len()].copy_from_slice(local);
+        range.local = Some(l);
+    }
+    Ok(range)
+}
+
+fn join(values: &[u64]) -> String {
+    values.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// The runtime's arguments for `args`, checked against what the kernel declares; the
+/// memory the submission must hold.
+fn launch_args(queue: &Arc<dyn Queue>, info: &KernelInfo, args: &[KernelArgument]) -> Result<Vec<LaunchArg>> {
+    if args.len() != info.num_args as usize {
+        return Err(MemoryError::KernelArgCount {
+            kernel: info.function_name.clone(),
+            expected: info.num_args,
+            given: args.len() as u64,
+        });
+    }
+    let context = queue.context();
+    let mut out = Vec::with_capacity(args.len());
+    for (index, arg) in args.iter().enumerate() {
+        let declared = info.args.get(index);
+        let kind = declared.map_or(ArgKind::Unknown, |a| a.kind);
+        let type_name = declared.map_or("", |a| a.type_name.as_str());
+        let wrong = |message: String| MemoryError::KernelArgType {
+            kernel: info.function_name.clone(),
+            index: index as u32,
+            message,
+        };
+        let expects = |what: &str| {
+            wrong(format!(
+                "the kernel declares {}{}, and was given {}",
+                what,
+                if type_name.is_empty() { String::new() } else { format!(" ('{type_name}')") },
+                arg.describe()
+            ))
+        };
+        match arg {
+            KernelArgument::Memory(memory) => {
+                if matches!(kind, ArgKind::Local) {
+                    return Err(expects("local memory (pass kernelArg.local(nbytes))"));
+                }
+                if matches!(kind, ArgKind::Value) {
+                    return Err(expects("a value"));
+                }
+                if memory.read_only() {
+                    return Err(wrong(format!(
+                        "{} comes from a read-only interface, and a kernel may write through any pointer",
+                        memory.describe()
+                    )));
+                }
+                let reachable = context.pointer_kind(memory.address()) != UsmKind::Unknown
+                    || memory.queue().context().same_context(context.as_ref());
+                if !reachable {
+                    return Err(MemoryError::KernelQueueMismatch {
+                        message: format!(
+                            "argument {index} of kernel '{}': {} is not memory of the queue's context",
+                            info.function_name,
+                            memory.describe()
+                        ),
+                    });
+                }
+                out.push(LaunchArg::Pointer(memory.address()));
+            }
+            KernelArgument::Scalar { ty, bits } => {
+                if matches!(kind, ArgKind::Global) {
+                    return Err(expects("a pointer to global memory (pass a memory object)"));
+                }
+                if matches!(kind, ArgKind::Local) {
+                    return Err(expects("local memory (pass kernelArg.local(nbytes))"));
+                }
+                if let Some(declared) = ScalarType::of_declared(type_name) {
+                    if declared != *ty {
+                        return Err(wrong(format!(
+                            "the kernel declares '{type_name}' (kernelArg.{}), and was given a {} scalar",
+                            declared.name(),
+                            ty.name()
+                        )));
+                    }
+                }
+                out.push(LaunchArg::Scalar { size: ty.size(), bits: *bits });
+            }
+            KernelArgument::Local(nbytes) => {
+                if !matches!(kind, ArgKind::Local | ArgKind::Unknown) {
+                    return Err(expects(if kind == ArgKind::Global {
+                        "a pointer to global memory"
+                    } else {
+                        "a value"
+                    }));
+                }
+                if *nbytes == 0 {
+                    return Err(wrong("local memory of 0 bytes".into()));
+                }
+                out.push(LaunchArg::Local(*nbytes));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The memory a submission holds until its work is done.
+pub struct Operands {
+    _held: Vec<UsmMemory>,
+}
+
+/// Work on a queue with its event and the memory it holds.
+pub struct Submission {
+    event: Arc<dyn Event>,
+    operands: Operands,
+}
+
+fn submissions(queue: &Arc<dyn Queue>) -> Result<&dyn crate::runtime::program::Submissions> {
+    queue.submissions().ok_or_else(|| MemoryError::ProgramsUnsupported {
+        message: format!("the runtime of '{}' cannot run submissions with events", queue.device().info().name),
+    })
+}
+
+/// Submits `kernel` on `queue` after `deps`, holding the memory of `args`.
+pub fn submit(
+    queue: &Arc<dyn Queue>,
+    kernel: &Arc<dyn Kernel>,
+    args: &[KernelArgument],
+    range: &NdRange,
+    deps: &[Arc<dyn Event>],
+) -> Result<Submission> {
+    let launch = launch_args(queue, kernel.info(), args)?;
+    let runner = submissions(queue)?;
+    let operands = Operands {
+        _held: args
+            .iter()
+            .filter_map(|a| match a {
+                KernelArgument::Memory(m) => Some(m.clone()),
+                _ => None,
+            })
+            .collect(),
+    };
+    // SAFETY: every pointer argument is the address of a memory object checked to be of
+    // the queue's context above, held by the returned Submission until the event
+    // completes (`wait`, `when_done`), so its allocation stays alive meanwhile.
+    let event = unsafe { runner.submit(kernel.as_ref(), &launch, range, deps) }?;
+    Ok(Submission { event, operands })
+}
+
+/// `nbytes` (at most both lengths) from `src` to `dst`, after `deps`.
+pub fn memcpy_async(
+    queue: &Arc<dyn Queue>,
+    dst: &UsmMemory,
+    src: &UsmMemory,
+    nbytes: u64,
+    deps: &[Arc<dyn Event>],
+) -> Result<Submission> {
+    if nbytes > dst.nbytes() || nbytes > src.nbytes() {
+        return Err(MemoryError::InvalidRange {
+            message: format!(
+                "a copy of {nbytes} bytes from {} into {}: both must hold that many",
+                src.describe(),
+                dst.describe()
+            ),
+        });
+    }
+    if dst.read_only() {
+        return Err(MemoryError::ReadOnlyWrite { address: dst.address() });
+    }
+    check_reachable(queue, &[dst, src])?;
+    let runner = submissions(queue)?;
+    // SAFETY: both ranges lie inside memory objects of the queue's context, held by the
+    // Submission until the event completes.
+    let event = unsafe { runner.memcpy_async(dst.address(), src.address(), nbytes, deps) }?;
+    Ok(Submission { event, operands: Operands { _held: vec![dst.clone(), src.clone()] } })
+}
+
+/// `count` copies of `pattern` (1, 2, 4, 8 or 16 bytes) at the start of `dst`, after `deps`.
+pub fn fill_async(
+    queue: &Arc<dyn Queue>,
+    dst: &UsmMemory,
+    pattern: &[u8],
+    count: u64,
+    deps: &[Arc<dyn Event>],
+) -> Result<Submission> {
+    if !matches!(pattern.len(), 1 | 2 | 4 | 8 | 16) {
+        return Err(MemoryError::InvalidRange { message: format!("a fill pattern of {} bytes", pattern.len()) });
+    }
+    let bytes = count.saturating_mul(pattern.len() as u64);
+    if bytes > dst.nbytes() {
+        return Err(MemoryError::InvalidRange {
+            message: format!("{count} elements of {} bytes do not fit in {}", pattern.len(), dst.describe()),
+        });
+    }
+    if dst.read_only() {
+        return Err(MemoryError::ReadOnlyWrite { address: dst.address() });
+    }
+    check_reachable(queue, &[dst])?;
+    let runner = submissions(queue)?;
+    // SAFETY: the range lies inside a memory object of the queue's context, held by the
+    // Submission until the event completes.
+    let event = unsafe { runner.fill_async(dst.address(), pattern, count, deps) }?;
+    Ok(Submission { event, operands: Operands { _held: vec![dst.clone()] } })
+}
+
+/// A barrier after `deps` (everything so far when empty).
+pub fn barrier(queue: &Arc<dyn Queue>, deps: &[Arc<dyn Event>]) -> Result<Submission> {
+    let event = submissions(queue)?.barrier(deps)?;
+    Ok(Submission { event, operands: Operands { _held: Vec::new() } })
+}
+
+fn check_reachable(queue: &Arc<dyn Queue>, memories: &[&UsmMemory]) -> Result<()> {
+    let context = queue.context();
+    for memory in memories {
+        if context.pointer_kind(memory.address()) == UsmKind::Unknown
+            && !memory.queue().context().same_context(context.as_ref())
+        {
+            return Err(MemoryError::KernelQueueMismatch {
+                message: format!("{} is not memory of the queue's context", memory.describe()),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What the completion thread runs: drops a finished submission's operands, then tells.
+type Finished = Box<dyn FnOnce() + Send>;
+
+/// The completion thread's queue (made at the first asynchronous submission; process-wide
+/// until the process value holds it).
+static COMPLETIONS: OnceLock<Option<Mutex<mpsc::Sender<Finished>>>> = OnceLock::new();
+
+fn completions() -> Option<mpsc::Sender<Finished>> {
+    let sender = COMPLETIONS.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Finished>();
+        let spawned = std::thread::Builder::new().name("dpctl-memory-completions".into()).spawn(move || {
+            for finished in rx {
+                finished();
+            }
+        });
+        spawned.ok().map(|_| Mutex::new(tx))
+    });
+    sender.as_ref().map(|tx| crate::sync::lock(tx).clone())
+}
+
+impl Submission {
+    pub fn event(&self) -> &Arc<dyn Event> {
+        &self.event
+    }
+
+    /// Waits for the work, then lets go of its operands.
+    pub fn wait(self) -> Result<Arc<dyn Event>> {
+        let Submission { event, operands } = self;
+        let waited = event.wait();
+        drop(operands);
+        waited.map(|()| event)
+    }
+
+    /// Calls `notify` on the completion thread once the work is done, after letting go of
+    /// its operands. Returns the event at once.
+    pub fn when_done(self, notify: impl FnOnce(Result<()>) + Send + 'static) -> Arc<dyn Event> {
+        let Submission { event, operands } = self;
+        let Some(sender) = completions() else {
+            // No completion thread: wait here (the operands stay held until done).
+            let result = event.wait();
+            drop(operands);
+            notify(result);
+            return event;
+        };
+        let slot = Arc::new(Mutex::new(Some((operands, notify))));
+        let from_callback = Arc::clone(&slot);
+        let registered = event.on_complete(Box::new(move |result| {
+            let taken = crate::sync::lock(&from_callback).take();
+            if let Some((operands, notify)) = taken {
+                let finished: Finished = Box::new(move || {
+                    drop(operands);
+                    notify(result);
+                });
+                // The completion thread lives for the process; if it is gone the work
+                // is dropped here, which only means a release from this thread.
+                if let Err(mpsc::SendError(finished)) = sender.send(finished) {
+                    finished();
+                }
+            }
+        }));
+        if let Err(error) = registered {
+            // No callback: wait here, then settle.
+            let taken = crate::sync::lock(&slot).take();
+            if let Some((operands, notify)) = taken {
+                let result = event.wait().and(Err(error));
+                drop(operands);
+                notify(result);
+            }
+        }
+        event
+    }
+}
+
+/// The properties dpctl's `property=` names: `in_order`, `enable_profiling`.
+pub fn queue_properties(names: &[String]) -> Result<QueueProperties> {
+    let mut properties = QueueProperties::default();
+    for name in names {
+        match name.as_str() {
+            "in_order" => properties.in_order = true,
+            "enable_profiling" => properties.enable_profiling = true,
+            "default" => {}
+            other => {
+                return Err(MemoryError::QueueCreation {
+                    message: format!(
+                        "unknown queue property '{other}' (the properties are 'in_order' and 'enable_profiling')"
+                    ),
+                })
+            }
+        }
+    }
+    Ok(properties)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::runtime::program::ArgInfo;
+
+    fn info(args: Vec<ArgInfo>) -> KernelInfo {
+        KernelInfo {
+            function_name: "k".into(),
+            num_args: args.len() as u32,
+            args,
+            work_group_size: 64,
+            preferred_work_group_size_multiple: 8,
+            private_mem_size: 0,
+            local_mem_size: 0,
+            compile_work_group_size: [0; 3],
+        }
+    }
+
+    #[test]
+    fn ranges_are_checked() {
+        let i = info(vec![]);
+        assert_eq!(nd_range(Some(&i), &[8, 4], None).unwrap().global, [8, 4, 1]);
+        assert!(matches!(nd_range(None, &[], None), Err(MemoryError::InvalidRange { .. })));
+        assert!(matches!(nd_range(None, &[1, 1, 1, 1], None), Err(MemoryError::InvalidRange { .. })));
+        assert!(matches!(nd_range(None, &[4, 0], None), Err(MemoryError::InvalidRange { .. })));
+        assert!(matches!(nd_range(None, &[10], Some(&[3])), Err(MemoryError::InvalidRange { .. })));
+        assert!(matches!(nd_range(None, &[10, 10], Some(&[5])), Err(MemoryError::InvalidRange { .. })));
+        assert!(matches!(nd_range(Some(&i), &[128, 128], Some(&[16, 8])), Err(MemoryError::InvalidRange { .. })));
+        let ok = nd_range(Some(&i), &[128, 128], Some(&[8, 8])).unwrap();
+        assert_eq!(ok.local, Some([8, 8, 1]));
+    }
+
+    #[test]
+    fn declared_types_map_to_scalars() {
+        assert_eq!(ScalarType::of_declared("float"), Some(ScalarType::Float32));
+        assert_eq!(ScalarType::of_declared("ulong"), Some(ScalarType::Uint64));
+        assert_eq!(ScalarType::of_declared(".s32"), Some(ScalarType::Int32));
+        assert_eq!(ScalarType::of_declared("float4"), None);
+        for ty in ScalarType::ALL {
+            assert!(matches!(ty.size(), 1 | 2 | 4 | 8));
+        }
+    }
+
+    #[test]
+    fn properties_by_name() {
+        let p = queue_properties(&["in_order".into(), "enable_profiling".into()]).unwrap();
+        assert!(p.in_order && p.enable_profiling);
+        assert!(queue_properties(&["fast".into()]).is_err());
+    }
+}
