@@ -29,6 +29,14 @@ module.exports = {
     overheadSize: 64,
     viewSize: 4 * KiB,
     kinds: ['device', 'host', 'shared'],
+    // The kernels of the submit rows (OpenCL C; dpctl builds the same source).
+    kernels: {
+      source:
+        '__kernel void empty(void) {}\n' +
+        '__kernel void saxpy(__global float *y, __global const float *x, float a) {\n' +
+        '  size_t i = get_global_id(0); y[i] = a * x[i] + y[i]; }\n',
+      saxpyItems: 1 << 20,
+    },
     // dpctl from PyPI on the same SYCL runtime as the addon (scripts/install-runtime.js).
     dpctl: {
       version: '0.21.1',

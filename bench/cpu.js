@@ -80,6 +80,27 @@ function runOurs(addon, cfg, timing) {
     runCase(node, `view.${sizeLabel(n)}`, () => new Uint8Array(plain), timing);
   }
   runGetters(addon, opts, run, node, timing);
+
+  // Kernels: an empty kernel's sync submit (build excluded), and saxpy over 1 Mi floats.
+  {
+    const program = addon.createProgramFromSource(q, cfg.kernels.source);
+    const empty = program.getKernel('empty');
+    run('kernel.empty_submit', () => q.submit(empty, [], [1]));
+    const n = cfg.kernels.saxpyItems;
+    const x = new MemoryUSMShared(n * 4, opts);
+    const y = new MemoryUSMShared(n * 4, opts);
+    try {
+      new Float32Array(x.buffer).fill(1);
+      new Float32Array(y.buffer).fill(0);
+      const saxpy = program.getKernel('saxpy');
+      const a = addon.kernelArg.float32(2);
+      run('kernel.saxpy_submit', () => q.submit(saxpy, [y, x, a], [n]));
+      checks.push(['kernel.saxpy', new Float32Array(y.buffer)[n - 1] > 0]);
+    } finally {
+      x.free();
+      y.free();
+    }
+  }
   return { ours, node, checks };
 }
 
@@ -136,6 +157,9 @@ function rows(cfg, latencyBelow) {
   out.push({ label: `view: new Uint8Array(m.buffer)`, ours: `view.${vlab}`, metric: 'time', peer: dpctl(`view.${vlab}`, 'dpctl np.frombuffer', null) });
   out.push({ label: `view: new Uint8Array(m.buffer)`, ours: `view.${vlab}`, metric: 'time', peer: { source: 'node', id: `view.${vlab}`, name: 'new Uint8Array(ArrayBuffer)', target: null } });
   out.push(...getterRows());
+  // Launch overhead: an empty kernel, sync submit, against dpctl's q.submit (target 5x).
+  out.push({ label: 'submit: empty kernel (sync)', ours: 'kernel.empty_submit', metric: 'time', peer: dpctl('kernel.empty_submit', 'dpctl SyclQueue.submit', { ratio: 5 }) });
+  out.push({ label: `submit: saxpy ${cfg.kernels.saxpyItems} floats (sync)`, ours: 'kernel.saxpy_submit', metric: 'time', peer: dpctl('kernel.saxpy_submit', 'dpctl SyclQueue.submit', null) });
   return out.map((r) => ({ section: 'cpu', ...r }));
 }
 

@@ -650,19 +650,23 @@ const queueMethods = {
   },
   /** Sets `nbytes` (all of `dst` when not given) to `value` (0..255), and waits. */
   memset(dst, value, nbytes, dependsOn) {
+    if (!isQueue(this)) throw invalidThis('SyclQueue', 'memset');
     const bytes = byteValue(value, 'memset');
     return fillOn(this, 'memset', dst, bytes, elementCount(nbytes, 'memset', dst, 1), dependsOn, false);
   },
   memsetAsync(dst, value, nbytes, dependsOn) {
+    if (!isQueue(this)) throw invalidThis('SyclQueue', 'memsetAsync');
     const bytes = byteValue(value, 'memsetAsync');
     return fillOn(this, 'memsetAsync', dst, bytes, elementCount(nbytes, 'memsetAsync', dst, 1), dependsOn, true);
   },
   /** Fills `count` elements (all of `dst` when not given) with a typed scalar, and waits. */
   fill(dst, pattern, count, dependsOn) {
+    if (!isQueue(this)) throw invalidThis('SyclQueue', 'fill');
     const bytes = patternBytes(pattern, 'fill');
     return fillOn(this, 'fill', dst, bytes, elementCount(count, 'fill', dst, bytes.length), dependsOn, false);
   },
   fillAsync(dst, pattern, count, dependsOn) {
+    if (!isQueue(this)) throw invalidThis('SyclQueue', 'fillAsync');
     const bytes = patternBytes(pattern, 'fillAsync');
     return fillOn(this, 'fillAsync', dst, bytes, elementCount(count, 'fillAsync', dst, bytes.length), dependsOn, true);
   },

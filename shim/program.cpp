@@ -21,6 +21,14 @@
 
 using namespace dpm_detail;
 
+// glibc 2.34 moved the dl* functions into libc under a new symbol version; the old one is
+// still there. Binding the old one keeps the shim on the runtime's own glibc floor (2.28,
+// checked by __test__/glibc.spec.mjs).
+__asm__(".symver dlopen,dlopen@GLIBC_2.2.5");
+__asm__(".symver dlsym,dlsym@GLIBC_2.2.5");
+__asm__(".symver dlerror,dlerror@GLIBC_2.2.5");
+__asm__(".symver dladdr,dladdr@GLIBC_2.2.5");
+
 struct dpm_program_s {
   sycl::context ctx;
   sycl::device dev;
@@ -70,52 +78,58 @@ std::string sycl_library_dir() {
 
 // Loads the OpenCL library once: the one already in the process (the runtime's OpenCL
 // adapter loaded it), else the one beside libsycl, else the system's. Never unloaded.
+// The outcome of loading the OpenCL library: the table, or why not.
+struct Loaded {
+  const OpenCl *table = nullptr;
+  std::string why;
+};
+
+Loaded load_opencl() {
+  Loaded out;
+  void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_NOLOAD);
+  std::string dir = sycl_library_dir();
+  if (lib == nullptr && !dir.empty()) lib = dlopen((dir + "/libOpenCL.so.1").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char *e = dlerror();
+    out.why = std::string("could not load the OpenCL library libOpenCL.so.1: ") + (e ? e : "not found");
+    return out;
+  }
+  auto table = std::make_unique<OpenCl>();
+  bool ok = true;
+  auto get = [&](auto &field, const char *name) {
+    void *sym = dlsym(lib, name);
+    if (sym == nullptr) {
+      ok = false;
+      out.why += std::string(out.why.empty() ? "the OpenCL library lacks " : ", ") + name;
+    }
+    field = reinterpret_cast<std::remove_reference_t<decltype(field)>>(sym);
+  };
+  get(table->create_program_with_source, "clCreateProgramWithSource");
+  get(table->create_program_with_il, "clCreateProgramWithIL");
+  get(table->build_program, "clBuildProgram");
+  get(table->get_program_build_info, "clGetProgramBuildInfo");
+  get(table->get_program_info, "clGetProgramInfo");
+  get(table->release_program, "clReleaseProgram");
+  get(table->create_kernel, "clCreateKernel");
+  get(table->release_kernel, "clReleaseKernel");
+  get(table->get_kernel_info, "clGetKernelInfo");
+  get(table->get_kernel_arg_info, "clGetKernelArgInfo");
+  get(table->get_kernel_work_group_info, "clGetKernelWorkGroupInfo");
+  get(table->release_context, "clReleaseContext");
+  get(table->release_event, "clReleaseEvent");
+  get(table->set_event_callback, "clSetEventCallback");
+  if (ok) out.table = table.release();  // kept for the process, as the library
+  return out;
+}
+
+// Loads the OpenCL library once (a function-local static: thread-safe, and no
+// pthread_once): the one already in the process (the runtime's OpenCL adapter loaded
+// it), else the one beside libsycl, else the system's. Never unloaded.
 const OpenCl &opencl() {
-  static const OpenCl *loaded = nullptr;
-  static std::string why;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_NOLOAD);
-    std::string dir = sycl_library_dir();
-    if (lib == nullptr && !dir.empty()) lib = dlopen((dir + "/libOpenCL.so.1").c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char *e = dlerror();
-      why = std::string("could not load the OpenCL library libOpenCL.so.1: ") + (e ? e : "not found");
-      return;
-    }
-    auto *table = new OpenCl{};
-    bool ok = true;
-    auto get = [&](auto &field, const char *name) {
-      void *sym = dlsym(lib, name);
-      if (sym == nullptr) {
-        ok = false;
-        why += std::string(why.empty() ? "the OpenCL library lacks " : ", ") + name;
-      }
-      field = reinterpret_cast<std::remove_reference_t<decltype(field)>>(sym);
-    };
-    get(table->create_program_with_source, "clCreateProgramWithSource");
-    get(table->create_program_with_il, "clCreateProgramWithIL");
-    get(table->build_program, "clBuildProgram");
-    get(table->get_program_build_info, "clGetProgramBuildInfo");
-    get(table->get_program_info, "clGetProgramInfo");
-    get(table->release_program, "clReleaseProgram");
-    get(table->create_kernel, "clCreateKernel");
-    get(table->release_kernel, "clReleaseKernel");
-    get(table->get_kernel_info, "clGetKernelInfo");
-    get(table->get_kernel_arg_info, "clGetKernelArgInfo");
-    get(table->get_kernel_work_group_info, "clGetKernelWorkGroupInfo");
-    get(table->release_context, "clReleaseContext");
-    get(table->release_event, "clReleaseEvent");
-    get(table->set_event_callback, "clSetEventCallback");
-    if (ok) {
-      loaded = table;
-    } else {
-      delete table;
-    }
-  });
-  if (loaded == nullptr) fail(DPM_ERR_OPENCL, why);
-  return *loaded;
+  static const Loaded loaded = load_opencl();
+  if (loaded.table == nullptr) fail(DPM_ERR_OPENCL, loaded.why);
+  return *loaded.table;
 }
 
 void check_cl(cl_int code, const char *call) {

@@ -92,6 +92,29 @@ def main():
     run(f"view.{size_label(n)}", lambda: np.frombuffer(h, dtype=np.uint8))
     del h
 
+    # Kernels: an empty kernel's submit (dpctl's submit waits), and saxpy over the same items.
+    try:
+        import ctypes
+        try:
+            import dpctl.program as dpctl_program
+        except ImportError:  # renamed dpctl.compiler at dpctl's HEAD
+            import dpctl.compiler as dpctl_program
+        kcfg = cpu["kernels"]
+        prog = dpctl_program.create_program_from_source(q, kcfg["source"])
+        empty = prog.get_sycl_kernel("empty")
+        run("kernel.empty_submit", lambda: q.submit(empty, [], [1]))
+        n = kcfg["saxpyItems"]
+        x = dpmem.MemoryUSMShared(n * 4, queue=q)
+        y = dpmem.MemoryUSMShared(n * 4, queue=q)
+        np.frombuffer(x, dtype=np.float32)[:] = 1
+        np.frombuffer(y, dtype=np.float32)[:] = 0
+        saxpy = prog.get_sycl_kernel("saxpy")
+        a = ctypes.c_float(2.0)
+        run("kernel.saxpy_submit", lambda: q.submit(saxpy, [y, x, a], [n]))
+        del x, y
+    except Exception as exc:  # a peer without the program API misses these rows only
+        meta["kernels_error"] = f"{type(exc).__name__}: {exc}"
+
     # numpy's host copy, for reference.
     for n in cpu["copySizes"]:
         s = np.ones(n, dtype=np.uint8)
