@@ -6,7 +6,7 @@
 //! primitives, handles, host buffers and plain copies it made of interface fields.
 //!
 //! One file per feature, as `lib/` has: `devices`, `memory`, `share`, `ipc`,
-//! `registration`, `hints`, `pool`; and the mechanism they share: `handles` (what the
+//! `registration`, `hints`, `pool`, `observe`; and the mechanism they share: `handles` (what the
 //! slabs hold, and the one lookup of each), `lookup` (how a function reaches them), `state` (per environment), `ffi` (every
 //! `unsafe` Node-API call), `errors`, `json`, `async_ops` (the Promise-returning copies).
 //! napi types stay in this layer.
@@ -20,6 +20,7 @@ pub mod ipc;
 pub mod json;
 pub mod lookup;
 pub mod memory;
+pub mod observe;
 pub mod pool;
 pub mod program;
 pub mod registration;

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
 use crate::memory::interface::check_bounds;
+use crate::memory::observe::{Origin, Sink};
 use crate::memory::pool::{pool, Block, BookAnswer, Holder, Pool};
 use crate::runtime::UsmKind;
 use crate::runtime::{check_allocation_request, Address, Context, Queue};
@@ -134,6 +135,8 @@ pub struct Allocation {
     /// Whether an IPC handle of it was made: another process may map the block, so it is
     /// freed at the end, never cached for a new owner.
     exported: AtomicBool,
+    /// What the pool's sink recorded of it (device, stack, time), to report its end.
+    origin: Origin,
 }
 
 impl std::fmt::Debug for Allocation {
@@ -158,8 +161,11 @@ impl Allocation {
         nbytes: u64,
         alignment: u64,
     ) -> Result<Arc<Self>> {
+        // The JS stack of this call, when a history with stacks is recorded: taken first,
+        // so that a failed request leaves none for an unrelated later one.
+        let stack = Sink::take_next_stack();
         check_allocation_request(kind, nbytes, alignment)?;
-        let block = pool.acquire(queue, kind, nbytes, alignment)?;
+        let (block, origin) = pool.acquire_observed(queue, kind, nbytes, alignment, stack)?;
         let address = block.address;
         let allocation = Arc::new(Allocation {
             address,
@@ -169,6 +175,7 @@ impl Allocation {
             block,
             pool,
             exported: AtomicBool::new(false),
+            origin,
         });
         pool.record_live(block, nbytes, Arc::downgrade(&allocation) as Holder);
         Ok(allocation)
@@ -195,6 +202,16 @@ impl Allocation {
         self.exported.store(true, Ordering::Release);
     }
 
+    /// The USM kind.
+    pub fn kind(&self) -> UsmKind {
+        self.kind
+    }
+
+    /// What the sink recorded of it.
+    pub fn origin(&self) -> Origin {
+        self.origin
+    }
+
     /// Bytes of the block under the allocation (the pool's size class, at least `nbytes`).
     #[cfg(test)]
     pub fn block_size(&self) -> u64 {
@@ -209,7 +226,7 @@ impl Drop for Allocation {
         // so no interface can cover it on the way. Never panics; a failed free is ignored
         // (the memory is left to the runtime's teardown).
         let pooled = self.block.pooled && !self.exported.load(Ordering::Acquire);
-        self.pool.release(&self.context, self.kind, Block { pooled, ..self.block });
+        self.pool.release_observed(&self.context, self.kind, Block { pooled, ..self.block }, self.nbytes, self.origin);
     }
 }
 

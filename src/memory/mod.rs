@@ -3,14 +3,18 @@
 pub(crate) mod allocation;
 pub(crate) mod consume;
 pub(crate) mod filter;
+pub(crate) mod history;
 pub(crate) mod interface;
 #[cfg(test)]
 mod interface_props;
 pub(crate) mod ipc;
 pub(crate) mod ipc_mapping;
+pub(crate) mod observe;
 pub(crate) mod pool;
 pub(crate) mod program;
 pub(crate) mod registration;
 pub(crate) mod registry;
 pub(crate) mod share;
+pub(crate) mod snapshot;
+pub(crate) mod stats;
 pub(crate) mod usm;

@@ -90,9 +90,12 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use crate::error::{MemoryError, Result};
+use crate::memory::history::Action;
+use crate::memory::observe::{GivenBack, Origin, OutOfMemory, Sink, Source};
+use crate::memory::stats::Giveback;
 use crate::runtime::ranges::entry_holding;
 use crate::runtime::UsmKind;
-use crate::runtime::{Address, Context, Queue};
+use crate::runtime::{Address, Context, Device, Queue};
 
 /// The environment variable that turns the pool off (`0`, `false`, `off`, `no`).
 pub const ENV_VAR: &str = "DPCTL_MEMORY_POOL";
@@ -192,6 +195,16 @@ pub struct KindStats {
     pub evictions: u64,
 }
 
+/// A block in the cache, as snapshots list it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachedBlock {
+    pub address: Address,
+    pub size: u64,
+    pub kind: UsmKind,
+    /// The sink's slot of the device whose allocation cached it.
+    pub device: u16,
+}
+
 /// What `poolStats()` reports: whether the pool caches, and each kind's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PoolStats {
@@ -230,6 +243,8 @@ struct Cached {
     address: Address,
     /// Release order, for evicting the oldest.
     seq: u64,
+    /// The sink's slot of the device whose allocation cached it.
+    device: u16,
 }
 
 /// The cached blocks of one `(context, kind)`.
@@ -246,8 +261,9 @@ impl KindPool {
         KindPool { cap, bytes: 0, blocks: 0, classes: BTreeMap::new() }
     }
 
-    /// The newest block of `class` whose address satisfies `alignment`.
-    fn take(&mut self, class: u64, alignment: u64) -> Option<Address> {
+    /// The newest block of `class` whose address satisfies `alignment`, and the device
+    /// slot that cached it.
+    fn take(&mut self, class: u64, alignment: u64) -> Option<(Address, u16)> {
         let align = alignment.max(1);
         let queue = self.classes.get_mut(&class)?;
         let index = queue.iter().rposition(|c| c.address % align == 0)?;
@@ -257,17 +273,17 @@ impl KindPool {
         }
         self.bytes = self.bytes.saturating_sub(class);
         self.blocks = self.blocks.saturating_sub(1);
-        Some(cached.address)
+        Some((cached.address, cached.device))
     }
 
-    fn put(&mut self, class: u64, address: Address, seq: u64) {
-        self.classes.entry(class).or_default().push_back(Cached { address, seq });
+    fn put(&mut self, class: u64, address: Address, seq: u64, device: u16) {
+        self.classes.entry(class).or_default().push_back(Cached { address, seq, device });
         self.bytes = self.bytes.saturating_add(class);
         self.blocks += 1;
     }
 
-    /// Takes out the least recently released block: `(address, size)`.
-    fn evict_oldest(&mut self) -> Option<(Address, u64)> {
+    /// Takes out the least recently released block: `(address, size, device slot)`.
+    fn evict_oldest(&mut self) -> Option<(Address, u64, u16)> {
         let class = self.classes.iter().filter_map(|(&class, queue)| queue.front().map(|c| (c.seq, class))).min()?.1;
         let queue = self.classes.get_mut(&class)?;
         let cached = queue.pop_front()?;
@@ -276,14 +292,14 @@ impl KindPool {
         }
         self.bytes = self.bytes.saturating_sub(class);
         self.blocks = self.blocks.saturating_sub(1);
-        Some((cached.address, class))
+        Some((cached.address, class, cached.device))
     }
 
-    /// Takes out every block: `(address, size)`.
-    fn drain(&mut self) -> Vec<(Address, u64)> {
+    /// Takes out every block: `(address, size, device slot)`.
+    fn drain(&mut self) -> Vec<(Address, u64, u16)> {
         let blocks = std::mem::take(&mut self.classes)
             .into_iter()
-            .flat_map(|(class, queue)| queue.into_iter().map(move |c| (c.address, class)))
+            .flat_map(|(class, queue)| queue.into_iter().map(move |c| (c.address, class, c.device)))
             .collect();
         self.bytes = 0;
         self.blocks = 0;
@@ -386,10 +402,10 @@ impl State {
                 continue;
             }
             let mut pool = self.contexts.remove(i);
-            for kind in &mut pool.kinds {
-                for (address, size) in kind.drain() {
+            for (kind, cache) in KINDS.into_iter().zip(&mut pool.kinds) {
+                for (address, size, device) in cache.drain() {
                     self.book.insert(address, BookEntry::Releasing { block: size });
-                    deferred.frees.push((pool.context.clone(), address, size));
+                    deferred.free(&pool.context, kind, address, size, device, Giveback::Pruned);
                 }
             }
             deferred.contexts.push(pool.context);
@@ -401,10 +417,10 @@ impl State {
     /// Takes every cached block out of the pool.
     fn drain_all(&mut self, deferred: &mut Deferred) {
         for mut pool in self.contexts.drain(..) {
-            for kind in &mut pool.kinds {
-                for (address, size) in kind.drain() {
+            for (kind, cache) in KINDS.into_iter().zip(&mut pool.kinds) {
+                for (address, size, device) in cache.drain() {
                     self.book.insert(address, BookEntry::Releasing { block: size });
-                    deferred.frees.push((pool.context.clone(), address, size));
+                    deferred.free(&pool.context, kind, address, size, device, Giveback::Trimmed);
                 }
             }
             deferred.contexts.push(pool.context);
@@ -416,20 +432,37 @@ impl State {
 #[derive(Default)]
 struct Deferred {
     frees: Vec<(Arc<dyn Context>, Address, u64)>,
+    /// The same blocks, as the sink hears of them.
+    given_back: Vec<GivenBack>,
     contexts: Vec<Arc<dyn Context>>,
 }
 
 impl Deferred {
-    /// Frees the blocks (failures ignored: nothing can report them), takes them out of
-    /// `pool`'s book, and releases the contexts, in that order. Returns the bytes freed.
-    /// A block stays in the book (as releasing) until the runtime has it back: until
-    /// then no view may be made of it, and after it a new allocation may get the address.
+    fn free(
+        &mut self,
+        context: &Arc<dyn Context>,
+        kind: UsmKind,
+        address: Address,
+        size: u64,
+        device: u16,
+        why: Giveback,
+    ) {
+        self.frees.push((context.clone(), address, size));
+        self.given_back.push(GivenBack { device, kind, address, size, why });
+    }
+
+    /// Tells the sink of the blocks given back, frees them (failures ignored: nothing can
+    /// report them), takes them out of `pool`'s book, and releases the contexts, in that
+    /// order. Returns the bytes freed. A block stays in the book (as releasing) until the
+    /// runtime has it back: until then no view may be made of it, and after it a new
+    /// allocation may get the address.
     fn run(self, pool: &Pool) -> u64 {
-        let Deferred { frees, contexts } = self;
+        let Deferred { frees, given_back, contexts } = self;
         if frees.is_empty() {
             drop(contexts);
             return 0;
         }
+        pool.sink.gave_back(&given_back);
         let mut freed = 0u64;
         let addresses: Vec<Address> = frees.iter().map(|(_, address, _)| *address).collect();
         for (context, address, size) in frees {
@@ -469,6 +502,8 @@ fn fresh(queue: &Arc<dyn Queue>, kind: UsmKind, size: u64, alignment: u64) -> Re
 pub struct Pool {
     enabled: bool,
     limits: Limits,
+    /// Where every allocation, free and block given back is reported.
+    sink: Arc<Sink>,
     state: Mutex<State>,
     /// Frees other idle memory (host scratch) on `trim`; returns the bytes freed.
     spare: fn() -> u64,
@@ -491,6 +526,7 @@ impl Pool {
             enabled,
             limits,
             state: Mutex::new(State::default()),
+            sink: Arc::new(Sink::default()),
             spare: no_spare,
             free_memory_seen: Mutex::new(None),
         }
@@ -500,6 +536,16 @@ impl Pool {
     /// allocation, or `poolTrim()`, should get back).
     pub fn with_spare(self, spare: fn() -> u64) -> Self {
         Pool { spare, ..self }
+    }
+
+    /// The pool that reports to `sink`.
+    pub fn with_sink(self, sink: Arc<Sink>) -> Self {
+        Pool { sink, ..self }
+    }
+
+    /// Where this pool reports what it does.
+    pub fn sink(&self) -> &Sink {
+        &self.sink
     }
 
     /// Whether this pool caches at all.
@@ -530,20 +576,64 @@ impl Pool {
 
     /// A block of at least `nbytes` of `kind` memory in `queue`'s context, aligned to
     /// `alignment` (0 or a power of two): a cached one when one fits, else a new one.
+    #[cfg(test)]
     pub fn acquire(&self, queue: &Arc<dyn Queue>, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Block> {
+        self.acquire_observed(queue, kind, nbytes, alignment, None).map(|(block, _)| block)
+    }
+
+    /// [`Pool::acquire`], reported to the sink with the JS stack of the allocating call
+    /// (`stack`, from [`Sink::take_next_stack`]): returns what the allocation keeps to
+    /// report its end. A refusal for want of memory says what was asked, what the device
+    /// has free, what this process holds and whether a trim and retry ran.
+    pub fn acquire_observed(
+        &self,
+        queue: &Arc<dyn Queue>,
+        kind: UsmKind,
+        nbytes: u64,
+        alignment: u64,
+        stack: Option<(u32, u32)>,
+    ) -> Result<(Block, Origin)> {
         let Some(slot) = slot(kind) else {
             return Err(MemoryError::UnknownKindAllocation);
         };
+        let device = queue.device();
+        let mut retried_after = None;
+        match self.take_block(queue, &device, kind, slot, nbytes, alignment, &mut retried_after) {
+            Ok((block, source)) => {
+                let origin = self.sink.allocated(&device, kind, block.address, nbytes, block.size, source, stack);
+                Ok((block, origin))
+            }
+            Err(error) => Err(self.out_of_memory(queue, &device, kind, nbytes, retried_after, error)),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn take_block(
+        &self,
+        queue: &Arc<dyn Queue>,
+        device: &Arc<dyn Device>,
+        kind: UsmKind,
+        slot: usize,
+        nbytes: u64,
+        alignment: u64,
+        retried_after: &mut Option<u64>,
+    ) -> Result<(Block, Source)> {
         let Some(class) = self.class_for(queue, nbytes, alignment) else {
             self.lock().counters[slot].misses += 1;
             // Not cached, but what the cache holds may still be what does not fit.
             let address = match fresh(queue, kind, nbytes, alignment) {
                 Ok(address) => address,
-                Err(first) if self.trim() > 0 => fresh(queue, kind, nbytes, alignment).map_err(|_| first)?,
-                Err(first) => return Err(first),
+                Err(first) => {
+                    let freed = self.trim_to_retry(device, kind, nbytes);
+                    if freed == 0 {
+                        return Err(first);
+                    }
+                    *retried_after = Some(freed);
+                    fresh(queue, kind, nbytes, alignment).map_err(|_| first)?
+                }
             };
             self.add_in_use(slot, nbytes);
-            return Ok(Block { address, size: nbytes, pooled: false });
+            return Ok((Block { address, size: nbytes, pooled: false }, Source::Runtime));
         };
         let context = queue.context();
         let mut deferred = Deferred::default();
@@ -551,7 +641,7 @@ impl Pool {
             let mut state = self.lock();
             let found = state.find(&context, &mut deferred);
             let hit = found.and_then(|i| state.contexts[i].kinds[slot].take(class, alignment));
-            if let Some(address) = hit {
+            if let Some((address, _)) = hit {
                 // Releasing until the allocation records itself (no view before).
                 state.book.insert(address, BookEntry::Releasing { block: class });
             }
@@ -567,15 +657,19 @@ impl Pool {
             hit
         };
         deferred.run(self);
-        if let Some(address) = hit {
-            return Ok(Block { address, size: class, pooled: true });
+        if let Some((address, cached_by)) = hit {
+            return Ok((Block { address, size: class, pooled: true }, Source::Cache { cached_by }));
         }
         let block = match fresh(queue, kind, class, alignment) {
             Ok(address) => Block { address, size: class, pooled: true },
             Err(first) => {
                 // Out of memory, perhaps because of what the pool holds: give it all back
                 // and retry, then at the exact size (the class may be what does not fit).
-                let retried = if self.trim() > 0 { fresh(queue, kind, class, alignment).ok() } else { None };
+                let freed = self.trim_to_retry(device, kind, nbytes);
+                if freed > 0 {
+                    *retried_after = Some(freed);
+                }
+                let retried = if freed > 0 { fresh(queue, kind, class, alignment).ok() } else { None };
                 match retried {
                     Some(address) => Block { address, size: class, pooled: true },
                     None if class != nbytes => {
@@ -587,7 +681,49 @@ impl Pool {
             }
         };
         self.add_in_use(slot, block.size);
-        Ok(block)
+        Ok((block, Source::Runtime))
+    }
+
+    /// The trim before a retry; the retry is counted when it gave anything back.
+    fn trim_to_retry(&self, device: &Arc<dyn Device>, kind: UsmKind, nbytes: u64) -> u64 {
+        let freed = self.trim();
+        if freed > 0 {
+            self.sink.refused(device, kind, nbytes, Action::Retry, true);
+        }
+        freed
+    }
+
+    /// The error of a failed allocation: a refusal of the runtime, told as
+    /// [`OutOfMemory`] says; any other error as it is.
+    fn out_of_memory(
+        &self,
+        queue: &Arc<dyn Queue>,
+        device: &Arc<dyn Device>,
+        kind: UsmKind,
+        nbytes: u64,
+        retried_after: Option<u64>,
+        error: MemoryError,
+    ) -> MemoryError {
+        let MemoryError::UsmAllocation { message } = &error else {
+            return error;
+        };
+        self.sink.refused(device, kind, nbytes, Action::Oom, retried_after.is_some());
+        let info = device.info();
+        let name = crate::memory::registry::loaded().map_or_else(
+            || format!("{}:{}", info.backend, info.device_type.name()),
+            |registry| registry.filter_string_of(device.as_ref()),
+        );
+        let report = OutOfMemory {
+            requested: nbytes,
+            kind,
+            device: format!("{name} ({})", info.name),
+            total: info.global_mem_size,
+            free: queue.context().free_memory(),
+            figures: self.sink.stats_of(device.as_ref()),
+            retried_after,
+            cause: message.trim_end_matches('.'),
+        };
+        MemoryError::UsmAllocation { message: report.message() }
     }
 
     fn add_in_use(&self, slot: usize, size: u64) {
@@ -599,12 +735,27 @@ impl Pool {
     /// Takes back a block of `kind` from `context` that no allocation holds any more:
     /// caches it (evicting the oldest blocks beyond the cap) or frees it. Never panics;
     /// free failures are ignored.
+    #[cfg(test)]
     pub fn release(&self, context: &Arc<dyn Context>, kind: UsmKind, block: Block) {
+        self.release_observed(context, kind, block, block.size, Origin::NONE);
+    }
+
+    /// [`Pool::release`] of the block of an allocation that asked for `requested` bytes,
+    /// reported to the sink with the `origin` its acquisition returned.
+    pub fn release_observed(
+        &self,
+        context: &Arc<dyn Context>,
+        kind: UsmKind,
+        block: Block,
+        requested: u64,
+        origin: Origin,
+    ) {
         let mut deferred = Deferred::default();
         // A large block stays cached only while the device keeps room for others (other
         // processes too): asked outside the lock, where the runtime can tell.
         let keep_large =
             block.size <= LARGE_BLOCK || kind == UsmKind::Host || self.device_has_room(context, block.size);
+        let mut cached = false;
         {
             let mut state = self.lock();
             state.book.insert(block.address, BookEntry::Releasing { block: block.size });
@@ -621,22 +772,24 @@ impl Pool {
                     let State { contexts, counters, book, .. } = &mut *state;
                     let pool = &mut contexts[found].kinds[slot];
                     if block.size > pool.cap {
-                        deferred.frees.push((context.clone(), block.address, block.size));
+                        deferred.free(context, kind, block.address, block.size, origin.device, Giveback::Released);
                     } else {
                         while pool.bytes.saturating_add(block.size) > pool.cap {
-                            let Some((address, size)) = pool.evict_oldest() else { break };
+                            let Some((address, size, device)) = pool.evict_oldest() else { break };
                             book.insert(address, BookEntry::Releasing { block: size });
                             counters[slot].evictions += 1;
-                            deferred.frees.push((context.clone(), address, size));
+                            deferred.free(context, kind, address, size, device, Giveback::Evicted);
                         }
-                        pool.put(block.size, block.address, seq);
+                        pool.put(block.size, block.address, seq, origin.device);
                         book.insert(block.address, BookEntry::Cached { size: block.size });
+                        cached = true;
                     }
                     state.prune(Some(found), &mut deferred);
                 }
-                _ => deferred.frees.push((context.clone(), block.address, block.size)),
+                _ => deferred.free(context, kind, block.address, block.size, origin.device, Giveback::Released),
             }
         }
+        self.sink.released(origin, kind, block.address, requested, block.size, cached);
         deferred.run(self);
     }
 
@@ -644,7 +797,9 @@ impl Pool {
     pub fn trim(&self) -> u64 {
         let mut deferred = Deferred::default();
         self.lock().drain_all(&mut deferred);
-        deferred.run(self).saturating_add((self.spare)())
+        let freed = deferred.run(self).saturating_add((self.spare)());
+        self.sink.trimmed(freed);
+        freed
     }
 
     /// The counters now, with the cache's blocks and bytes summed over every context.
@@ -703,6 +858,39 @@ impl Pool {
         }
     }
 
+    /// Every live block whose holder is alive: `(address, requested bytes, block bytes,
+    /// holder)`. The caller drops the holders after this returns (outside the lock).
+    pub fn live_blocks(&self) -> Vec<(Address, u64, u64, Arc<dyn Any + Send + Sync>)> {
+        let state = self.lock();
+        state
+            .book
+            .iter()
+            .filter_map(|(&address, entry)| match entry {
+                BookEntry::Live { size, block, holder } => holder.upgrade().map(|h| (address, *size, *block, h)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every cached block, oldest first within each class.
+    pub fn cached_blocks(&self) -> Vec<CachedBlock> {
+        let state = self.lock();
+        let mut blocks = Vec::new();
+        for pool in &state.contexts {
+            for (kind, cache) in KINDS.into_iter().zip(&pool.kinds) {
+                for (&size, queue) in &cache.classes {
+                    blocks.extend(queue.iter().map(|c| CachedBlock {
+                        address: c.address,
+                        size,
+                        kind,
+                        device: c.device,
+                    }));
+                }
+            }
+        }
+        blocks
+    }
+
     /// The first block of this pool (live, cached or releasing) that starts inside
     /// `base..base + size`.
     pub fn block_within(&self, base: Address, size: u64) -> Option<Address> {
@@ -732,7 +920,10 @@ static GLOBAL: OnceLock<Pool> = OnceLock::new();
 /// The process's pool, made at first use ([`ENV_VAR`] is read then, once).
 pub fn pool() -> &'static Pool {
     GLOBAL.get_or_init(|| {
-        Pool::new(enabled_from(std::env::var_os(ENV_VAR).as_deref()), Limits::default()).with_spare(trim_spare)
+        let bypassed = Sink::bypassed_by(std::env::var_os(crate::memory::observe::ENV_VAR).as_deref());
+        Pool::new(enabled_from(std::env::var_os(ENV_VAR).as_deref()), Limits::default())
+            .with_spare(trim_spare)
+            .with_sink(Arc::new(Sink::new(bypassed)))
     })
 }
 
@@ -752,6 +943,15 @@ mod tests {
 
     fn dyn_ctx(context: &Arc<FakeContext>) -> Arc<dyn Context> {
         context.clone()
+    }
+
+    /// The runtime's refusal of `nbytes`, told as the out-of-memory message tells it.
+    fn assert_refused(err: &MemoryError, nbytes: u64) {
+        let MemoryError::UsmAllocation { message } = err else { panic!("{err:?}") };
+        let cause =
+            format!("({nbytes} bytes) of device memory on fake:cpu (fake) failed: out of memory: {nbytes} bytes.");
+        let host = cause.replace("device memory", "host memory");
+        assert!(message.contains(&cause) || message.contains(&host), "{message}");
     }
 
     #[test]
@@ -1066,7 +1266,7 @@ mod tests {
         assert_eq!(c, Block { address: c.address, size: 1600 * KIB, pooled: false });
         // Nothing fits: the runtime's error, for the requested size.
         let err = pool.acquire(&queue, UsmKind::Device, MIB + 1, 0).unwrap_err();
-        assert_eq!(err, MemoryError::UsmAllocation { message: format!("out of memory: {} bytes", MIB + 1) });
+        assert_refused(&err, MIB + 1);
         assert_eq!(pool.stats().device.misses, 4);
         assert_eq!(pool.stats().device.in_use_bytes, 2 * MIB + 1600 * KIB);
         assert_eq!(ctx.counts().bad_frees, 0);
@@ -1100,7 +1300,7 @@ mod tests {
         assert_eq!(pool.stats().host.cached_bytes, 0);
         // Nothing cached: no retry, the runtime's error.
         let err = pool.acquire(&queue, UsmKind::Host, GIB, 0).unwrap_err();
-        assert_eq!(err, MemoryError::UsmAllocation { message: format!("out of memory: {GIB} bytes") });
+        assert_refused(&err, GIB);
         assert_eq!(ctx.counts().bad_frees, 0);
     }
 
@@ -1119,7 +1319,7 @@ mod tests {
         ctx.counts().capacity = Some(MIB);
         for (nbytes, alignment) in [(2 * MIB, 0), (2 * MIB, 4096), (512 * MIB, 0)] {
             let err = pool.acquire(&queue, UsmKind::Device, nbytes, alignment).unwrap_err();
-            assert_eq!(err, MemoryError::UsmAllocation { message: format!("out of memory: {nbytes} bytes") });
+            assert_refused(&err, nbytes);
         }
         assert_eq!(CALLS.load(Ordering::SeqCst), 4, "each refused request trimmed once");
     }

@@ -1,0 +1,260 @@
+//! Memory statistics, history and snapshots, seen from JS (`lib/observe.js`): the
+//! figures of the process pool's sink (`memory::observe`) and snapshots of the pool
+//! (`memory::snapshot`), handed over as JSON (see `js::json` for why). The fields are
+//! documented in `index.d.ts` (`MemoryStats`, `MemorySnapshot`).
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use napi::Env;
+use napi_derive::napi;
+
+use crate::error::MemoryError;
+use crate::js::errors::OrThrow;
+use crate::js::json;
+use crate::memory::history::{Event, HistoryConfig, NO_DEVICE, NO_STACK};
+use crate::memory::observe::Sink;
+use crate::memory::pool::pool;
+use crate::memory::registry::{registry_with, Registry};
+use crate::memory::snapshot::{self, Snapshot};
+use crate::memory::stats::{DeviceCounters, KindCounters, Stat};
+use crate::runtime::{Device, UsmKind};
+
+fn registry() -> &'static Registry {
+    registry_with(crate::provider::load_all)
+}
+
+fn sink() -> &'static Sink {
+    pool().sink()
+}
+
+/// The device of a device handle of this environment; the default device for `None`.
+fn device(env: &Env, id: Option<f64>) -> napi::Result<Arc<dyn Device>> {
+    let Some(id) = id else {
+        return registry().select(None).or_throw(env);
+    };
+    let state = crate::js::state::state(env)?;
+    let handles = state.handles.try_borrow().map_err(|_| MemoryError::Busy).or_throw(env)?;
+    handles.devices.get(id).cloned().ok_or_else(|| MemoryError::StaleHandle { what: "device".into() }).or_throw(env)
+}
+
+fn stat(out: &mut String, name: &str, s: &Stat) {
+    let _ = write!(
+        out,
+        "\"{name}\":{{\"current\":{},\"peak\":{},\"allocated\":{},\"freed\":{}}},",
+        s.current, s.peak, s.allocated, s.freed
+    );
+}
+
+/// One kind's figures: PyTorch's names in camelCase (`activeBytes` equals
+/// `allocatedBytes` here, see `memory::stats`).
+fn kind_json(out: &mut String, c: &KindCounters) {
+    out.push('{');
+    stat(out, "allocatedBytes", &c.allocated_bytes);
+    stat(out, "activeBytes", &c.allocated_bytes);
+    stat(out, "requestedBytes", &c.requested_bytes);
+    stat(out, "reservedBytes", &c.reserved_bytes);
+    stat(out, "allocation", &c.allocations);
+    stat(out, "segment", &c.segments);
+    let _ = write!(
+        out,
+        "\"numDeviceAlloc\":{},\"numDeviceFree\":{},\"poolHits\":{},\"poolMisses\":{},\"poolEvictions\":{},\
+         \"poolTrims\":{},\"numAllocRetries\":{},\"numOoms\":{}}}",
+        c.segments.allocated,
+        c.segments.freed,
+        c.pool_hits,
+        c.pool_misses,
+        c.pool_evictions,
+        c.pool_trims,
+        c.alloc_retries,
+        c.ooms
+    );
+}
+
+/// `{ filterString, name, all, device, host, shared }`.
+fn device_stats_json(out: &mut String, device: &dyn Device, counters: &DeviceCounters) {
+    let _ = write!(
+        out,
+        "{{\"filterString\":{},\"name\":{},\"all\":",
+        json::string(&registry().filter_string_of(device)),
+        json::string(&device.info().name)
+    );
+    kind_json(out, &counters.all);
+    for (name, c) in [("device", &counters.kinds[0]), ("host", &counters.kinds[1]), ("shared", &counters.kinds[2])] {
+        let _ = write!(out, ",\"{name}\":");
+        kind_json(out, c);
+    }
+    out.push('}');
+}
+
+/// The figures of a device (the default device without one) as JSON.
+#[napi]
+pub fn observe_stats(env: &Env, device_id: Option<f64>) -> napi::Result<String> {
+    let device = device(env, device_id)?;
+    let counters = sink().stats_of(device.as_ref());
+    let mut out = String::with_capacity(2048);
+    device_stats_json(&mut out, device.as_ref(), &counters);
+    Ok(out)
+}
+
+/// Sets the peaks of a device (of every device without one) to the current figures.
+#[napi]
+pub fn observe_reset_peaks(env: &Env, device_id: Option<f64>) -> napi::Result<()> {
+    match device_id {
+        Some(id) => sink().reset_peaks(Some(device(env, Some(id))?.as_ref())),
+        None => sink().reset_peaks(None),
+    }
+    Ok(())
+}
+
+/// Starts a recording of `max_entries` events (stacks sent by the JS layer when
+/// `stacks`), dropping an earlier one; `enabled` false ends the recording.
+#[napi]
+pub fn observe_record(enabled: bool, max_entries: f64, stacks: bool) {
+    let config = enabled.then_some(HistoryConfig { max_entries: max_entries as usize, stacks });
+    sink().record(config);
+}
+
+/// The stack of this thread's next allocation (while a recording with stacks runs).
+#[napi]
+pub fn observe_next_stack(stack: String) {
+    sink().set_next_stack(&stack);
+}
+
+fn kind_name(kind: UsmKind) -> &'static str {
+    kind.name()
+}
+
+fn micros(ns: u64) -> f64 {
+    (ns / 1000) as f64 + (ns % 1000) as f64 / 1000.0
+}
+
+fn stack_json(stack: u32) -> String {
+    if stack == NO_STACK {
+        "null".into()
+    } else {
+        stack.to_string()
+    }
+}
+
+fn device_json(device: u16) -> String {
+    if device == NO_DEVICE {
+        "null".into()
+    } else {
+        device.to_string()
+    }
+}
+
+fn event_json(out: &mut String, e: &Event) {
+    let flag = match e.action.name() {
+        "alloc" => ",\"fromCache\":",
+        "free" => ",\"toCache\":",
+        "oom" => ",\"retried\":",
+        _ => "",
+    };
+    let _ = write!(
+        out,
+        "{{\"action\":\"{}\",\"timeUs\":{},\"device\":{},\"kind\":\"{}\",\"address\":\"{:#x}\",\"size\":{},\"requested\":{},\"stack\":{}",
+        e.action.name(),
+        micros(e.time_ns),
+        device_json(e.device),
+        kind_name(e.kind),
+        e.address,
+        e.size,
+        e.requested,
+        stack_json(e.stack),
+    );
+    if !flag.is_empty() {
+        let _ = write!(out, "{flag}{}", e.flag);
+    }
+    out.push('}');
+}
+
+/// The snapshot as JSON text (see `MemorySnapshot` in `index.d.ts`).
+pub fn snapshot_json(s: &Snapshot) -> String {
+    let events = s.recording.as_ref().map_or(0, |r| r.events.len());
+    let mut out = String::with_capacity(4096 + s.live.len() * 140 + s.cached.len() * 80 + events * 150);
+    let _ = write!(
+        out,
+        "{{\"format\":\"dpctl-memory-snapshot\",\"version\":1,\"epochMs\":{},\"timeUs\":{},\"devices\":[",
+        json::number(s.epoch_unix_ms),
+        micros(s.time_ns)
+    );
+    for (i, figures) in s.devices.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let info = figures.device.info();
+        let _ = write!(out, "{{\"index\":{},\"totalBytes\":{},\"stats\":", figures.slot, info.global_mem_size);
+        device_stats_json(&mut out, figures.device.as_ref(), &figures.counters);
+        out.push('}');
+    }
+    out.push_str("],\"liveBlocks\":[");
+    for (i, b) in s.live.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let time = b.time_ns.map_or_else(|| "null".to_string(), |t| micros(t).to_string());
+        let _ = write!(
+            out,
+            "{{\"address\":\"{:#x}\",\"size\":{},\"requested\":{},\"kind\":\"{}\",\"device\":{},\"stack\":{},\"timeUs\":{time}}}",
+            b.address,
+            b.size,
+            b.requested,
+            kind_name(b.kind),
+            device_json(b.device),
+            stack_json(b.stack)
+        );
+    }
+    out.push_str("],\"cachedBlocks\":[");
+    for (i, b) in s.cached.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(
+            out,
+            "{{\"address\":\"{:#x}\",\"size\":{},\"kind\":\"{}\",\"device\":{}}}",
+            b.address,
+            b.size,
+            kind_name(b.kind),
+            device_json(b.device)
+        );
+    }
+    out.push_str("],\"history\":");
+    match &s.recording {
+        None => out.push_str("{\"enabled\":false,\"maxEntries\":0,\"stacks\":false,\"dropped\":0,\"stacksRefused\":0}"),
+        Some(r) => {
+            let _ = write!(
+                out,
+                "{{\"enabled\":true,\"maxEntries\":{},\"stacks\":{},\"dropped\":{},\"stacksRefused\":{}}}",
+                r.config.max_entries, r.config.stacks, r.dropped, r.stacks_refused
+            );
+        }
+    }
+    out.push_str(",\"stacks\":[");
+    if let Some(r) = &s.recording {
+        for (i, stack) in r.stacks.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&json::string(stack));
+        }
+    }
+    out.push_str("],\"events\":[");
+    if let Some(r) = &s.recording {
+        for (i, e) in r.events.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            event_json(&mut out, e);
+        }
+    }
+    out.push_str("]}");
+    out
+}
+
+/// `memorySnapshot()`: the process's live and cached blocks, figures and recording.
+#[napi]
+pub fn observe_snapshot() -> String {
+    snapshot_json(&snapshot::take(pool()))
+}
