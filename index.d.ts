@@ -788,3 +788,187 @@ export interface SyclQueue {
   /** Whether the queue was made with `property: 'enable_profiling'`. */
   readonly hasEnableProfiling: boolean
 }
+// ---- Seeing memory (lib/observe.js) ----
+
+/** One figure: now, its peak since the last `resetPeakStats()`, and the cumulative amounts added and taken away. */
+export interface MemoryStat {
+  current: number
+  peak: number
+  allocated: number
+  freed: number
+}
+
+/**
+ * The figures of one USM kind on one device (or of all its kinds), named as PyTorch's
+ * `memory_stats()` names them (in camelCase): `allocatedBytes` are the blocks held by
+ * live allocations (the pool's size classes), `requestedBytes` what they asked for,
+ * `reservedBytes` what this process holds from the runtime (live and cached blocks),
+ * `allocation` and `segment` the counts of live allocations and of blocks held from the
+ * runtime. `activeBytes` equals `allocatedBytes`: a block goes back only when its last
+ * holder lets go, so none is freed but still in use.
+ */
+export interface KindMemoryStats {
+  allocatedBytes: MemoryStat
+  activeBytes: MemoryStat
+  requestedBytes: MemoryStat
+  reservedBytes: MemoryStat
+  allocation: MemoryStat
+  segment: MemoryStat
+  /** Blocks the runtime allocated (`segment.allocated`) and got back (`segment.freed`). */
+  numDeviceAlloc: number
+  numDeviceFree: number
+  /** Allocations served from the pool's cache, and those that went to the runtime. */
+  poolHits: number
+  poolMisses: number
+  /** Cached blocks given back to keep the cache under its cap. */
+  poolEvictions: number
+  /** Trims (`poolTrim()`, or the pool's own before a retry) that gave back blocks of this kind. */
+  poolTrims: number
+  /** Allocations the runtime refused that were retried after a trim. */
+  numAllocRetries: number
+  /** Allocations that failed for want of memory. */
+  numOoms: number
+}
+
+/** `memoryStats(device)`: a device's figures per USM kind and for all kinds together. */
+export interface MemoryStats {
+  filterString: string
+  name: string
+  /** All kinds together (its peaks are the peaks of the sums). */
+  all: KindMemoryStats
+  device: KindMemoryStats
+  host: KindMemoryStats
+  shared: KindMemoryStats
+}
+
+/**
+ * The statistics of `device` (a `SyclDevice` or a filter string; the default device when
+ * omitted), in the shape of PyTorch's `torch.cuda.memory_stats()`. Counted always, at the
+ * cost of one uncontended lock per allocation and per free.
+ */
+export declare function memoryStats(device?: SyclDevice | string): MemoryStats
+
+/** Sets the peaks of `device` (of every device when omitted) to the current figures. */
+export declare function resetPeakStats(device?: SyclDevice | string): void
+
+export interface RecordMemoryHistoryOptions {
+  /** `false` stops the recording and drops what it holds. Default `true`. */
+  enabled?: boolean
+  /** The ring keeps the last this many events (1 ..= 2^26). Default 100,000. */
+  maxEntries?: number
+  /** Whether this thread sends the JS stack of each allocating call. Default `true`. */
+  stacks?: boolean
+  /** Frames kept of each stack (1 ..= 64). Default 10, Node's own `Error.stackTraceLimit`. */
+  stackDepth?: number
+}
+
+/**
+ * Starts recording every allocation, free, block given back to the runtime, trim, retry
+ * and refusal (dropping an earlier recording), or stops with `{ enabled: false }`. Off by
+ * default; off, it costs nothing. Stacks are those of the calling thread's allocations
+ * (another thread sends its own after calling this itself).
+ */
+export declare function recordMemoryHistory(options?: RecordMemoryHistoryOptions): void
+
+export type MemoryKindName = 'device' | 'host' | 'shared'
+
+export interface SnapshotDevice {
+  /** What `device` fields of blocks and events refer to. */
+  index: number
+  totalBytes: number
+  stats: MemoryStats
+}
+
+export interface SnapshotLiveBlock {
+  /** Hex, `0x…`. */
+  address: string
+  /** The block's bytes (the pool's size class), and what the allocation asked for. */
+  size: number
+  requested: number
+  kind: MemoryKindName
+  device: number | null
+  /** An index of `stacks`: the allocating call, where the recording saw it. */
+  stack: number | null
+  /** When it was allocated (µs since `epochMs`), where the recording saw it. */
+  timeUs: number | null
+}
+
+export interface SnapshotCachedBlock {
+  address: string
+  size: number
+  kind: MemoryKindName
+  device: number | null
+}
+
+export interface SnapshotHistory {
+  enabled: boolean
+  maxEntries: number
+  stacks: boolean
+  /** Events pushed out of the ring by newer ones. */
+  dropped: number
+  /** New stacks not kept because 65,536 distinct ones were. */
+  stacksRefused: number
+}
+
+/**
+ * A recorded event. `alloc`: an allocation got a block (`fromCache`); `free`: it ended
+ * (`toCache`: its block went to the pool's cache); `release`: the pool gave a block back
+ * to the runtime; `trim`: the pool was trimmed (`size`: bytes given back); `retry`: the
+ * runtime refused (`size`: the request) and the pool retried after a trim; `oom`: the
+ * allocation failed (`retried`: after a trim and retry).
+ */
+export interface SnapshotEvent {
+  action: 'alloc' | 'free' | 'release' | 'trim' | 'retry' | 'oom'
+  timeUs: number
+  device: number | null
+  kind: MemoryKindName | 'unknown'
+  address: string
+  size: number
+  requested: number
+  /** The stack of the allocating call (`alloc`, `free`). */
+  stack: number | null
+  fromCache?: boolean
+  toCache?: boolean
+  retried?: boolean
+}
+
+/** `memorySnapshot()`: plain JSON (`JSON.stringify` it for `npx dpctl-memory-report`). */
+export interface MemorySnapshot {
+  format: 'dpctl-memory-snapshot'
+  version: 1
+  /** Wall-clock time of the recording's time 0, in ms since 1970. */
+  epochMs: number
+  /** When the snapshot was taken, in µs since `epochMs`. */
+  timeUs: number
+  devices: SnapshotDevice[]
+  liveBlocks: SnapshotLiveBlock[]
+  cachedBlocks: SnapshotCachedBlock[]
+  history: SnapshotHistory
+  /** The interned stacks, one string of frames each (`at f (file:line:col)` lines). */
+  stacks: string[]
+  events: SnapshotEvent[]
+}
+
+/** The live and cached blocks, every device's statistics and the recorded events and stacks, now. */
+export declare function memorySnapshot(): MemorySnapshot
+
+/** What `onOutOfMemory` observers get, before the error is thrown. */
+export interface OutOfMemoryInfo {
+  /** The error about to be thrown: its message says what was asked, free, held and retried. */
+  error: USMAllocationError
+  nbytes: number
+  kind: MemoryKindName
+  /** The filter string of the queue's device. */
+  device: string
+  stats: MemoryStats | undefined
+  /** While a history is recorded in this thread. */
+  snapshot: MemorySnapshot | undefined
+}
+
+/**
+ * Calls `callback` when an allocation of this thread fails, before the error is thrown;
+ * returns a function that removes it. An observer that throws is reported with
+ * `process.emitWarning` (code `DPCTL_MEMORY_OOM_OBSERVER`), and the allocation's error is
+ * thrown as always.
+ */
+export declare function onOutOfMemory(callback: (info: OutOfMemoryInfo) => void): () => void

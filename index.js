@@ -36,3 +36,9 @@ exports.createProgramFromSource = lib.createProgramFromSource;
 exports.createProgramFromSpirv = lib.createProgramFromSpirv;
 exports.createProgramFromPtx = lib.createProgramFromPtx;
 exports.createProgramFromCuda = lib.createProgramFromCuda;
+// Seeing memory.
+exports.memoryStats = lib.memoryStats;
+exports.resetPeakStats = lib.resetPeakStats;
+exports.recordMemoryHistory = lib.recordMemoryHistory;
+exports.memorySnapshot = lib.memorySnapshot;
+exports.onOutOfMemory = lib.onOutOfMemory;

@@ -35,5 +35,10 @@ export const {
   createProgramFromSpirv,
   createProgramFromPtx,
   createProgramFromCuda,
+  memoryStats,
+  resetPeakStats,
+  recordMemoryHistory,
+  memorySnapshot,
+  onOutOfMemory,
 } = lib;
 export default lib;

@@ -8,6 +8,7 @@ const registration = require('./registration.js');
 const ipc = require('./ipc.js');
 const share = require('./share.js');
 const program = require('./program.js');
+const observe = require('./observe.js');
 
 module.exports = {
   _Memory: memory._Memory,
@@ -43,4 +44,10 @@ module.exports = {
   createProgramFromSpirv: program.createProgramFromSpirv,
   createProgramFromPtx: program.createProgramFromPtx,
   createProgramFromCuda: program.createProgramFromCuda,
+  // Seeing memory (lib/observe.js).
+  memoryStats: observe.memoryStats,
+  resetPeakStats: observe.resetPeakStats,
+  recordMemoryHistory: observe.recordMemoryHistory,
+  memorySnapshot: observe.memorySnapshot,
+  onOutOfMemory: observe.onOutOfMemory,
 };

@@ -10,6 +10,7 @@ const { isHostBuffer, display, typeName, nbytesArg, alignmentArg, fillValueArg, 
 const devices = require('./device.js');
 const { prefetchArgs, adviseArgs, runHint } = require('./hints.js');
 const { shareToken, openToken } = require('./share.js');
+const observe = require('./observe.js');
 
 const { INTERNAL, SyclQueue, cachedQueue, cachedQueueObject, queueHandle, contextHandle, isQueue, isContext, isDevice } = devices;
 const { ArrayBuffer, Uint8Array, Object, WeakMap, Symbol, Reflect, BigInt, Array } = globalThis;
@@ -226,11 +227,17 @@ class _Memory {
     if (typeof source === 'number' || typeof source === 'bigint') {
       const nbytes = nbytesArg(source);
       const queue = opts.queue ?? defaultQueue();
-      try {
-        this.#handle = native.memAllocate(queueHandle(queue), kind, nbytes, opts.alignment);
+      if (observe.watching()) {
+        const queueId = queueHandle(queue);
+        this.#handle = observe.allocation(() => native.memAllocate(queueId, kind, nbytes, opts.alignment), kind, nbytes, queue, new.target);
         tieLater(this);
-      } catch (error) {
-        throw fromNative(error);
+      } else {
+        try {
+          this.#handle = native.memAllocate(queueHandle(queue), kind, nbytes, opts.alignment);
+          tieLater(this);
+        } catch (error) {
+          throw fromNative(error);
+        }
       }
       this.#nbytes = nbytes;
       this.#queue = queue;
@@ -246,9 +253,15 @@ class _Memory {
     const queue = opts.queue ?? defaultQueue();
     let handle;
     try {
-      handle = native.memAdopt(from.handle, kind, opts.copy, queueHandle(queue));
+      if (opts.copy && from.facts[2] !== kind && observe.watching()) {
+        // A conversion allocates.
+        const queueId = queueHandle(queue);
+        handle = observe.allocation(() => native.memAdopt(from.handle, kind, true, queueId), kind, from.facts[0], queue, new.target);
+      } else {
+        handle = native.memAdopt(from.handle, kind, opts.copy, queueHandle(queue));
+      }
     } catch (error) {
-      throw fromNative(error);
+      throw observe.isConverted(error) ? error : fromNative(error);
     } finally {
       release(from);
     }
@@ -364,7 +377,8 @@ class _Memory {
     const target = this.#destination(dst);
     const bytes = hostArg(target, 'dst');
     try {
-      native.memCopyToHost(handle, bytes);
+      if (observe.subscribed(observe.channels.copy)) observe.traceCopy('copyToHost', this, this.#nbytes, () => native.memCopyToHost(handle, bytes));
+      else native.memCopyToHost(handle, bytes);
     } catch (error) {
       throw fromNative(error);
     }
@@ -380,7 +394,8 @@ class _Memory {
     const handle = _Memory.#live(this, 'copyFromHost');
     const bytes = hostArg(src, 'src');
     try {
-      native.memCopyFromHost(handle, bytes);
+      if (observe.subscribed(observe.channels.copy)) observe.traceCopy('copyFromHost', this, bytes.byteLength, () => native.memCopyFromHost(handle, bytes));
+      else native.memCopyFromHost(handle, bytes);
     } catch (error) {
       throw fromNative(error);
     }
@@ -390,7 +405,8 @@ class _Memory {
     const handle = _Memory.#live(this, 'copyFromDevice');
     const from = deviceSource(src);
     try {
-      native.memCopyFromDevice(handle, from.handle);
+      if (observe.subscribed(observe.channels.copy)) observe.traceCopy('copyFromDevice', this, from.facts[0], () => native.memCopyFromDevice(handle, from.handle));
+      else native.memCopyFromDevice(handle, from.handle);
     } catch (error) {
       throw fromNative(error);
     } finally {
@@ -402,7 +418,8 @@ class _Memory {
     const handle = _Memory.#live(this, 'memset');
     const byte = fillValueArg(value);
     try {
-      native.memMemset(handle, byte);
+      if (observe.subscribed(observe.channels.copy)) observe.traceCopy('memset', this, this.#nbytes, () => native.memMemset(handle, byte));
+      else native.memMemset(handle, byte);
     } catch (error) {
       throw fromNative(error);
     }
@@ -416,12 +433,18 @@ class _Memory {
     const handle = _Memory.#live(this, 'copyToHostAsync');
     const target = this.#destination(dst);
     const bytes = hostArg(target, 'dst');
+    if (observe.subscribed(observe.channels.copy)) {
+      return observe.tracePromise('copyToHostAsync', this, this.#nbytes, () => settle(() => native.memCopyToHostAsync(handle, bytes), target, this, target));
+    }
     return settle(() => native.memCopyToHostAsync(handle, bytes), target, this, target);
   }
   /** `copyFromHost` off the main thread; `src` stays alive until it settles. */
   copyFromHostAsync(src) {
     const handle = _Memory.#live(this, 'copyFromHostAsync');
     const bytes = hostArg(src, 'src');
+    if (observe.subscribed(observe.channels.copy)) {
+      return observe.tracePromise('copyFromHostAsync', this, bytes.byteLength, () => settle(() => native.memCopyFromHostAsync(handle, bytes), undefined, this, src));
+    }
     return settle(() => native.memCopyFromHostAsync(handle, bytes), undefined, this, src);
   }
   /** `copyFromDevice` off the main thread; both memories stay alive until it settles. */
@@ -429,6 +452,9 @@ class _Memory {
     const handle = _Memory.#live(this, 'copyFromDeviceAsync');
     const from = deviceSource(src);
     try {
+      if (observe.subscribed(observe.channels.copy)) {
+        return observe.tracePromise('copyFromDeviceAsync', this, from.facts[0], () => settle(() => native.memCopyFromDeviceAsync(handle, from.handle), undefined, this, src));
+      }
       return settle(() => native.memCopyFromDeviceAsync(handle, from.handle), undefined, this, src);
     } finally {
       // The task holds the source memory itself.
@@ -439,6 +465,9 @@ class _Memory {
   memsetAsync(value) {
     const handle = _Memory.#live(this, 'memsetAsync');
     const byte = fillValueArg(value);
+    if (observe.subscribed(observe.channels.copy)) {
+      return observe.tracePromise('memsetAsync', this, this.#nbytes, () => settle(() => native.memMemsetAsync(handle, byte), undefined, this));
+    }
     return settle(() => native.memMemsetAsync(handle, byte), undefined, this);
   }
 
@@ -487,7 +516,8 @@ class _Memory {
     if (typeof this !== 'object' || this === null || !(#handle in this)) throw invalidThis('_Memory', 'free');
     const handle = this.#handle;
     if (handle === null) return;
-    native.memFree(handle);
+    if (observe.subscribed(observe.channels.free)) observe.traceFree(this, this.#kind, this.#nbytes, () => native.memFree(handle));
+    else native.memFree(handle);
     this.#handle = null;
     this.#buffer = undefined;
     this.#queue = undefined;

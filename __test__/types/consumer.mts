@@ -122,3 +122,21 @@ kq.submit(kkernel, [kmem, 2], [16]);
 // @ts-expect-error a range has 1 to 3 dimensions
 kq.submit(kkernel, [kmem], [1, 2, 3, 4]);
 export { kargs, kstart, kordered, klog };
+// Seeing memory.
+import { memoryStats, resetPeakStats, recordMemoryHistory, memorySnapshot, onOutOfMemory, type MemoryStats, type MemorySnapshot, type OutOfMemoryInfo } from 'dpctl-memory';
+const memStats: MemoryStats = memoryStats();
+const peak: number = memoryStats('opencl:cpu').host.allocatedBytes.peak + memStats.all.reservedBytes.current;
+resetPeakStats();
+recordMemoryHistory({ maxEntries: 1000, stacks: true });
+const snap: MemorySnapshot = memorySnapshot();
+const firstStack: string | undefined = snap.stacks[snap.liveBlocks[0]?.stack ?? 0];
+recordMemoryHistory({ enabled: false });
+const stopObserving: () => void = onOutOfMemory((info: OutOfMemoryInfo) => {
+  const asked: number = info.nbytes;
+  const held: number | undefined = info.stats?.all.allocatedBytes.current;
+  void asked, held, info.error.code;
+});
+stopObserving();
+// @ts-expect-error maxEntries is a number
+recordMemoryHistory({ maxEntries: '10' });
+export { memStats, peak, snap, firstStack };

@@ -1,0 +1,232 @@
+// Seeing memory: memoryStats() follows every allocation and free through the pool,
+// recordMemoryHistory() and memorySnapshot() give the events, live and cached blocks with
+// the JS stacks of the allocating calls, and diagnostics_channel publishes allocations,
+// frees and copies as TracingChannels. Serial: each case compares figures with its own
+// baseline, and the process has one set of counters.
+import test from 'ava';
+import diagnostics from 'node:diagnostics_channel';
+import { addon, getDevices } from './helpers/addon.mjs';
+
+const { MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared, SyclQueue, memoryStats, resetPeakStats, recordMemoryHistory, memorySnapshot, poolTrim } = addon;
+
+const CPU = (() => {
+  try {
+    return getDevices('opencl:cpu').length > 0;
+  } catch {
+    return false;
+  }
+})();
+const WHY_NOT = CPU ? null : 'no opencl:cpu device';
+const register = (title, fn) => (WHY_NOT ? test.skip(`${title} [${WHY_NOT}: skipped]`, () => {}) : test.serial(title, fn));
+const queue = CPU ? new SyclQueue('opencl:cpu') : undefined;
+const KB = 1024;
+const classes = { device: MemoryUSMDevice, host: MemoryUSMHost, shared: MemoryUSMShared };
+const stat = (kind) => memoryStats(queue.syclDevice)[kind];
+
+register('memoryStats() has the shape of PyTorch memory_stats() for the device, each kind and all kinds', (t) => {
+  const stats = memoryStats(queue.syclDevice);
+  t.is(stats.filterString, queue.syclDevice.filterString);
+  t.is(stats.name, queue.syclDevice.name);
+  t.deepEqual(memoryStats('opencl:cpu').filterString, stats.filterString, 'a filter string names the device too');
+  for (const kind of ['all', 'device', 'host', 'shared']) {
+    for (const figure of ['allocatedBytes', 'activeBytes', 'requestedBytes', 'reservedBytes', 'allocation', 'segment']) {
+      t.deepEqual(Object.keys(stats[kind][figure]), ['current', 'peak', 'allocated', 'freed'], `${kind}.${figure}`);
+    }
+    for (const count of ['numDeviceAlloc', 'numDeviceFree', 'poolHits', 'poolMisses', 'poolEvictions', 'poolTrims', 'numAllocRetries', 'numOoms']) {
+      t.is(typeof stats[kind][count], 'number', `${kind}.${count}`);
+    }
+  }
+  t.throws(() => memoryStats(42), { instanceOf: TypeError, code: 'ERR_INVALID_ARG_TYPE' });
+});
+
+for (const kind of ['device', 'host', 'shared']) {
+  register(`${kind}: allocated, requested, reserved and the pool's hits follow allocations and frees, and a trim gives the reserve back`, (t) => {
+    poolTrim();
+    const before = stat(kind);
+    const a = new classes[kind](5000, { queue }); // the 5 KiB class
+    const b = new classes[kind](100, { queue }); // the 512-byte class
+    let now = stat(kind);
+    t.is(now.allocatedBytes.current - before.allocatedBytes.current, 5 * KB + 512, 'size classes, as PyTorch counts its rounded blocks');
+    t.is(now.requestedBytes.current - before.requestedBytes.current, 5100);
+    t.is(now.reservedBytes.current - before.reservedBytes.current, 5 * KB + 512);
+    t.deepEqual(now.activeBytes, now.allocatedBytes);
+    t.is(now.allocation.current - before.allocation.current, 2);
+    t.is(now.poolMisses - before.poolMisses, 2);
+    t.true(now.allocatedBytes.peak >= now.allocatedBytes.current);
+    a.free();
+    now = stat(kind);
+    t.is(now.allocatedBytes.current - before.allocatedBytes.current, 512);
+    t.is(now.reservedBytes.current - before.reservedBytes.current, 5 * KB + 512, 'the freed block is cached: still reserved');
+    t.is(now.allocatedBytes.freed - before.allocatedBytes.freed, 5 * KB);
+    const c = new classes[kind](4500, { queue });
+    now = stat(kind);
+    t.is(now.poolHits - before.poolHits, 1, 'the same class comes from the cache');
+    t.is(now.segment.allocated - before.segment.allocated, 2, 'no new block from the runtime');
+    c.free();
+    b.free();
+    const trimmed = stat(kind).reservedBytes.current;
+    poolTrim();
+    now = stat(kind);
+    t.is(now.reservedBytes.current, trimmed - (5 * KB + 512));
+    t.is(now.poolTrims - before.poolTrims, 1);
+    t.is(now.numDeviceFree - before.numDeviceFree, 2);
+    const all = memoryStats(queue.syclDevice).all;
+    t.true(all.allocatedBytes.allocated >= now.allocatedBytes.allocated);
+  });
+}
+
+register('resetPeakStats() sets the peaks to the current figures, and the peak of all kinds is the peak of the sum', (t) => {
+  poolTrim();
+  resetPeakStats(queue.syclDevice);
+  const base = memoryStats(queue.syclDevice).all.allocatedBytes.current;
+  const d = new MemoryUSMDevice(1 << 20, { queue });
+  d.free();
+  const h = new MemoryUSMHost(1 << 20, { queue });
+  h.free();
+  const stats = memoryStats(queue.syclDevice);
+  t.is(stats.device.allocatedBytes.peak - stats.device.allocatedBytes.current >= 1 << 20, true);
+  t.is(stats.all.allocatedBytes.peak, base + (1 << 20), 'one MiB at a time, never two');
+  resetPeakStats();
+  t.is(memoryStats(queue.syclDevice).all.allocatedBytes.peak, base);
+});
+
+function allocateHere(kind, nbytes) {
+  return new classes[kind](nbytes, { queue });
+}
+
+register('recordMemoryHistory() records allocations with their JS stacks; memorySnapshot() lists live and cached blocks, stats and events', (t) => {
+  poolTrim();
+  const early = new MemoryUSMHost(777, { queue });
+  recordMemoryHistory({ maxEntries: 1000 });
+  try {
+    const live = allocateHere('shared', 3000);
+    const gone = allocateHere('host', 9000);
+    gone.free();
+    const snapshot = memorySnapshot();
+    t.is(snapshot.format, 'dpctl-memory-snapshot');
+    t.is(snapshot.version, 1);
+    t.deepEqual(snapshot.history, { enabled: true, maxEntries: 1000, stacks: true, dropped: 0, stacksRefused: 0 });
+    const address = `0x${live.pointer.toString(16)}`;
+    const block = snapshot.liveBlocks.find((b) => b.address === address);
+    t.truthy(block, 'the live allocation is listed');
+    t.like(block, { size: 3072, requested: 3000, kind: 'shared' });
+    t.true(typeof block.timeUs === 'number' && block.timeUs <= snapshot.timeUs);
+    const stack = snapshot.stacks[block.stack];
+    t.regex(stack, /at allocateHere \(.*observe\.spec\.mjs:\d+:\d+\)/, 'the stack starts at the calling JS function');
+    t.notRegex(stack.split('\n')[0], /lib[/\\](memory|observe)\.js/, "no frame of this package's own first");
+    const earlyBlock = snapshot.liveBlocks.find((b) => b.address === `0x${early.pointer.toString(16)}`);
+    t.like(earlyBlock, { requested: 777, stack: null, timeUs: null }, 'allocated before the recording: listed, without a stack');
+    t.true(snapshot.cachedBlocks.some((b) => b.size === 10240 && b.kind === 'host'), 'the freed block is in the cache');
+    const actions = snapshot.events.map((e) => `${e.action}:${e.kind}:${e.requested}`);
+    t.deepEqual(actions, ['alloc:shared:3000', 'alloc:host:9000', 'free:host:9000']);
+    t.like(snapshot.events[2], { toCache: true, size: 10240 });
+    t.is(snapshot.events[2].stack, snapshot.events[1].stack, 'a free carries the stack of its allocation');
+    const device = snapshot.devices.find((d) => d.index === block.device);
+    t.is(device.stats.filterString, queue.syclDevice.filterString);
+    t.is(JSON.stringify(JSON.parse(JSON.stringify(snapshot))), JSON.stringify(snapshot), 'plain JSON');
+    live.free();
+    poolTrim();
+    const after = memorySnapshot();
+    const kinds = after.events.slice(3).map((e) => e.action);
+    t.deepEqual(kinds.slice(0, 1), ['free']);
+    t.true(kinds.includes('release') && kinds.at(-1) === 'trim', kinds.join(','));
+  } finally {
+    recordMemoryHistory({ enabled: false });
+    early.free();
+  }
+  const off = memorySnapshot();
+  t.is(off.events.length, 0, 'turning it off drops the recording');
+  t.is(off.history.enabled, false);
+  new MemoryUSMHost(64, { queue }).free();
+  t.is(memorySnapshot().events.length, 0, 'and records nothing more');
+});
+
+register('the ring keeps the newest maxEntries events; stacks: false records none', (t) => {
+  recordMemoryHistory({ maxEntries: 4, stacks: false });
+  try {
+    for (let i = 0; i < 5; i++) new MemoryUSMHost(100 + i, { queue }).free();
+    const snapshot = memorySnapshot();
+    t.is(snapshot.events.length, 4);
+    t.is(snapshot.history.dropped, 6);
+    t.deepEqual(snapshot.events.map((e) => e.requested), [103, 103, 104, 104]);
+    t.true(snapshot.events.every((e) => e.stack === null));
+    t.deepEqual(snapshot.stacks, []);
+  } finally {
+    recordMemoryHistory({ enabled: false });
+  }
+  t.throws(() => recordMemoryHistory({ maxEntries: 0 }), { instanceOf: RangeError });
+  t.throws(() => recordMemoryHistory({ maxEntries: 1.5 }), { instanceOf: TypeError });
+  t.throws(() => recordMemoryHistory({ stacks: 'yes' }), { instanceOf: TypeError });
+  t.throws(() => recordMemoryHistory({ bogus: 1 }), { instanceOf: TypeError, message: /unknown option 'bogus'/ });
+  t.throws(() => recordMemoryHistory(5), { instanceOf: TypeError });
+  t.is(memorySnapshot().history.enabled, false, 'a refused call changes nothing');
+});
+
+/** Collects what the TracingChannel `name` publishes. */
+function subscribe(name) {
+  const seen = [];
+  const channel = diagnostics.tracingChannel(name);
+  const handlers = Object.fromEntries(['start', 'end', 'asyncStart', 'asyncEnd', 'error'].map((event) => [event, (context) => seen.push({ event, ...context })]));
+  channel.subscribe(handlers);
+  return { seen, stop: () => channel.unsubscribe(handlers) };
+}
+
+register('allocations and frees are published on TracingChannels (start, end, error), with what was asked and got', (t) => {
+  const alloc = subscribe('dpctl-memory:alloc');
+  const free = subscribe('dpctl-memory:free');
+  let m;
+  let pointer;
+  try {
+    m = new MemoryUSMDevice(4096, { queue });
+    pointer = m.pointer;
+    m.free();
+    t.throws(() => new MemoryUSMDevice(2 ** 52, { queue }), { code: 'ERR_USM_ALLOCATION' });
+  } finally {
+    alloc.stop();
+    free.stop();
+  }
+  t.deepEqual(alloc.seen.map((e) => e.event), ['start', 'end', 'start', 'error', 'end']);
+  t.like(alloc.seen[1], { kind: 'device', nbytes: 4096, device: queue.syclDevice.filterString, pointer });
+  t.is(alloc.seen[3].error.code, 'ERR_USM_ALLOCATION');
+  t.is(alloc.seen[3].error.name, 'USMAllocationError');
+  t.deepEqual(free.seen.map((e) => e.event), ['start', 'end']);
+  t.is(free.seen[0].memory, m);
+  // Unsubscribed: nothing more.
+  new MemoryUSMHost(64, { queue }).free();
+  t.is(alloc.seen.length, 5);
+});
+
+register('copies and fills are published, the async ones with asyncStart and asyncEnd when they settle', async (t) => {
+  const copy = subscribe('dpctl-memory:copy');
+  const m = new MemoryUSMHost(1024, { queue });
+  const d = new MemoryUSMDevice(1024, { queue });
+  try {
+    m.memset(7);
+    d.copyFromDevice(m);
+    d.copyToHost(new Uint8Array(1024));
+    d.copyFromHost(new Uint8Array(10));
+    await d.copyToHostAsync();
+    await d.memsetAsync(1);
+    const big = new MemoryUSMHost(4096, { queue });
+    const failure = await (async () => {
+      try {
+        await d.copyFromDeviceAsync(big);
+      } catch (error) {
+        return error;
+      }
+    })();
+    big.free();
+    t.is(failure?.code, 'ERR_SOURCE_TOO_LARGE');
+  } finally {
+    copy.stop();
+    m.free();
+    d.free();
+  }
+  const ops = copy.seen.filter((e) => e.event === 'start').map((e) => `${e.op}:${e.async}:${e.nbytes}`);
+  t.deepEqual(ops.slice(0, 6), ['memset:false:1024', 'copyFromDevice:false:1024', 'copyToHost:false:1024', 'copyFromHost:false:10', 'copyToHostAsync:true:1024', 'memsetAsync:true:1024']);
+  const async = copy.seen.filter((e) => e.op === 'copyToHostAsync').map((e) => e.event);
+  t.deepEqual(async, ['start', 'end', 'asyncStart', 'asyncEnd']);
+  t.true(copy.seen.find((e) => e.op === 'copyToHostAsync' && e.event === 'asyncEnd').result instanceof Uint8Array);
+  const failed = copy.seen.filter((e) => e.op === 'copyFromDeviceAsync').map((e) => e.event);
+  t.true(failed.includes('error'), failed.join(','));
+});

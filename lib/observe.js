@@ -1,0 +1,295 @@
+'use strict';
+// Seeing memory: statistics per device and kind (`memoryStats`, `resetPeakStats`), the
+// history and snapshots (`recordMemoryHistory`, `memorySnapshot`), out-of-memory
+// observers (`onOutOfMemory`), and the `node:diagnostics_channel` tracing of allocations,
+// frees and copies. The counters, the history and the snapshot are the binding's
+// (`src/js/observe.rs`); this file captures JS stacks, which only JS can, and publishes
+// on the channels. With no history, no observer and no subscriber, `lib/memory.js` pays
+// one check (`watching()` or a channel's `hasSubscribers`) and nothing runs here.
+const { native } = require('./native.js');
+const { typeError, rangeError, fromNative } = require('./errors.js');
+const { display, typeName } = require('./values.js');
+const devices = require('./device.js');
+
+const { Error, Object, Number, WeakSet } = globalThis;
+const { parse } = JSON;
+const keys = Object.keys;
+const isSafeInteger = Number.isSafeInteger;
+const captureStackTrace = Error.captureStackTrace;
+const emitWarning = process.emitWarning.bind(process);
+
+const diagnostics = require('node:diagnostics_channel');
+
+/** The channels, named as undici and Node's own are (`tracing:<name>:start` and so on). */
+const channels = {
+  alloc: diagnostics.tracingChannel('dpctl-memory:alloc'),
+  free: diagnostics.tracingChannel('dpctl-memory:free'),
+  copy: diagnostics.tracingChannel('dpctl-memory:copy'),
+};
+
+// `TracingChannel.prototype.hasSubscribers` arrived in Node 20.13; before it, ask each of
+// its five channels.
+const hasOwnGetter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(channels.alloc), 'hasSubscribers') !== undefined;
+const subscribed = hasOwnGetter
+  ? (tracing) => tracing.hasSubscribers
+  : (tracing) =>
+      tracing.start.hasSubscribers ||
+      tracing.end.hasSubscribers ||
+      tracing.asyncStart.hasSubscribers ||
+      tracing.asyncEnd.hasSubscribers ||
+      tracing.error.hasSubscribers;
+
+const KIND_NAMES = ['unknown', 'device', 'shared', 'host'];
+const DEFAULT_MAX_ENTRIES = 100_000;
+const MAX_ENTRIES_LIMIT = 2 ** 26;
+/** Frames kept of each allocating call's stack by default (Node's own default limit). */
+const DEFAULT_STACK_DEPTH = 10;
+const MAX_STACK_DEPTH = 64;
+let stackDepth = DEFAULT_STACK_DEPTH;
+
+/** Whether this thread sends the JS stacks of its allocations (its recordMemoryHistory). */
+let stacks = false;
+/** Whether this thread's recording is on (a snapshot then goes to OOM observers). */
+let recording = false;
+const oomObservers = [];
+/** Errors `allocation()` converted, which its callers throw as they are. */
+const converted = new WeakSet();
+const isConverted = (error) => typeof error === 'object' && error !== null && converted.has(error);
+
+/** Whether an allocation must come through `allocation()` (stacks, observers or subscribers). */
+function watching() {
+  return stacks || oomObservers.length > 0 || subscribed(channels.alloc);
+}
+
+function deviceId(device) {
+  if (device === undefined || device === null) return undefined;
+  if (devices.isDevice(device)) return devices.deviceHandle(device);
+  if (typeof device === 'string') return devices.deviceHandle(new devices.SyclDevice(device));
+  throw typeError(`device must be a SyclDevice or a filter string, not ${display(device)}`);
+}
+
+/**
+ * The statistics of a device (the default device when none is given): each USM kind's
+ * figures and all kinds together, in PyTorch's `memory_stats()` shape.
+ */
+function memoryStats(device) {
+  const id = deviceId(device);
+  try {
+    return parse(native.observeStats(id));
+  } catch (error) {
+    throw fromNative(error);
+  }
+}
+
+/** Sets the peaks of a device (of every device when none is given) to the current figures. */
+function resetPeakStats(device) {
+  const id = deviceId(device);
+  try {
+    native.observeResetPeaks(id);
+  } catch (error) {
+    throw fromNative(error);
+  }
+}
+
+/**
+ * Starts recording (dropping what an earlier recording held) every allocation, free, block
+ * given back, trim and refusal, the last `maxEntries` of them, with the JS stack
+ * (`stackDepth` frames, default 10) of each allocating call of this thread when `stacks`
+ * (default true). `{ enabled: false }` stops and drops the recording.
+ */
+function recordMemoryHistory(options) {
+  let enabled = true;
+  let maxEntries = DEFAULT_MAX_ENTRIES;
+  let withStacks = true;
+  let depth = DEFAULT_STACK_DEPTH;
+  if (options !== undefined && options !== null) {
+    if (typeof options !== 'object') throw typeError(`options must be an object, not ${typeName(options)}`);
+    const names = keys(options);
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i];
+      const value = options[name];
+      if (value === undefined) continue;
+      if (name === 'enabled' || name === 'stacks') {
+        if (typeof value !== 'boolean') throw typeError(`${name} must be a boolean, not ${display(value)}`);
+        if (name === 'enabled') enabled = value;
+        else withStacks = value;
+      } else if (name === 'stackDepth') {
+        if (typeof value !== 'number' || !isSafeInteger(value)) throw typeError(`stackDepth must be an integer, not ${display(value)}`);
+        if (value < 1 || value > MAX_STACK_DEPTH) throw rangeError(`stackDepth must be 1 ..= ${MAX_STACK_DEPTH}, got ${value}`);
+        depth = value;
+      } else if (name === 'maxEntries') {
+        if (typeof value !== 'number' || !isSafeInteger(value)) throw typeError(`maxEntries must be an integer, not ${display(value)}`);
+        if (value < 1 || value > MAX_ENTRIES_LIMIT) throw rangeError(`maxEntries must be 1 ..= ${MAX_ENTRIES_LIMIT}, got ${value}`);
+        maxEntries = value;
+      } else {
+        throw typeError(`unknown option '${String(name).slice(0, 64)}': the options are enabled, maxEntries, stacks and stackDepth`);
+      }
+    }
+  }
+  native.observeRecord(enabled, maxEntries, enabled && withStacks);
+  recording = enabled;
+  stacks = enabled && withStacks;
+  stackDepth = depth;
+}
+
+/**
+ * A plain-JSON picture of the process's memory now: each device's statistics, the live
+ * blocks (with the stacks of their allocating calls, where recorded), the pool's cached
+ * blocks, and the recorded events and stacks.
+ */
+function memorySnapshot() {
+  try {
+    return parse(native.observeSnapshot());
+  } catch (error) {
+    throw fromNative(error);
+  }
+}
+
+/**
+ * Calls `callback({ error, nbytes, kind, device, stats, snapshot })` when an allocation of
+ * this thread fails, before the error is thrown (`snapshot` while a history is recorded).
+ * Returns a function that removes it.
+ */
+function onOutOfMemory(callback) {
+  if (typeof callback !== 'function') throw typeError(`callback must be a function, not ${display(callback)}`);
+  const entry = { callback };
+  oomObservers.push(entry);
+  return function removeOutOfMemoryObserver() {
+    const i = oomObservers.indexOf(entry);
+    if (i >= 0) oomObservers.splice(i, 1);
+  };
+}
+
+/** The stack of the JS call that allocates, without the frames of this package. */
+function captureStack(above) {
+  const holder = {};
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = stackDepth;
+  captureStackTrace(holder, above);
+  Error.stackTraceLimit = limit;
+  const text = String(holder.stack);
+  const firstFrame = text.indexOf('\n');
+  return firstFrame < 0 ? '' : text.slice(firstFrame + 1);
+}
+
+function tellObservers(error, kind, nbytes, queue) {
+  if (oomObservers.length === 0 || error.code !== 'ERR_USM_ALLOCATION') return;
+  const device = queue.syclDevice;
+  let stats;
+  let snapshot;
+  try {
+    stats = memoryStats(device);
+    snapshot = recording ? memorySnapshot() : undefined;
+  } catch {
+    // The figures could not be had (the allocation's own failure is what matters).
+  }
+  const info = { error, nbytes, kind: KIND_NAMES[kind], device: device.filterString, stats, snapshot };
+  for (const { callback } of oomObservers.slice()) {
+    try {
+      callback(info);
+    } catch (thrown) {
+      emitWarning(`an onOutOfMemory observer threw: ${thrown && thrown.message}`, { code: 'DPCTL_MEMORY_OOM_OBSERVER' });
+    }
+  }
+}
+
+/**
+ * Runs `call` (the binding's allocating call) with what is watching: the stack sent first,
+ * the `alloc` channel around it, the OOM observers told of a failure. Throws the error to
+ * throw (converted).
+ */
+function allocation(call, kind, nbytes, queue, above) {
+  if (stacks) native.observeNextStack(captureStack(above));
+  const tracing = channels.alloc;
+  const traced = subscribed(tracing);
+  const context = traced ? { kind: KIND_NAMES[kind], nbytes, device: queue.syclDevice.filterString, pointer: undefined } : undefined;
+  const run = () => {
+    let handle;
+    try {
+      handle = call();
+    } catch (carrier) {
+      const error = fromNative(carrier);
+      converted.add(error);
+      tellObservers(error, kind, nbytes, queue);
+      throw error;
+    }
+    if (context !== undefined) context.pointer = native.memPointer(handle);
+    return handle;
+  };
+  return traced ? traceSync(tracing, context, run) : run();
+}
+
+/**
+ * `fn` traced on `tracing` as `TracingChannel.traceSync` does (start, end, error), with
+ * `context.result` set to its result. `fn` throws converted errors.
+ */
+function traceSync(tracing, context, fn) {
+  return tracing.start.runStores(context, () => {
+    try {
+      const result = fn();
+      context.result = result;
+      return result;
+    } catch (error) {
+      context.error = error;
+      tracing.error.publish(context);
+      throw error;
+    } finally {
+      tracing.end.publish(context);
+    }
+  });
+}
+
+/**
+ * A binding call that throws the binding's error carriers, traced on `tracing`: the
+ * subscribers see `context.error` converted (an error of the class, code and message the
+ * caller then throws), and the carrier goes on to the caller, which converts it as usual.
+ */
+function traceNative(tracing, context, fn) {
+  let carrier;
+  let failed = false;
+  try {
+    return traceSync(tracing, context, () => {
+      try {
+        return fn();
+      } catch (thrown) {
+        carrier = thrown;
+        failed = true;
+        throw fromNative(thrown);
+      }
+    });
+  } catch (error) {
+    throw failed ? carrier : error;
+  }
+}
+
+/** `free()` traced on the `free` channel (called only while it has subscribers). */
+function traceFree(memory, kind, nbytes, fn) {
+  return traceNative(channels.free, { kind: KIND_NAMES[kind], nbytes, memory }, fn);
+}
+
+/** A synchronous copy or fill traced on the `copy` channel (only while it has subscribers). */
+function traceCopy(op, memory, nbytes, fn) {
+  return traceNative(channels.copy, { op, async: false, nbytes, memory }, fn);
+}
+
+/** An asynchronous one: `start`/`end` around the call, `asyncStart`/`asyncEnd` when it settles. */
+function tracePromise(op, memory, nbytes, fn) {
+  return channels.copy.tracePromise(fn, { op, async: true, nbytes, memory });
+}
+
+module.exports = {
+  memoryStats,
+  resetPeakStats,
+  recordMemoryHistory,
+  memorySnapshot,
+  onOutOfMemory,
+  // For lib/memory.js:
+  watching,
+  allocation,
+  isConverted,
+  channels,
+  subscribed,
+  traceFree,
+  traceCopy,
+  tracePromise,
+};
