@@ -1,0 +1,181 @@
+#!/usr/bin/env node
+'use strict';
+// The cost of seeing memory (README "Seeing memory"), each against its peer in the same run:
+//   - alloc+free with no history and no subscriber, against the same build with the
+//     sink's hooks bypassed (DPCTL_MEMORY_STATS=0, in a child process; the two children
+//     alternate round by round): target within 3 % (ratio >= 0.97);
+//   - alloc+free with a TracingChannel subscriber on alloc and free, against none, in the
+//     same process: target at most +0.3 us per allocation;
+//   - alloc+free with a history and stacks, against none: target at most +5 us;
+//   - memorySnapshot() of 10^5 live blocks: target under 200 ms;
+//   - the report of 10^6 recorded events (`dpctl-memory-report`, a child process): target
+//     under 5 s; rendered by headless Chromium (`--dump-dom`, start-up included): under 3 s.
+// Device: DPCTL_BENCH_DEVICE (default opencl:cpu). BENCH_QUICK=1 for a smoke run.
+//   node bench/observe.js
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+const diagnostics = require('node:diagnostics_channel');
+const config = require('./config');
+const { measure, median } = require('./lib');
+
+const root = path.resolve(__dirname, '..');
+const FILTER = process.env.DPCTL_BENCH_DEVICE ?? 'opencl:cpu';
+const quick = process.env.BENCH_QUICK === '1';
+const ROUNDS = quick ? 1 : 3;
+const CASES = [
+  ['host', 4096],
+  ['device', 4096],
+  ['host', 1 << 20],
+];
+
+/** In a child: alloc+free of each case, one measurement each. */
+function child() {
+  const m = require(root);
+  const queue = new m.SyclQueue(FILTER);
+  const classes = { host: m.MemoryUSMHost, device: m.MemoryUSMDevice, shared: m.MemoryUSMShared };
+  const out = {};
+  for (const [kind, n] of CASES) {
+    const Class = classes[kind];
+    out[`${kind}:${n}`] = measure(() => new Class(n, { queue }).free(), config.timing);
+  }
+  out.counted = m.memoryStats(queue.syclDevice).all.allocation.allocated > 0;
+  process.stdout.write(`@@OBSERVE@@${JSON.stringify(out)}\n`);
+}
+
+function runChild(env) {
+  const r = spawnSync(process.execPath, [__filename, '--child'], { env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 << 20 });
+  const line = (r.stdout || '').split('\n').find((l) => l.startsWith('@@OBSERVE@@'));
+  if (!line) throw new Error(`the child failed: ${r.stderr}`);
+  return JSON.parse(line.slice('@@OBSERVE@@'.length));
+}
+
+const us = (ns) => (ns / 1000).toFixed(3);
+const rows = [];
+function row(label, ours, peer, peerName, ratio, target, met) {
+  rows.push({ label, ours, peer, peerName, ratio, target, met });
+}
+
+function allocRows() {
+  const samples = {};
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [name, env] of [['ours', {}], ['bypassed', { DPCTL_MEMORY_STATS: '0' }]]) {
+      const r = runChild(env);
+      if (name === 'bypassed' && r.counted) throw new Error('DPCTL_MEMORY_STATS=0 did not bypass the counters');
+      for (const [id, v] of Object.entries(r)) {
+        if (id === 'counted') continue;
+        (samples[`${name}:${id}`] ??= []).push(...v.samples);
+      }
+    }
+  }
+  for (const [kind, n] of CASES) {
+    const ours = median(samples[`ours:${kind}:${n}`]);
+    const peer = median(samples[`bypassed:${kind}:${n}`]);
+    const ratio = peer / ours;
+    row(`alloc+free ${kind} ${n >= 1 << 20 ? `${n >> 20} MiB` : `${n >> 10} KiB`}, stats on, no history or subscriber`, `${us(ours)} us`, `${us(peer)} us`, 'hooks bypassed (DPCTL_MEMORY_STATS=0)', ratio.toFixed(3), '>= 0.97', ratio >= 0.97);
+  }
+}
+
+function sameProcessRows(m, queue) {
+  const alloc = () => new m.MemoryUSMHost(4096, { queue }).free();
+  const noop = () => {};
+  const handlers = { start: noop, end: noop, asyncStart: noop, asyncEnd: noop, error: noop };
+  const channels = ['dpctl-memory:alloc', 'dpctl-memory:free'].map((name) => diagnostics.tracingChannel(name));
+  const plain = [];
+  const traced = [];
+  const recorded = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    plain.push(...measure(alloc, config.timing).samples);
+    for (const c of channels) c.subscribe(handlers);
+    traced.push(...measure(alloc, config.timing).samples);
+    for (const c of channels) c.unsubscribe(handlers);
+    m.recordMemoryHistory({ maxEntries: 100_000, stacks: true });
+    recorded.push(...measure(alloc, config.timing).samples);
+    m.recordMemoryHistory({ enabled: false });
+  }
+  const base = median(plain);
+  const withTracing = median(traced);
+  const withHistory = median(recorded);
+  row('alloc+free host 4 KiB, TracingChannel subscriber on alloc and free', `${us(withTracing)} us`, `${us(base)} us`, 'no subscriber', (base / withTracing).toFixed(3), '+0.3 us', withTracing - base <= 300);
+  row('alloc+free host 4 KiB, history with JS stacks', `${us(withHistory)} us`, `${us(base)} us`, 'no history', (base / withHistory).toFixed(3), '+5 us', withHistory - base <= 5000);
+}
+
+function snapshotRow(m, queue) {
+  const n = quick ? 10_000 : 100_000;
+  const held = [];
+  for (let i = 0; i < n; i++) held.push(new m.MemoryUSMHost(64, { queue }));
+  const times = [];
+  let blocks = 0;
+  for (let i = 0; i < (quick ? 2 : 5); i++) {
+    const t0 = process.hrtime.bigint();
+    blocks = m.memorySnapshot().liveBlocks.length;
+    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  for (const b of held) b.free();
+  const ms = median(times);
+  row(`memorySnapshot() of ${n} live blocks (${blocks} listed)`, `${ms.toFixed(1)} ms`, '200 ms', 'target', (200 / ms).toFixed(2), '< 200 ms', ms < 200);
+}
+
+function reportRows(m, queue, dir) {
+  const events = quick ? 100_000 : 1_000_000;
+  m.recordMemoryHistory({ maxEntries: events, stacks: true });
+  const sites = [(n) => new m.MemoryUSMHost(n, { queue }), (n) => new m.MemoryUSMDevice(n, { queue }), (n) => new m.MemoryUSMShared(n, { queue })];
+  const held = [];
+  // One event per step: an allocation from one of three sites, or a free; the live set
+  // swings between a few hundred and a few thousand blocks.
+  for (let i = 0; i < events; i++) {
+    const grow = (i >> 14) % 2 === 0 ? i % 4 !== 3 : i % 4 === 3;
+    if (held.length === 0 || (grow && held.length < 5000)) held.push(sites[i % 3](512 * (1 + (i % 9))));
+    else held.splice((i * 7919) % held.length, 1)[0].free();
+  }
+  const snapshot = m.memorySnapshot();
+  m.recordMemoryHistory({ enabled: false });
+  for (const b of held) b.free();
+  const input = path.join(dir, 'snapshot.json');
+  fs.writeFileSync(input, JSON.stringify(snapshot));
+  const page = path.join(dir, 'report.html');
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'report.js'), input, '-o', page], { encoding: 'utf8' });
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  if (r.status !== 0) throw new Error(`the report failed: ${r.stderr}`);
+  row(`report of ${snapshot.events.length} events (${(fs.statSync(input).size / 2 ** 20).toFixed(0)} MiB of JSON)`, `${(ms / 1000).toFixed(2)} s`, '5 s', 'target', (5000 / ms).toFixed(2), '< 5 s', ms < 5000);
+  const chromium = process.env.CHROME_BIN ?? 'chromium';
+  if (spawnSync(chromium, ['--version']).status !== 0) {
+    row('the report rendered by Chromium', 'missing', '3 s', `no ${chromium} on PATH`, '-', '< 3 s', false);
+    return;
+  }
+  const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', `--user-data-dir=${path.join(dir, 'profile')}`];
+  const renders = [];
+  for (let i = 0; i < (quick ? 1 : 3); i++) {
+    const t1 = process.hrtime.bigint();
+    const dom = spawnSync(chromium, [...flags, '--dump-dom', `file://${page}`], { encoding: 'utf8', maxBuffer: 256 << 20 });
+    renders.push(Number(process.hrtime.bigint() - t1) / 1e6);
+    if (dom.status !== 0 || !dom.stdout.includes('id="peak-summary"')) throw new Error(`chromium did not render the report: ${dom.stderr}`);
+  }
+  const render = median(renders);
+  row('the report rendered by headless Chromium (--dump-dom, start-up included)', `${(render / 1000).toFixed(2)} s`, '3 s', 'target', (3000 / render).toFixed(2), '< 3 s', render < 3000);
+}
+
+function main() {
+  const m = require(root);
+  const queue = new m.SyclQueue(FILTER);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dpctl-memory-bench-observe-'));
+  try {
+    console.log(`bench/observe: ${queue.syclDevice.filterString} (${queue.syclDevice.name}), ${ROUNDS} round(s)`);
+    allocRows();
+    sameProcessRows(m, queue);
+    snapshotRow(m, queue);
+    reportRows(m, queue, dir);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const widths = ['label', 'ours', 'peer', 'peerName', 'ratio', 'target'].map((k) => Math.max(k.length, ...rows.map((r) => String(r[k]).length)));
+  const line = (cells) => cells.map((c, i) => String(c).padEnd(widths[i] ?? 0)).join(' | ');
+  console.log(line(['case', 'ours', 'peer', 'peer name', 'ratio', 'target', 'met']));
+  for (const r of rows) console.log(line([r.label, r.ours, r.peer, r.peerName, r.ratio, r.target, r.met ? 'yes' : 'NO']));
+  if (process.env.BENCH_STRICT === '1' && rows.some((r) => !r.met)) process.exit(1);
+}
+
+if (process.argv[2] === '--child') child();
+else main();
