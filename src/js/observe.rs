@@ -9,20 +9,16 @@ use std::sync::Arc;
 use napi::Env;
 use napi_derive::napi;
 
-use crate::error::MemoryError;
 use crate::js::errors::OrThrow;
 use crate::js::json;
+use crate::js::lookup::lookup;
+use crate::js::state::registry;
 use crate::memory::history::{Event, HistoryConfig, NO_DEVICE, NO_STACK};
 use crate::memory::observe::Sink;
 use crate::memory::pool::pool;
-use crate::memory::registry::{registry_with, Registry};
 use crate::memory::snapshot::{self, Snapshot};
 use crate::memory::stats::{DeviceCounters, KindCounters, Stat};
 use crate::runtime::{Device, UsmKind};
-
-fn registry() -> &'static Registry {
-    registry_with(crate::provider::load_all)
-}
 
 fn sink() -> &'static Sink {
     pool().sink()
@@ -33,9 +29,7 @@ fn device(env: &Env, id: Option<f64>) -> napi::Result<Arc<dyn Device>> {
     let Some(id) = id else {
         return registry().select(None).or_throw(env);
     };
-    let state = crate::js::state::state(env)?;
-    let handles = state.handles.try_borrow().map_err(|_| MemoryError::Busy).or_throw(env)?;
-    handles.devices.get(id).cloned().ok_or_else(|| MemoryError::StaleHandle { what: "device".into() }).or_throw(env)
+    lookup(env, |h| h.device(id))
 }
 
 fn stat(out: &mut String, name: &str, s: &Stat) {
