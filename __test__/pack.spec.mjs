@@ -86,6 +86,7 @@ if (reason) {
     t.deepEqual(platformFiles, ['README.md', 'dpctl-memory.linux-x64-gnu.node', 'dpctl_memory_shim.so', 'package.json']);
     const installScript = path.join(modules, '.bin', 'dpctl-memory-install-runtime');
     t.true(spawnSync('test', ['-x', installScript]).status === 0, 'npx dpctl-memory-install-runtime is installed');
+    t.true(spawnSync('test', ['-x', path.join(modules, '.bin', 'dpctl-memory-report')]).status === 0, 'npx dpctl-memory-report is installed');
 
     await writeFile(path.join(projDir, 'use.js'), USER_SCRIPT);
     const { stdout, stderr } = await run(process.execPath, ['use.js'], { cwd: projDir, env: process.env, timeout: 5 * 60 * 1000 });

@@ -11,12 +11,18 @@ const { typeError, rangeError, fromNative } = require('./errors.js');
 const { display, typeName } = require('./values.js');
 const devices = require('./device.js');
 
-const { Error, Object, Number, WeakSet } = globalThis;
+// Intrinsics are taken at load, so later changes to globals change nothing here.
+const { Error, Object, Number, WeakSet, String, Reflect } = globalThis;
 const { parse } = JSON;
 const keys = Object.keys;
+const apply = Reflect.apply;
 const isSafeInteger = Number.isSafeInteger;
 const captureStackTrace = Error.captureStackTrace;
-const emitWarning = process.emitWarning.bind(process);
+const weakSetAdd = WeakSet.prototype.add;
+const weakSetHas = WeakSet.prototype.has;
+const stringIndexOf = String.prototype.indexOf;
+const stringSlice = String.prototype.slice;
+const emitWarning = apply(Function.prototype.bind, process.emitWarning, [process]);
 
 const diagnostics = require('node:diagnostics_channel');
 
@@ -51,14 +57,18 @@ let stackDepth = DEFAULT_STACK_DEPTH;
 let stacks = false;
 /** Whether this thread's recording is on (a snapshot then goes to OOM observers). */
 let recording = false;
-const oomObservers = [];
+/**
+ * The OOM observers of this thread, a list of `{ callback, next }` links with no prototype
+ * (no Array or Set method a program may replace is called on it).
+ */
+const observers = { __proto__: null, next: null, count: 0 };
 /** Errors `allocation()` converted, which its callers throw as they are. */
 const converted = new WeakSet();
-const isConverted = (error) => typeof error === 'object' && error !== null && converted.has(error);
+const isConverted = (error) => typeof error === 'object' && error !== null && apply(weakSetHas, converted, [error]);
 
 /** Whether an allocation must come through `allocation()` (stacks, observers or subscribers). */
 function watching() {
-  return stacks || oomObservers.length > 0 || subscribed(channels.alloc);
+  return stacks || observers.count > 0 || subscribed(channels.alloc);
 }
 
 function deviceId(device) {
@@ -122,7 +132,7 @@ function recordMemoryHistory(options) {
         if (value < 1 || value > MAX_ENTRIES_LIMIT) throw rangeError(`maxEntries must be 1 ..= ${MAX_ENTRIES_LIMIT}, got ${value}`);
         maxEntries = value;
       } else {
-        throw typeError(`unknown option '${String(name).slice(0, 64)}': the options are enabled, maxEntries, stacks and stackDepth`);
+        throw typeError(`unknown option '${apply(stringSlice, String(name), [0, 64])}': the options are enabled, maxEntries, stacks and stackDepth`);
       }
     }
   }
@@ -152,28 +162,36 @@ function memorySnapshot() {
  */
 function onOutOfMemory(callback) {
   if (typeof callback !== 'function') throw typeError(`callback must be a function, not ${display(callback)}`);
-  const entry = { callback };
-  oomObservers.push(entry);
+  const entry = { __proto__: null, callback, next: null };
+  let last = observers;
+  while (last.next !== null) last = last.next;
+  last.next = entry;
+  observers.count += 1;
   return function removeOutOfMemoryObserver() {
-    const i = oomObservers.indexOf(entry);
-    if (i >= 0) oomObservers.splice(i, 1);
+    for (let link = observers; link.next !== null; link = link.next) {
+      if (link.next === entry) {
+        link.next = entry.next;
+        observers.count -= 1;
+        return;
+      }
+    }
   };
 }
 
 /** The stack of the JS call that allocates, without the frames of this package. */
 function captureStack(above) {
-  const holder = {};
+  const holder = { __proto__: null };
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = stackDepth;
   captureStackTrace(holder, above);
   Error.stackTraceLimit = limit;
   const text = String(holder.stack);
-  const firstFrame = text.indexOf('\n');
-  return firstFrame < 0 ? '' : text.slice(firstFrame + 1);
+  const firstFrame = apply(stringIndexOf, text, ['\n']);
+  return firstFrame < 0 ? '' : apply(stringSlice, text, [firstFrame + 1]);
 }
 
 function tellObservers(error, kind, nbytes, queue) {
-  if (oomObservers.length === 0 || error.code !== 'ERR_USM_ALLOCATION') return;
+  if (observers.count === 0 || error.code !== 'ERR_USM_ALLOCATION') return;
   const device = queue.syclDevice;
   let stats;
   let snapshot;
@@ -184,11 +202,24 @@ function tellObservers(error, kind, nbytes, queue) {
     // The figures could not be had (the allocation's own failure is what matters).
   }
   const info = { error, nbytes, kind: KIND_NAMES[kind], device: device.filterString, stats, snapshot };
-  for (const { callback } of oomObservers.slice()) {
+  // The observers of now: one that removes another, or adds one, changes who runs next time.
+  let count = 0;
+  for (let link = observers.next; link !== null; link = link.next) count += 1;
+  const callbacks = { __proto__: null, length: count };
+  count = 0;
+  for (let link = observers.next; link !== null; link = link.next) callbacks[count++] = link.callback;
+  for (let i = 0; i < callbacks.length; i++) {
+    const callback = callbacks[i];
     try {
       callback(info);
     } catch (thrown) {
-      emitWarning(`an onOutOfMemory observer threw: ${thrown && thrown.message}`, { code: 'DPCTL_MEMORY_OOM_OBSERVER' });
+      let why;
+      try {
+        why = String(thrown !== null && typeof thrown === 'object' ? thrown.message : thrown);
+      } catch {
+        why = 'a value that cannot be read';
+      }
+      emitWarning(`an onOutOfMemory observer threw: ${why}`, { code: 'DPCTL_MEMORY_OOM_OBSERVER' });
     }
   }
 }
@@ -209,7 +240,7 @@ function allocation(call, kind, nbytes, queue, above) {
       handle = call();
     } catch (carrier) {
       const error = fromNative(carrier);
-      converted.add(error);
+      apply(weakSetAdd, converted, [error]);
       tellObservers(error, kind, nbytes, queue);
       throw error;
     }

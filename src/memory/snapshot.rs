@@ -194,4 +194,40 @@ mod tests {
         drop(a);
         let _ = Sink::take_next_stack();
     }
+
+    #[test]
+    fn concurrent_allocations_keep_the_reserve_equal_to_what_the_runtime_handed_out() {
+        let pool: &'static Pool =
+            Box::leak(Box::new(Pool::new(true, Limits { host_cap: 2 << 20, ..Limits::default() })));
+        let context = FakeContext::new(3003, FakeDevice::new(1 << 34, 1 << 34));
+        let queue = context.queue();
+        let threads: Vec<_> = (0..8u64)
+            .map(|t| {
+                let queue = queue.clone();
+                std::thread::spawn(move || {
+                    for i in 0..400u64 {
+                        let size = (1 + (i * 7 + t) % 13) * 50_000;
+                        let a = Allocation::new_in(pool, &queue, UsmKind::Host, size, 0).unwrap();
+                        let b = Allocation::new_in(pool, &queue, UsmKind::Device, size / 3 + 1, 0).unwrap();
+                        if i % 50 == 0 {
+                            pool.trim();
+                        }
+                        drop((a, b));
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let stats = pool.sink().stats_of(queue.device().as_ref());
+        let counts = context.counts();
+        assert_eq!(stats.all.reserved_bytes.current, counts.live.values().sum::<u64>());
+        assert_eq!(stats.all.segments.current, counts.live.len() as u64);
+        assert_eq!(stats.all.allocated_bytes.current, 0);
+        assert_eq!(stats.all.allocations.allocated, 6400);
+        assert_eq!(stats.all.pool_hits + stats.all.pool_misses, 6400);
+        assert_eq!(stats.all.segments.allocated, counts.allocations);
+        assert!(stats.all.pool_evictions > 0 && stats.all.pool_trims > 0, "{stats:?}");
+    }
 }
