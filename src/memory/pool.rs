@@ -581,9 +581,9 @@ impl Pool {
         self.acquire_observed(queue, kind, nbytes, alignment, None).map(|(block, _)| block)
     }
 
-    /// [`Pool::acquire`], reported to the sink with the JS stack of the allocating call
-    /// (`stack`, from [`Sink::take_next_stack`]): returns what the allocation keeps to
-    /// report its end. A refusal for want of memory says what was asked, what the device
+    /// A block as `acquire` (the tests' form) gives one, reported to the sink with the JS
+    /// stack of the allocating call (`stack`, from [`Sink::take_next_stack`]): returns what
+    /// the allocation keeps to report its end. A refusal for want of memory says what was asked, what the device
     /// has free, what this process holds and whether a trim and retry ran.
     pub fn acquire_observed(
         &self,
@@ -740,7 +740,7 @@ impl Pool {
         self.release_observed(context, kind, block, block.size, Origin::NONE);
     }
 
-    /// [`Pool::release`] of the block of an allocation that asked for `requested` bytes,
+    /// `release` (the tests' form) of the block of an allocation that asked for `requested` bytes,
     /// reported to the sink with the `origin` its acquisition returned.
     pub fn release_observed(
         &self,
