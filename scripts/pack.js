@@ -10,8 +10,10 @@
 //   `scripts` (they run the clone's setup, tests and benches, none of which ship) and
 //   `overrides` (they pin the clone's dev tools).
 //
-// Publish the platform package first: `npm publish target/npm/dpctl-memory-linux-x64-gnu-*.tgz`,
-// then `npm publish target/npm/dpctl-memory-[0-9]*.tgz`. Prints the tarballs' paths.
+// `scripts/publish.js` publishes them (platform packages first, then dpctl-memory) after
+// setting the version of both. Prints the tarballs' paths. `packAll(dest, { version })`
+// packs both at another version without touching the repository's files (the publish
+// script's dry run).
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
@@ -37,9 +39,10 @@ function copyAtomically(from, to) {
   fs.renameSync(tmp, to);
 }
 
-function packPlatform(triple, dest) {
+function packPlatform(triple, dest, version) {
   const dir = path.join(root, 'npm', triple);
   const platform = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+  if (version) return packPlatformAt(triple, dest, dir, { ...platform, version });
   if (platform.version !== manifest.version) {
     throw new Error(`${platform.name} is at ${platform.version}, dpctl-memory at ${manifest.version}: ` +
       'run `napi version` to put them in step');
@@ -53,7 +56,25 @@ function packPlatform(triple, dest) {
   return { name: platform.name, tarball };
 }
 
-function packMain(dest, platforms) {
+/** The platform package with the manifest `platform`, staged outside the repository. */
+function packPlatformAt(triple, dest, dir, platform) {
+  const stage = fs.mkdtempSync(path.join(os.tmpdir(), 'dpctl-memory-stage-'));
+  try {
+    for (const file of artifacts(triple)) {
+      const built = path.join(root, file);
+      if (!fs.existsSync(built)) throw new Error(`${file} is not built: run \`npm run build\` first`);
+      fs.copyFileSync(built, path.join(stage, file));
+    }
+    fs.copyFileSync(path.join(dir, 'README.md'), path.join(stage, 'README.md'));
+    fs.writeFileSync(path.join(stage, 'package.json'), `${JSON.stringify(platform, null, 2)}\n`);
+    const tarball = npm(['pack', '--ignore-scripts', '--pack-destination', dest, stage], root).trim().split('\n').pop();
+    return { name: platform.name, tarball };
+  } finally {
+    fs.rmSync(stage, { recursive: true, force: true });
+  }
+}
+
+function packMain(dest, platforms, version = manifest.version) {
   const [{ files }] = JSON.parse(npm(['pack', '--dry-run', '--json', '--ignore-scripts'], root));
   const stage = fs.mkdtempSync(path.join(os.tmpdir(), 'dpctl-memory-stage-'));
   try {
@@ -62,8 +83,8 @@ function packMain(dest, platforms) {
       fs.mkdirSync(path.dirname(path.join(stage, file)), { recursive: true });
       fs.copyFileSync(path.join(root, file), path.join(stage, file));
     }
-    const published = { ...manifest };
-    published.optionalDependencies = Object.fromEntries(platforms.map(({ name }) => [name, manifest.version]));
+    const published = { ...manifest, version };
+    published.optionalDependencies = Object.fromEntries(platforms.map(({ name }) => [name, version]));
     delete published.scripts;
     delete published.overrides;
     fs.writeFileSync(path.join(stage, 'package.json'), `${JSON.stringify(published, null, 2)}\n`);
@@ -73,11 +94,14 @@ function packMain(dest, platforms) {
   }
 }
 
-/** Packs every package into `dest`; returns the tarballs' paths, platform packages first. */
-function packAll(dest = path.join(root, 'target', 'npm')) {
+/**
+ * Packs every package into `dest`; returns the tarballs' paths, platform packages first.
+ * `version`: pack at that version instead of the repository's (its files are unchanged).
+ */
+function packAll(dest = path.join(root, 'target', 'npm'), { version } = {}) {
   fs.mkdirSync(dest, { recursive: true });
-  const platforms = PLATFORMS.map((triple) => packPlatform(triple, dest));
-  return [...platforms.map(({ tarball }) => tarball), packMain(dest, platforms)].map((name) => path.join(dest, name));
+  const platforms = PLATFORMS.map((triple) => packPlatform(triple, dest, version));
+  return [...platforms.map(({ tarball }) => tarball), packMain(dest, platforms, version)].map((name) => path.join(dest, name));
 }
 
 module.exports = { packAll, PLATFORMS };
