@@ -1,4 +1,7 @@
-// Type declarations of dpctl-memory (written by hand, checked by __test__/types.spec.mjs).
+// Type declarations of dpctl-memory (written by hand, checked by __test__/types.spec.mjs
+// and __test__/typescript-versions.spec.mjs). The API reference docs/api/ is generated from
+// this file and its doc comments: after changing either, run `npm run docs` and commit
+// docs/api (__test__/api-docs.spec.mjs fails until they agree).
 /// <reference types="node" />
 
 /** A host buffer a copy can read from or write into. */
@@ -235,107 +238,356 @@ export type MemoryOfKind<K extends MemoryKind> = K extends 'device'
     ? MemoryUSMHost
     : MemoryUSMShared
 
-/** What all three memory classes share (dpctl's `_Memory`); not constructible itself. */
+/**
+ * What all three memory classes share (dpctl's `_Memory`); not constructible itself
+ * (`new _Memory()` throws `ERR_CONSTRUCT_CALL_REQUIRED`): `m instanceof _Memory` holds for
+ * every memory object.
+ *
+ * Every getter and method throws `ERR_USM_FREED` after `free()` (only `free()`,
+ * `toString()`, `toJSON()` and `util.inspect` still work), and `ERR_INVALID_THIS` when
+ * called on an object that is not memory (`const { free } = mem; free()`).
+ *
+ * @example
+ * ```js
+ * const { MemoryUSMShared, MemoryUSMDevice } = require('dpctl-memory');
+ * const shared = new MemoryUSMShared(1024);          // on the default device
+ * new Uint8Array(shared.buffer).fill(7);             // host-visible, no copy
+ * const dev = new MemoryUSMDevice(1024, { queue: shared.syclQueue });
+ * dev.copyFromDevice(shared);                        // device to device
+ * const bytes = await dev.copyToHostAsync();         // Uint8Array, off the main thread
+ * shared.free(); dev.free();
+ * ```
+ */
 export declare abstract class _Memory implements CloneGuarded {
   protected constructor()
   readonly __dpctlMemoryCloneGuard__: object
-  /** Extent of this USM buffer in bytes. */
+  /**
+   * Extent of this USM buffer in bytes.
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
   get nbytes(): number
-  /** Extent of this USM buffer in bytes (same as `nbytes`). */
+  /**
+   * Extent of this USM buffer in bytes (same as `nbytes`).
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
   get size(): number
-  /** The USM address. */
+  /**
+   * The USM address.
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
   get pointer(): bigint
-  /** The object that keeps this memory alive (the exporter it was made from), or `null`. */
+  /**
+   * The object that keeps this memory alive (the exporter it was made from), or `null`.
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
   get referenceObj(): object | null
-  /** The queue the memory is used through. */
+  /**
+   * The queue the memory is used through.
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
   get syclQueue(): SyclQueue
-  /** The context the USM pointer is bound to. */
+  /**
+   * The context the USM pointer is bound to.
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
   get syclContext(): SyclContext
-  /** The device the memory belongs to. */
+  /**
+   * The device the memory belongs to.
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
   get syclDevice(): SyclDevice
   /**
    * The zero-copy `ArrayBuffer` over host or shared memory: the same object on every
-   * read, detached by `free()`. Throws `ERR_NOT_HOST_ACCESSIBLE` for device memory.
+   * read, detached by `free()` (every view of it then has length 0).
+   * @throws `ERR_NOT_HOST_ACCESSIBLE` for device memory (copy it with `copyToHost()`).
+   * @throws `ERR_READ_ONLY` for memory from a read-only interface (JS has no read-only
+   * `ArrayBuffer`).
+   * @throws `ERR_HOST_BUFFER_TOO_LARGE` (a `RangeError`) for memory larger than an
+   * `ArrayBuffer` may be.
+   * @throws `ERR_EXTERNAL_BUFFERS_UNSUPPORTED` where the JS engine forbids external
+   * buffers (Electron).
+   * @throws `ERR_USM_FREED` after `free()`.
    */
   get buffer(): ArrayBuffer
-  /** The USM kind in the context of `syclobj`, or in the memory's own context. */
+  /**
+   * The USM kind in the context of `syclobj`, or in the memory's own context.
+   * @throws `ERR_INVALID_SYCLOBJ` (a `TypeError`) when `syclobj` is neither a queue nor a context.
+   */
   getUsmType(syclobj?: SyclQueue | SyclContext | null): UsmType
-  /** dpctl's enum value of `getUsmType()`: unknown 0, device 1, shared 2, host 3. */
+  /**
+   * dpctl's enum value of `getUsmType()`: unknown 0, device 1, shared 2, host 3.
+   * @throws `ERR_INVALID_SYCLOBJ` as `getUsmType`.
+   */
   getUsmTypeEnum(syclobj?: SyclQueue | SyclContext | null): 0 | 1 | 2 | 3
-  /** Copies the memory into a new `Uint8Array`. */
+  /**
+   * Copies the memory into a new `Uint8Array`.
+   * @throws `ERR_HOST_BUFFER_TOO_LARGE` (a `RangeError`) for memory larger than a
+   * `Uint8Array` may be.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime's copy fails.
+   */
   copyToHost(): Uint8Array
-  /** Copies the memory into `dst` (at least `nbytes` long) and returns `dst`. */
+  /**
+   * Copies the memory into the start of `dst` and returns `dst`.
+   * @param dst An `ArrayBuffer`, `SharedArrayBuffer`, TypedArray, `DataView` or `Buffer`
+   * of at least `nbytes` bytes.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dst` is not one of those.
+   * @throws `ERR_DESTINATION_TOO_SMALL` (a `RangeError`) when `dst` is shorter than `nbytes`.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime's copy fails.
+   */
   copyToHost<T extends HostBuffer>(dst: T): T
-  /** Writes all of `src` (at most `nbytes` long) at offset 0. */
+  /**
+   * Writes all of `src` at offset 0 (an empty `src` does nothing); the bytes after it
+   * are left as they are.
+   * @param src An `ArrayBuffer`, `SharedArrayBuffer`, TypedArray, `DataView` or `Buffer`
+   * of at most `nbytes` bytes.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `src` is not one of those.
+   * @throws `ERR_SOURCE_TOO_LARGE` (a `RangeError`) when `src` is longer than `nbytes`.
+   * @throws `ERR_READ_ONLY` for memory from a read-only interface.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime's copy fails.
+   */
   copyFromHost(src: HostBuffer): void
-  /** Copies all of `src` to offset 0, through the host when the two are in different contexts. */
+  /**
+   * Copies all of `src` to offset 0, through the host when the two are in different
+   * contexts (and as `memmove` where they overlap).
+   * @param src Memory of any kind, or any object exposing `__sycl_usm_array_interface__`.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `src` is neither.
+   * @throws `ERR_SUAI_*` codes when `src`'s interface is malformed, or points outside
+   * its allocation.
+   * @throws `ERR_SOURCE_TOO_LARGE` (a `RangeError`) when `src` is longer than `nbytes`.
+   * @throws `ERR_READ_ONLY` for memory from a read-only interface.
+   */
   copyFromDevice(src: _Memory | SyclUsmArrayInterfaceExporter): void
-  /** Fills the memory with the byte `value` (an integer 0..255, default 0). */
+  /**
+   * Fills the memory with the byte `value`.
+   * @param value An integer 0..255 (default 0).
+   * @throws `ERR_INVALID_FILL_VALUE` (a `RangeError`) for any other value.
+   * @throws `ERR_READ_ONLY` for memory from a read-only interface.
+   */
   memset(value?: number): void
-  /** `copyToHost` off the main thread, into a new `Uint8Array`. */
+  /**
+   * `copyToHost()` off the main thread, into a new `Uint8Array`.
+   * @throws `ERR_HOST_BUFFER_TOO_LARGE` as `copyToHost()`.
+   */
   copyToHostAsync(): Promise<Uint8Array>
-  /** `copyToHost` off the main thread: resolves to `dst` once the copy is done. */
+  /**
+   * `copyToHost(dst)` off the main thread: resolves to `dst` once the copy is done. The
+   * memory and `dst` stay alive until it settles, even if this object is freed meanwhile.
+   * @throws `ERR_INVALID_ARG_TYPE` at the call, as `copyToHost(dst)`.
+   * @throws `ERR_DESTINATION_TOO_SMALL`: the Promise rejects at once, before any work,
+   * with `copyToHost(dst)`'s error; also when a plain `ArrayBuffer` `dst` was detached
+   * or shrunk while the copy ran.
+   */
   copyToHostAsync<T extends HostBuffer>(dst: T): Promise<T>
-  /** `copyFromHost` off the main thread; `src` stays alive until it settles. */
+  /**
+   * `copyFromHost(src)` off the main thread; `src` stays alive until it settles.
+   * @throws `ERR_INVALID_ARG_TYPE` at the call, as `copyFromHost(src)`.
+   * @throws `ERR_SOURCE_TOO_LARGE`, `ERR_READ_ONLY`: the Promise rejects at once, before
+   * anything is copied, with `copyFromHost(src)`'s error.
+   */
   copyFromHostAsync(src: HostBuffer): Promise<void>
-  /** `copyFromDevice` off the main thread; both memories stay alive until it settles. */
+  /**
+   * `copyFromDevice(src)` off the main thread; both memories stay alive until it settles.
+   * @throws `ERR_NOT_USM` and `ERR_SUAI_*` at the call, as `copyFromDevice(src)`.
+   * @throws `ERR_SOURCE_TOO_LARGE`, `ERR_READ_ONLY`: the Promise rejects at once, before
+   * any work, with `copyFromDevice(src)`'s error.
+   */
   copyFromDeviceAsync(src: _Memory | SyclUsmArrayInterfaceExporter): Promise<void>
-  /** `memset` off the main thread. */
+  /**
+   * `memset(value)` off the main thread.
+   * @throws `ERR_INVALID_FILL_VALUE` at the call, as `memset(value)`.
+   * @throws `ERR_READ_ONLY`: the Promise rejects at once, as `memset(value)` throws.
+   */
   memsetAsync(value?: number): Promise<void>
-  /** A copy of the memory as a `Buffer` of its own (`buffer.byteLength === nbytes`, never a slice of Node's pool). */
+  /**
+   * A copy of the memory as a `Buffer` of its own (`buffer.byteLength === nbytes`, never
+   * a slice of Node's pool).
+   * @throws `ERR_HOST_BUFFER_TOO_LARGE` (a `RangeError`) for memory larger than a
+   * `Buffer` may be.
+   */
   toBytes(): Buffer
-  /** `{ data: [pointer, readOnly], shape: [nbytes], strides: null, typestr: '|u1', version: 1, syclobj }`, new on every read. */
+  /**
+   * `{ data: [pointer, readOnly], shape: [nbytes], strides: null, typestr: '|u1', version: 1, syclobj }`, new on every read.
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
   get __sycl_usm_array_interface__(): SyclUsmArrayInterface
   /**
    * A token that another thread (or this one) opens with `openShared(token)` into a
    * memory object of its own over the same allocation, zero-copy. The token holds the
    * allocation until it is opened, revoked or its timeout passes; it opens once.
-   * Throws `ERR_SHARE_NOT_OWNED` for memory another library's exporter owns.
+   * @throws `ERR_SHARE_NOT_OWNED` for memory another library's exporter owns.
+   * @throws `ERR_INVALID_TIMEOUT` (a `RangeError`) for a `timeout` that is not an
+   * integer from 1 to 2^31 - 1 ms; `ERR_INVALID_ARG_TYPE` for other options.
    */
   share(options?: ShareOptions | null): SharedMemoryToken
   /**
    * Releases this object's reference to the memory now and detaches its `buffer`.
-   * Idempotent; every later use throws `ERR_USM_FREED`. Views keep the memory alive
-   * until they are freed too; memory never freed is released by garbage collection.
+   * Idempotent; every later use but `toString()` throws `ERR_USM_FREED`. Memory objects
+   * made from this one keep the memory alive until they are freed too; memory never
+   * freed is released by garbage collection.
    */
   free(): void
   /** Same as `free()`, for `using` declarations. */
   [Symbol.dispose](): void
-  /** `<SYCL(TM) USM-host allocation of 16 bytes at 0x…>`, as dpctl's repr. */
+  /** `<SYCL(TM) USM-host allocation of 16 bytes at 0x…>`, as dpctl's repr; after `free()`, `<SYCL(TM) USM-host allocation (freed)>`. */
   toString(): string
   /** What `JSON.stringify` writes: `toString()`. */
   toJSON(): string
 }
 
-/** USM device memory: reachable from the host only through copies. */
+/**
+ * USM device memory: reachable from the host only through copies (`copyToHost`,
+ * `copyFromHost`, their async forms), never through a `buffer`.
+ *
+ * @example
+ * ```js
+ * const { MemoryUSMDevice, SyclQueue } = require('dpctl-memory');
+ * const queue = new SyclQueue('gpu');                    // or the default device: new SyclQueue()
+ * const dev = new MemoryUSMDevice(4096, { queue });
+ * dev.copyFromHost(new Float32Array(1024).fill(1.5));   // host to device
+ * const back = new Float32Array(dev.copyToHost().buffer);
+ * dev.free();
+ * ```
+ */
 export declare class MemoryUSMDevice extends _Memory {
   /**
-   * `new MemoryUSMDevice(nbytes, { alignment?, queue? })` allocates `nbytes` (a positive
-   * number or bigint); `new MemoryUSMDevice(usmObj, { copy?, queue? })` views the memory
-   * of `usmObj` when it is USM device memory, or copies it with `copy: true`.
+   * `new MemoryUSMDevice(nbytes, { alignment?, queue? })` allocates `nbytes` of USM
+   * device memory; `new MemoryUSMDevice(usmObj, { copy?, queue? })` views the memory of
+   * `usmObj` when it is USM device memory (zero-copy), or copies it into a new allocation
+   * with `copy: true`.
+   *
+   * @param source A byte count (a positive safe integer `number`, or a `bigint`), or
+   * memory of any kind, or any object exposing `__sycl_usm_array_interface__`. Host data
+   * (an `ArrayBuffer` or a view) is not memory: allocate by size, then `copyFromHost` it.
+   * @param options `alignment` (0, the default, or a power of two; ignored when viewing),
+   * `queue` (default: the cached queue of the default device), `copy` (a boolean).
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `nbytes` is not a positive integer.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for a `source` or option of the wrong
+   * type, an unknown option, or options that are not an object (`{ alignment: 16 }`, not
+   * dpctl's positional `16`).
+   * @throws `ERR_INVALID_ALIGNMENT` (a `RangeError`) for an alignment that is not 0 or a
+   * power of two.
+   * @throws `ERR_USM_ALLOCATION` (`USMAllocationError`) when the runtime cannot allocate
+   * (the message names the device's `maxMemAllocSize` when `nbytes` is beyond it).
+   * @throws `ERR_QUEUE_CREATION` (`SyclQueueCreationError`) when there is no default
+   * device (no runtime installed; see `getRuntimeDiagnostics()`).
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `source` is an object that is not memory.
+   * @throws `ERR_USM_KIND_MISMATCH` when `source` is memory of another kind and `copy`
+   * is not `true`.
+   * @throws `ERR_SUAI_*` codes when `source`'s interface is malformed, its pointer is not
+   * USM memory of its `syclobj`'s context, or its bytes leave the allocation.
+   * @throws `ERR_USM_FREED` when `source` is memory that was freed.
    */
   constructor(source: number | bigint | _Memory | SyclUsmArrayInterfaceExporter, options?: MemoryOptions)
   share(options?: ShareOptions | null): SharedMemoryToken<'device'>
 }
 
-/** USM host memory: host memory the device can reach; `buffer` views it with no copy. */
+/**
+ * USM host memory: host memory (pinned, on a GPU) that the device reaches directly;
+ * `buffer` views it with no copy, and copies between it and device memory go straight
+ * to the runtime.
+ *
+ * @example
+ * ```js
+ * const { MemoryUSMHost, MemoryUSMDevice } = require('dpctl-memory');
+ * const host = new MemoryUSMHost(4096);                   // on the default device
+ * new Float32Array(host.buffer).fill(1.5);                // writes USM memory, no copy
+ * const dev = new MemoryUSMDevice(host, { copy: true });  // a device copy of it
+ * await host.copyFromDeviceAsync(dev);                    // and back, off the main thread
+ * host.free(); dev.free();
+ * ```
+ */
 export declare class MemoryUSMHost extends _Memory {
-  /** As `MemoryUSMDevice`, for USM host memory. */
+  /**
+   * `new MemoryUSMHost(nbytes, { alignment?, queue? })` allocates `nbytes` of USM host
+   * memory; `new MemoryUSMHost(usmObj, { copy?, queue? })` views the memory of `usmObj`
+   * when it is USM host memory (zero-copy), or copies it into a new allocation with
+   * `copy: true`.
+   *
+   * @param source A byte count (a positive safe integer `number`, or a `bigint`), or
+   * memory of any kind, or any object exposing `__sycl_usm_array_interface__`. Host data
+   * (an `ArrayBuffer` or a view) is not memory: allocate by size, then `copyFromHost` it.
+   * @param options `alignment` (0, the default, or a power of two; ignored when viewing),
+   * `queue` (default: the cached queue of the default device), `copy` (a boolean).
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `nbytes` is not a positive integer.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for a `source` or option of the wrong
+   * type, an unknown option, or options that are not an object (`{ alignment: 16 }`, not
+   * dpctl's positional `16`).
+   * @throws `ERR_INVALID_ALIGNMENT` (a `RangeError`) for an alignment that is not 0 or a
+   * power of two.
+   * @throws `ERR_USM_ALLOCATION` (`USMAllocationError`) when the runtime cannot allocate
+   * (the message names the device's `maxMemAllocSize` when `nbytes` is beyond it).
+   * @throws `ERR_QUEUE_CREATION` (`SyclQueueCreationError`) when there is no default
+   * device (no runtime installed; see `getRuntimeDiagnostics()`).
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `source` is an object that is not memory.
+   * @throws `ERR_USM_KIND_MISMATCH` when `source` is memory of another kind and `copy`
+   * is not `true`.
+   * @throws `ERR_SUAI_*` codes when `source`'s interface is malformed, its pointer is not
+   * USM memory of its `syclobj`'s context, or its bytes leave the allocation.
+   * @throws `ERR_USM_FREED` when `source` is memory that was freed.
+   */
   constructor(source: number | bigint | _Memory | SyclUsmArrayInterfaceExporter, options?: MemoryOptions)
   share(options?: ShareOptions | null): SharedMemoryToken<'host'>
 }
 
-/** USM shared memory: migrates between host and device; `buffer` views it with no copy. */
+/**
+ * USM shared memory: migrates between host and device as either touches it; `buffer`
+ * views it with no copy. `prefetch()` and `memAdvise()` give the runtime placement hints.
+ *
+ * @example
+ * ```js
+ * const { MemoryUSMShared } = require('dpctl-memory');
+ * const src = new Uint8Array([1, 2, 3, 4]);
+ * const m = new MemoryUSMShared(src.byteLength, { alignment: 64 }); // allocated by size
+ * m.copyFromHost(src);                                  // then filled
+ * const view = new Uint8Array(m.buffer);                // zero-copy, not new Uint8Array(m)
+ * await m.prefetch({ to: 'device' });                   // a hint: { applied }
+ * m.free();                                             // view.length is 0 from here on
+ * ```
+ */
 export declare class MemoryUSMShared extends _Memory {
-  /** As `MemoryUSMDevice`, for USM shared memory. */
+  /**
+   * `new MemoryUSMShared(nbytes, { alignment?, queue? })` allocates `nbytes` of USM
+   * shared memory; `new MemoryUSMShared(usmObj, { copy?, queue? })` views the memory of
+   * `usmObj` when it is USM shared memory (zero-copy), or copies it into a new allocation
+   * with `copy: true`. On a CUDA device a request beyond the device's free memory is
+   * refused before it is tried (oversubscribed managed memory can hang the GPU).
+   *
+   * @param source A byte count (a positive safe integer `number`, or a `bigint`), or
+   * memory of any kind, or any object exposing `__sycl_usm_array_interface__`. Host data
+   * (an `ArrayBuffer` or a view) is not memory: allocate by size, then `copyFromHost` it.
+   * @param options `alignment` (0, the default, or a power of two; ignored when viewing),
+   * `queue` (default: the cached queue of the default device), `copy` (a boolean).
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `nbytes` is not a positive integer.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for a `source` or option of the wrong
+   * type, an unknown option, or options that are not an object (`{ alignment: 16 }`, not
+   * dpctl's positional `16`).
+   * @throws `ERR_INVALID_ALIGNMENT` (a `RangeError`) for an alignment that is not 0 or a
+   * power of two.
+   * @throws `ERR_USM_ALLOCATION` (`USMAllocationError`) when the runtime cannot allocate,
+   * or refuses (managed memory beyond the device's free memory); the message names the
+   * device's `maxMemAllocSize` when `nbytes` is beyond it.
+   * @throws `ERR_QUEUE_CREATION` (`SyclQueueCreationError`) when there is no default
+   * device (no runtime installed; see `getRuntimeDiagnostics()`).
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `source` is an object that is not memory.
+   * @throws `ERR_USM_KIND_MISMATCH` when `source` is memory of another kind and `copy`
+   * is not `true`.
+   * @throws `ERR_SUAI_*` codes when `source`'s interface is malformed, its pointer is not
+   * USM memory of its `syclobj`'s context, or its bytes leave the allocation.
+   * @throws `ERR_USM_FREED` when `source` is memory that was freed.
+   */
   constructor(source: number | bigint | _Memory | SyclUsmArrayInterfaceExporter, options?: MemoryOptions)
   share(options?: ShareOptions | null): SharedMemoryToken<'shared'>
   /**
    * Migrates the memory to the device (the default) or the host. `applied` is `false`
    * where the runtime does nothing (the OpenCL CPU device; SYCL has no prefetch to the host).
+   * @throws `ERR_INVALID_ARG_TYPE` or `ERR_INVALID_ARG_VALUE` (a `TypeError`) for bad options.
    */
   prefetch(options?: PrefetchOptions): Promise<HintResult>
-  /** A usage hint for the runtime's page placement; the contents never change. */
+  /**
+   * A usage hint for the runtime's page placement; the contents never change.
+   * @throws `ERR_INVALID_ARG_TYPE` or `ERR_INVALID_ARG_VALUE` (a `TypeError`) for an
+   * advice or location that is not one of the names.
+   */
   memAdvise(advice: MemAdvice, options?: MemAdviseOptions): Promise<HintResult>
 }
 
@@ -398,23 +650,44 @@ export declare class HostRegistration implements CloneGuarded {
  * `cuMemHostRegister`, SYCL `prepare_for_device_copy`). A copy uses the registration only
  * while the buffer it is given is the registered buffer object, not detached, with the
  * registered data pointer and length; otherwise it takes the ordinary path.
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `buffer` is not host memory, or for bad options.
+ * @throws `ERR_INVALID_SIZE` (a `RangeError`) for an empty or detached buffer.
+ * @throws `ERR_HOST_RANGE_REGISTERED` when the bytes overlap a live registration.
  */
 export declare function registerHost(buffer: HostBuffer, options?: RegisterHostOptions): HostRegistration
 
-/** The memory `obj` exposes, in the class of its USM kind, without copying. */
+/**
+ * The memory `obj` exposes, in the class of its USM kind, without copying.
+ * @throws `ERR_NOT_USM` (a `TypeError`) when `obj` is not memory and exposes no interface.
+ * @throws `ERR_UNKNOWN_USM_TYPE` when the pointer's USM kind cannot be told.
+ * @throws `ERR_SUAI_*` codes when the interface is malformed or leaves its allocation.
+ */
 export declare function asUsmMemory(obj: _Memory | SyclUsmArrayInterfaceExporter): MemoryUSMDevice | MemoryUSMHost | MemoryUSMShared
 
 /**
  * Opens a token of `mem.share()` (made in any thread of this process) into a memory
  * object of its kind over the same allocation, with a `buffer` of its own for host and
- * shared memory; it holds the allocation until freed. Throws `ERR_SHARE_TOKEN_OPENED`,
- * `ERR_SHARE_TOKEN_EXPIRED`, `ERR_SHARE_TOKEN_REVOKED` or `ERR_SHARE_TOKEN_INVALID`.
+ * shared memory; it holds the allocation until freed.
+ * @example
+ * ```js
+ * // main thread
+ * worker.postMessage(mem.share());
+ * // worker
+ * parentPort.once('message', (token) => { const mine = openShared(token); ...; mine.free(); });
+ * ```
+ * @throws `ERR_SHARE_TOKEN_OPENED` when the token was opened before (a token opens once).
+ * @throws `ERR_SHARE_TOKEN_EXPIRED` when its timeout passed before it was opened.
+ * @throws `ERR_SHARE_TOKEN_REVOKED` after `revokeShared(token)`.
+ * @throws `ERR_SHARE_TOKEN_INVALID` (a `TypeError`) for anything that is not a token
+ * `share()` made in this process.
  */
 export declare function openShared<K extends MemoryKind>(token: SharedMemoryToken<K>): MemoryOfKind<K>
 
 /**
  * Revokes a token of `mem.share()` not yet opened, giving back what it held: `true`;
  * `false` when it was already opened, revoked or expired.
+ * @throws `ERR_SHARE_TOKEN_INVALID` (a `TypeError`) for anything that is not a token
+ * `share()` made in this process.
  */
 export declare function revokeShared(token: SharedMemoryToken): boolean
 
@@ -431,11 +704,23 @@ export interface IPCOpenOptions {
 /**
  * The IPC handle of USM device memory that owns its whole allocation: bytes another
  * process of this machine opens with `IPCMemoryHandle.open`. Making one marks the
- * allocation as exported: it is freed, never pooled, when it goes. Throws
- * `ERR_IPC_NOT_EXPORTABLE` for other memory, `ERR_IPC_UNAVAILABLE` where the runtime has
- * no IPC.
+ * allocation as exported: it is freed, never pooled, when it goes.
+ * @example
+ * ```js
+ * // exporter
+ * const handle = new IPCMemoryHandle(mem);
+ * child.send({ bytes: [...handle.toBytes()], nbytes: handle.nbytes });
+ * // importer (another process)
+ * const opened = IPCMemoryHandle.open(Uint8Array.from(msg.bytes), { nbytes: msg.nbytes });
+ * ```
  */
 export declare class IPCMemoryHandle implements CloneGuarded {
+  /**
+   * @throws `ERR_IPC_NOT_EXPORTABLE` for memory that is not USM device memory owning its
+   * whole allocation.
+   * @throws `ERR_IPC_UNAVAILABLE` where the device's runtime has no IPC (every SYCL device
+   * of the pinned runtime).
+   */
   constructor(memory: MemoryUSMDevice)
   readonly __dpctlMemoryCloneGuard__: object
   /** The handle's bytes (CUDA: the driver's 64-byte `CUipcMemHandle`), a new copy each call. */
@@ -443,9 +728,12 @@ export declare class IPCMemoryHandle implements CloneGuarded {
   /** Bytes of the exported memory, to send with the handle. */
   get nbytes(): number
   /**
-   * Opens handle bytes another process exported. Throws `ERR_IPC_HANDLE_LENGTH`,
-   * `ERR_IPC_HANDLE_INVALID`, `ERR_IPC_HANDLE_OPEN`, `ERR_IPC_OUT_OF_BOUNDS` or
-   * `ERR_IPC_UNAVAILABLE`.
+   * Opens handle bytes another process exported.
+   * @throws `ERR_IPC_HANDLE_LENGTH` (a `RangeError`) for bytes of the wrong length.
+   * @throws `ERR_IPC_HANDLE_INVALID` for bytes the runtime cannot open.
+   * @throws `ERR_IPC_HANDLE_OPEN` when the handle is already open in this process.
+   * @throws `ERR_IPC_OUT_OF_BOUNDS` (a `RangeError`) for `nbytes` beyond the export.
+   * @throws `ERR_IPC_UNAVAILABLE` where the device's runtime has no IPC.
    */
   static open(bytes: Uint8Array, options: IPCOpenOptions): MemoryIPCDevice
   /** Whether memory on `device` (default: the default device) can be shared with other processes. */
@@ -458,17 +746,31 @@ export declare class MemoryIPCDevice extends MemoryUSMDevice {
   private constructor()
 }
 
-/** A SYCL device: a CPU or GPU that USM memory can live on. */
+/**
+ * A SYCL device: a CPU or GPU that USM memory can live on. Its properties are read once
+ * and kept.
+ * @example
+ * ```js
+ * const { SyclDevice, getDevices } = require('dpctl-memory');
+ * for (const d of getDevices()) console.log(d.filterString, d.name, d.globalMemSize);
+ * const gpu = new SyclDevice('gpu');      // throws SyclDeviceCreationError where there is none
+ * gpu.hasAspect('usm_shared_allocations');
+ * ```
+ */
 export declare class SyclDevice implements CloneGuarded {
   readonly __dpctlMemoryCloneGuard__: object
   /**
    * Selects a device by SYCL filter string (`backend:type:index`, every part optional:
    * `'cpu'`, `'gpu'`, `'opencl:cpu:0'`, `'cuda:gpu:1'`), or the default device (a GPU if
-   * there is one). Throws `SyclDeviceCreationError` when nothing matches.
+   * there is one).
+   * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) when nothing matches or the
+   * filter string cannot be understood.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `filter` is not a string.
    */
   constructor(filter?: string | null)
   /** The device's name, e.g. `'NVIDIA H200'`. */
   get name(): string
+  /** The device's vendor, e.g. `'NVIDIA Corporation'`. */
   get vendor(): string
   /** The backend as filter strings write it: `'opencl'`, `'level_zero'`, `'cuda'`, ... */
   get backend(): string
@@ -476,6 +778,7 @@ export declare class SyclDevice implements CloneGuarded {
   get deviceType(): string
   /** The filter string that selects exactly this device, e.g. `'opencl:cpu:0'`. */
   get filterString(): string
+  /** The version of the device's driver, as its runtime reports it. */
   get driverVersion(): string
   /** Global memory in bytes. */
   get globalMemSize(): number
@@ -499,6 +802,8 @@ export declare class SyclContext implements CloneGuarded {
    * With no argument, the default context of the default device (the one default
    * queues use). With a `SyclDevice` or filter string, a new context of its own for
    * that device, as dpctl's `SyclContext(device)`.
+   * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) when no device matches.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for an argument of another type.
    */
   constructor(device?: SyclDevice | string | null)
   /** The devices of this context (a new array on every read). */
@@ -510,20 +815,34 @@ export declare class SyclContext implements CloneGuarded {
   toJSON(): string
 }
 
-/** A SYCL queue: where copies and fills run, and what allocations are made through. */
+/**
+ * A SYCL queue: where copies and fills run, and what allocations are made through.
+ * @example
+ * ```js
+ * const { SyclQueue, MemoryUSMDevice } = require('dpctl-memory');
+ * const queue = new SyclQueue('cuda:gpu:0');  // or new SyclQueue() for the default device
+ * const mem = new MemoryUSMDevice(1 << 20, { queue });
+ * console.log(mem.syclDevice.name, queue.equals(mem.syclQueue)); // true
+ * ```
+ */
 export declare class SyclQueue implements CloneGuarded {
   readonly __dpctlMemoryCloneGuard__: object
   /**
    * `new SyclQueue()`: the default device. `new SyclQueue('gpu')` or
    * `new SyclQueue(device)`: that device, in its default context.
    * `new SyclQueue(context, device?)`: in that context (on its first device if none is
-   * given). Throws `SyclQueueCreationError` when no device matches, the filter string
-   * cannot be understood, or no runtime is installed.
+   * given).
+   * @throws `ERR_QUEUE_CREATION` (`SyclQueueCreationError`) when no device matches, the
+   * filter string cannot be understood, or no runtime is installed (the message says
+   * what was searched).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for arguments of other types.
    */
   constructor(target?: string | SyclDevice | SyclContext | null, device?: SyclDevice | string | null, options?: SyclQueueOptions)
   constructor(target: string | SyclDevice | SyclContext | null | undefined, options: SyclQueueOptions)
   constructor(options: SyclQueueOptions)
+  /** The device the queue runs on. */
   get syclDevice(): SyclDevice
+  /** The context of the queue (USM pointers of it are valid here). */
   get syclContext(): SyclContext
   /** Waits for everything submitted to the queue. */
   wait(): void
@@ -536,7 +855,8 @@ export declare class SyclQueue implements CloneGuarded {
 
 /**
  * Every device that dpctl-memory can use, or those matching a filter string. Empty
- * (never an error) when no runtime is installed.
+ * (never an error) when no runtime is installed: `getRuntimeDiagnostics()` says why.
+ * @throws `ERR_INVALID_FILTER` (a `TypeError`) for a filter string that cannot be parsed.
  */
 export declare function getDevices(filter?: string | null): SyclDevice[]
 
