@@ -11,6 +11,7 @@
 //! `unsafe` Node-API call), `errors`, `json`, `async_ops` (the Promise-returning copies).
 //! napi types stay in this layer.
 pub mod async_ops;
+pub mod copies_ffi;
 pub mod devices;
 pub mod errors;
 pub mod ffi;
@@ -55,6 +56,7 @@ const BUILTINS: &str = r#"(() => {
 /// state.
 #[napi(module_exports)]
 pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {
+    copies_ffi::install();
     memory::define_fast_calls(&env, &mut exports)?;
     let builtins = ffi::JsRef::new(&env.run_script::<_, Unknown>(BUILTINS)?)?;
     state::install(&env, state::EnvState { builtins, handles: Default::default() })

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
+use crate::memory::copies::{self, OtherAnswer, OtherCopies, OtherHold};
 use crate::memory::interface::check_bounds;
 use crate::memory::observe::{Origin, Sink};
 use crate::memory::pool::{pool, Block, BookAnswer, Holder, Pool};
@@ -26,6 +27,9 @@ pub enum Provenance {
     /// Inside the bytes a live allocation asked for: a view must stay within
     /// `allocation.address()..+allocation.nbytes()` and hold `allocation`.
     Owned(Arc<Allocation>),
+    /// Inside the bytes a live allocation of another copy of this package in the process
+    /// asked for (`base`, `size`): a view must stay within them and hold `hold`.
+    OtherCopy { base: Address, size: u64, hold: OtherHold },
     /// Memory this process allocated that no live allocation owns at this address: the
     /// slack between a request and the end of its (rounded-up) block, a block cached in
     /// the pool, or one on its way there. The runtime still calls it valid USM memory,
@@ -36,12 +40,25 @@ pub enum Provenance {
 }
 
 /// The [`Provenance`] of `address` in the process's pool, which keeps the one address book
-/// of live, cached and releasing blocks.
+/// of live, cached and releasing blocks, and, for an address that is not this copy's, in
+/// the books of the other copies of this package in the process.
 pub fn provenance(address: Address) -> Provenance {
-    provenance_in(pool(), address)
+    provenance_with(pool(), copies::others(), address)
 }
 
-/// The [`Provenance`] of `address` among `pool`'s blocks.
+/// [`provenance`] over `pool` and `others`.
+pub fn provenance_with(pool: &Pool, others: &dyn OtherCopies, address: Address) -> Provenance {
+    match provenance_in(pool, address) {
+        Provenance::Foreign => match others.lookup(address) {
+            OtherAnswer::Live { base, size, hold } => Provenance::OtherCopy { base, size, hold },
+            OtherAnswer::Unowned { block_base } => Provenance::Unowned { block_base },
+            OtherAnswer::Foreign => Provenance::Foreign,
+        },
+        own => own,
+    }
+}
+
+/// The [`Provenance`] of `address` among `pool`'s blocks only.
 pub fn provenance_in(pool: &Pool, address: Address) -> Provenance {
     match pool.lookup(address) {
         BookAnswer::Live(holder) => match holder.downcast::<Allocation>() {
@@ -51,6 +68,32 @@ pub fn provenance_in(pool: &Pool, address: Address) -> Provenance {
         },
         BookAnswer::Unowned { block_base } => Provenance::Unowned { block_base },
         BookAnswer::Foreign => Provenance::Foreign,
+    }
+}
+
+/// What this copy's own book says of an address, for another copy (`memory::copies`).
+#[derive(Debug)]
+pub enum OwnAnswer {
+    /// Inside the requested bytes of `allocation`, which the caller now holds.
+    Live(Arc<Allocation>),
+    /// Memory of this copy that no live allocation owns at this address.
+    Unowned { block_base: Address },
+    /// Not this copy's.
+    Foreign,
+}
+
+/// This copy's own answer for `address`, for another copy: never the other copies'
+/// (copies asking each other on each other's behalf would never end).
+pub fn answer_own(address: Address) -> OwnAnswer {
+    answer_own_in(pool(), address)
+}
+
+/// [`answer_own`] over `pool`.
+pub fn answer_own_in(pool: &Pool, address: Address) -> OwnAnswer {
+    match provenance_in(pool, address) {
+        Provenance::Owned(allocation) => OwnAnswer::Live(allocation),
+        Provenance::Unowned { block_base } => OwnAnswer::Unowned { block_base },
+        Provenance::OtherCopy { .. } | Provenance::Foreign => OwnAnswer::Foreign,
     }
 }
 
@@ -69,22 +112,43 @@ pub fn unowned(address: Address, block_base: Address) -> MemoryError {
     MemoryError::Unowned { address, block_base }
 }
 
+/// What a view holds.
+#[derive(Debug)]
+pub enum ViewHolder {
+    /// An allocation of this copy.
+    Ours(Arc<Allocation>),
+    /// An allocation of another copy of this package.
+    OtherCopy(OtherHold),
+    /// Nothing: foreign memory, which nothing here can keep alive.
+    Nobody,
+}
+
 /// The allocation that a view of `nbytes` at `address` must hold, checked: `base_ptr` (the
 /// interface's data pointer) decides which allocation the view belongs to, and the view
-/// must lie inside the bytes that allocation asked for. For memory this process did not
-/// allocate, the runtime's extent bounds it where the runtime knows one, and otherwise
-/// both ends must be USM memory of the base pointer's kind. `None`: foreign memory,
-/// which nothing here can keep alive.
-pub fn bind_view(
+/// must lie inside the bytes that allocation asked for, whichever copy of this package
+/// made it. For memory no copy allocated, the runtime's extent bounds it where the runtime
+/// knows one, and otherwise both ends must be USM memory of the base pointer's kind.
+pub fn bind_view(context: &dyn Context, base_ptr: Address, address: Address, nbytes: u64) -> Result<ViewHolder> {
+    bind_view_with(pool(), copies::others(), context, base_ptr, address, nbytes)
+}
+
+/// [`bind_view`] over `pool` and `others`.
+pub fn bind_view_with(
+    pool: &Pool,
+    others: &dyn OtherCopies,
     context: &dyn Context,
     base_ptr: Address,
     address: Address,
     nbytes: u64,
-) -> Result<Option<Arc<Allocation>>> {
-    match provenance(base_ptr) {
+) -> Result<ViewHolder> {
+    match provenance_with(pool, others, base_ptr) {
         Provenance::Owned(allocation) => {
             check_bounds(address, nbytes, Some((allocation.address(), allocation.nbytes())))?;
-            Ok(Some(allocation))
+            Ok(ViewHolder::Ours(allocation))
+        }
+        Provenance::OtherCopy { base, size, hold } => {
+            check_bounds(address, nbytes, Some((base, size)))?;
+            Ok(ViewHolder::OtherCopy(hold))
         }
         Provenance::Unowned { block_base } => Err(unowned(base_ptr, block_base)),
         Provenance::Foreign => {
@@ -104,7 +168,7 @@ pub fn bind_view(
                     });
                 }
             }
-            Ok(None)
+            Ok(ViewHolder::Nobody)
         }
     }
 }
@@ -327,9 +391,12 @@ mod tests {
             // The reported use-after-free: data pointer past the end, offset back into it.
             assert!(matches!(bind_view(&*ctx, base + 64, base, 64), Err(MemoryError::Unowned { .. })));
         }
-        assert!(matches!(bind_view(&*ctx, base + 8, base, 64), Ok(Some(_))), "a negative offset inside is fine");
+        assert!(
+            matches!(bind_view(&*ctx, base + 8, base, 64), Ok(ViewHolder::Ours(_))),
+            "a negative offset inside is fine"
+        );
         assert!(matches!(bind_view(&*ctx, base, base + 1, 64), Err(MemoryError::OutOfBounds { .. })));
-        let owner = bind_view(&*ctx, base + 63, base + 63, 1).unwrap().unwrap();
+        let ViewHolder::Ours(owner) = bind_view(&*ctx, base + 63, base + 63, 1).unwrap() else { panic!("ours") };
         assert!(Arc::ptr_eq(&owner, &a), "the view holds the very allocation it was bounded by");
     }
 

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
-use crate::memory::allocation::{bind_view, provenance, runtime_slack, unowned, Provenance};
+use crate::memory::allocation::{bind_view, provenance, runtime_slack, unowned, Provenance, ViewHolder};
 use crate::memory::interface::{parse_interface, pointer_not_bound, syclobj_invalid, RawInterface};
 use crate::memory::registration::registered_at;
 use crate::memory::registry::Registry;
@@ -32,9 +32,10 @@ pub fn consume(registry: &Registry, raw: &RawInterface, syclobj: SyclObj, shown:
     let queue = parsed.queue;
     let owner = bind_view(&*queue.context(), parsed.base_ptr, parsed.ptr, parsed.nbytes)?;
     let owner = match owner {
-        Some(allocation) => Owner::Allocation(allocation),
+        ViewHolder::Ours(allocation) => Owner::Allocation(allocation),
+        ViewHolder::OtherCopy(hold) => Owner::OtherCopy(hold),
         // A mapping of another process's memory opened here is held like our own memory.
-        None => crate::memory::ipc_mapping::mapping_holding(parsed.ptr, parsed.nbytes)
+        ViewHolder::Nobody => crate::memory::ipc_mapping::mapping_holding(parsed.ptr, parsed.nbytes)
             .map_or(Owner::Foreign, Owner::Mapping),
     };
     // SAFETY: `parse_interface` and `bind_view` checked that the range is USM memory of

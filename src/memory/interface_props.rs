@@ -17,7 +17,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, RngSeed};
 
 use crate::error::{ErrorClass, MemoryError};
-use crate::memory::allocation::{bind_view, provenance, Allocation, Provenance};
+use crate::memory::allocation::{bind_view, provenance, Allocation, Provenance, ViewHolder};
 use crate::memory::interface::{
     check_bounds, parse_interface, pointer_not_bound, typestr_itemsize, IfaceValue, RawInterface, MAX_SAFE_INTEGER,
 };
@@ -508,7 +508,7 @@ impl Allocations {
                 let inside = ptr >= slot.address
                     && u128::from(ptr) + u128::from(nbytes) <= u128::from(slot.address + slot.nbytes);
                 match result {
-                    Ok(Some(owner)) => {
+                    Ok(ViewHolder::Ours(owner)) => {
                         prop_assert!(
                             inside,
                             "a view of {nbytes} bytes at {ptr:#x} leaves the allocation at {:#x} of {} bytes",
@@ -533,7 +533,9 @@ impl Allocations {
                 "bind_view gave {result:?} for unowned memory"
             ),
             // The fake knows no extent and calls every pointer Unknown: an unowned view.
-            Where::Foreign => prop_assert!(matches!(result, Ok(None)), "bind_view gave {result:?} for foreign memory"),
+            Where::Foreign => {
+                prop_assert!(matches!(result, Ok(ViewHolder::Nobody)), "bind_view gave {result:?} for foreign memory")
+            }
         }
         Ok(())
     }

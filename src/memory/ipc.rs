@@ -65,6 +65,11 @@ pub fn export(memory: &UsmMemory) -> Result<Vec<u8>> {
         Owner::Allocation(allocation) => allocation,
         Owner::Foreign => return Err(not_exportable("another library allocated it (export it there)")),
         Owner::Mapping(_) => return Err(not_exportable("it was opened from an IPC handle of another process")),
+        Owner::OtherCopy(_) => {
+            return Err(not_exportable(
+                "another copy of dpctl-memory in this process allocated it (export it through that copy)",
+            ))
+        }
     };
     if memory.address() != allocation.address() || memory.nbytes() != allocation.nbytes() {
         return Err(not_exportable(&format!(

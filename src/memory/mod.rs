@@ -2,6 +2,9 @@
 //! parsers of filter strings and `__sycl_usm_array_interface__`.
 pub(crate) mod allocation;
 pub(crate) mod consume;
+pub(crate) mod copies;
+#[cfg(test)]
+mod copies_tests;
 pub(crate) mod filter;
 pub(crate) mod history;
 pub(crate) mod interface;

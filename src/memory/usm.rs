@@ -62,6 +62,11 @@ pub enum Owner {
     /// Device memory of another process mapped through an IPC handle, closed when its
     /// last holder goes (never pooled: the memory is the exporter's).
     Mapping(#[allow(dead_code, reason = "held for its Drop, which closes the mapping")] Arc<IpcMapping>),
+    /// An allocation of another copy of this package in the process (`memory::copies`),
+    /// held until the last holder here goes.
+    OtherCopy(
+        #[allow(dead_code, reason = "held for its Drop, which gives the hold back")] crate::memory::copies::OtherHold,
+    ),
 }
 
 impl Owner {
@@ -70,7 +75,7 @@ impl Owner {
     pub fn allocation(&self) -> Option<&Arc<Allocation>> {
         match self {
             Owner::Allocation(allocation) => Some(allocation),
-            Owner::Foreign | Owner::Mapping(_) => None,
+            Owner::Foreign | Owner::Mapping(_) | Owner::OtherCopy(_) => None,
         }
     }
 }
