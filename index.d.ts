@@ -98,6 +98,15 @@ export type ErrorCodeValue =
   | 'ERR_KERNEL_QUEUE_MISMATCH'
   | 'ERR_INVALID_RANGE'
   | 'ERR_PROFILING_NOT_ENABLED'
+  | 'ERR_UCX_UNAVAILABLE'
+  | 'ERR_UCX'
+  | 'ERR_UCX_CONNECTION_REFUSED'
+  | 'ERR_UCX_BAD_ADDRESS'
+  | 'ERR_UCX_PEER_FAILED'
+  | 'ERR_UCX_TRUNCATED'
+  | 'ERR_UCX_ENDPOINT_CLOSED'
+  | 'ERR_UCX_RKEY_INVALID'
+  | 'ERR_UCX_WRONG_THREAD'
 
 /** The codes by name, e.g. `ErrorCode.UsmFreed === 'ERR_USM_FREED'` (a frozen object). */
 export declare const ErrorCode: {
@@ -160,6 +169,15 @@ export declare const ErrorCode: {
   readonly KernelQueueMismatch: 'ERR_KERNEL_QUEUE_MISMATCH'
   readonly InvalidRange: 'ERR_INVALID_RANGE'
   readonly ProfilingNotEnabled: 'ERR_PROFILING_NOT_ENABLED'
+  readonly UcxUnavailable: 'ERR_UCX_UNAVAILABLE'
+  readonly Ucx: 'ERR_UCX'
+  readonly UcxConnectionRefused: 'ERR_UCX_CONNECTION_REFUSED'
+  readonly UcxBadAddress: 'ERR_UCX_BAD_ADDRESS'
+  readonly UcxPeerFailed: 'ERR_UCX_PEER_FAILED'
+  readonly UcxTruncated: 'ERR_UCX_TRUNCATED'
+  readonly UcxEndpointClosed: 'ERR_UCX_ENDPOINT_CLOSED'
+  readonly UcxRkeyInvalid: 'ERR_UCX_RKEY_INVALID'
+  readonly UcxWrongThread: 'ERR_UCX_WRONG_THREAD'
 }
 export type ErrorCode = ErrorCodeValue
 
@@ -1107,6 +1125,97 @@ export interface SyclQueue {
   readonly isInOrder: boolean
   /** Whether the queue was made with `property: 'enable_profiling'`. */
   readonly hasEnableProfiling: boolean
+// Across machines: the UCX transport (README "Across machines")
+// ---------------------------------------------------------------------------------------
+
+/** A memory object or a host buffer: what `send`/`recv`/`put`/`get` take. */
+export type UcxBuffer = _Memory | ArrayBuffer | SharedArrayBuffer | ArrayBufferView
+
+/** What a receive got: its size and the sender's tag. */
+export interface UcxReceived {
+  nbytes: number
+  tag: bigint
+}
+
+/** The other side of a connection (made by `ucx.connect()` or `UcxListener#accept()`). */
+export declare class UcxEndpoint {
+  private constructor()
+  /** The address connected to (`'a client'` for an accepted endpoint). */
+  readonly peer: string
+  /** Sends `source` as one message with `tag` (default 0); resolves when `source` may be reused. */
+  send(source: UcxBuffer, options?: { tag?: bigint | number }): Promise<void>
+  /**
+   * Receives a message whose tag matches `tag` under `tagMask` (default all bits) into
+   * `destination`; a larger message rejects with `ERR_UCX_TRUNCATED`.
+   */
+  recv(destination: UcxBuffer, options?: { tag?: bigint | number; tagMask?: bigint | number }): Promise<UcxReceived>
+  /** A peer's remote key bytes (`UcxMemoryMap#remoteKey`), for put/get over this endpoint. */
+  unpackRemoteKey(bytes: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): UcxRemoteKey
+  /** Writes `source` at `offset` (default 0) of the remote memory; resolves when `source` may be reused. */
+  put(source: UcxBuffer, key: UcxRemoteKey, options?: { offset?: number }): Promise<void>
+  /** Reads the remote memory at `offset` (default 0) into `destination`. */
+  get(destination: UcxBuffer, key: UcxRemoteKey, options?: { offset?: number }): Promise<void>
+  /** Resolves when every operation posted on this endpoint has completed at the peer. */
+  flush(): Promise<void>
+  /** Closes the endpoint (pending receives reject with `ERR_UCX_ENDPOINT_CLOSED`); never rejects. */
+  close(options?: { force?: boolean }): Promise<void>
+}
+
+/** A listening address (made by `ucx.listen()`). */
+export declare class UcxListener {
+  private constructor()
+  readonly host: string
+  /** The port it listens on (the one chosen when 0 was asked for). */
+  readonly port: number
+  /** The endpoint of the next connection. */
+  accept(): Promise<UcxEndpoint>
+  /** Stops listening; waiting `accept()`s reject with `ERR_UCX_ENDPOINT_CLOSED`. */
+  close(): void
+}
+
+/** A memory object registered for remote access (made by `ucx.mapMemory()`); holds the memory until `unmap()`. */
+export declare class UcxMemoryMap {
+  private constructor()
+  /** The remote key's bytes, to send to a peer. */
+  readonly remoteKey: Uint8Array
+  readonly memory: _Memory
+  unmap(): void
+}
+
+/** A peer's remote key, unpacked for one endpoint. */
+export declare class UcxRemoteKey {
+  private constructor()
+  /** The bytes of remote memory it covers. */
+  readonly nbytes: number
+  destroy(): void
+}
+
+/** What this thread's worker has open (for leak checks). */
+export interface UcxInfo {
+  library: string
+  /** Whether this UCX moves CUDA device memory (its CUDA transports loaded). */
+  cudaMemory: boolean
+  inFlight: number
+  ucxRequests: number
+  endpoints: number
+  listeners: number
+  maps: number
+  rkeys: number
+}
+
+/** The UCX transport: one worker per thread, made at first use. */
+export declare const ucx: {
+  /** Whether UCX loads here: the library's version and path, or what to install. */
+  available(): { available: boolean; message: string }
+  /** Listens on `host` (default `'0.0.0.0'`) and `port` (default 0: any). */
+  listen(options?: { host?: string; port?: number }): UcxListener
+  /** Connects to an IP address and port; resolves when the connection is up. */
+  connect(options: { host: string; port: number }): Promise<UcxEndpoint>
+  /** Registers a memory object for remote access by peers. */
+  mapMemory(memory: _Memory): UcxMemoryMap
+  info(): UcxInfo
+  /** @internal The worker's token (the wrong-thread tests). */
+  _workerToken(): number
 }
 // ---- Seeing memory (lib/observe.js) ----
 

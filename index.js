@@ -42,3 +42,9 @@ exports.resetPeakStats = lib.resetPeakStats;
 exports.recordMemoryHistory = lib.recordMemoryHistory;
 exports.memorySnapshot = lib.memorySnapshot;
 exports.onOutOfMemory = lib.onOutOfMemory;
+// The UCX transport.
+exports.ucx = lib.ucx;
+exports.UcxEndpoint = lib.UcxEndpoint;
+exports.UcxListener = lib.UcxListener;
+exports.UcxMemoryMap = lib.UcxMemoryMap;
+exports.UcxRemoteKey = lib.UcxRemoteKey;

@@ -40,5 +40,10 @@ export const {
   recordMemoryHistory,
   memorySnapshot,
   onOutOfMemory,
+  ucx,
+  UcxEndpoint,
+  UcxListener,
+  UcxMemoryMap,
+  UcxRemoteKey,
 } = lib;
 export default lib;

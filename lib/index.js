@@ -9,6 +9,7 @@ const ipc = require('./ipc.js');
 const share = require('./share.js');
 const program = require('./program.js');
 const observe = require('./observe.js');
+const transport = require('./transport.js');
 
 module.exports = {
   _Memory: memory._Memory,
@@ -50,4 +51,10 @@ module.exports = {
   recordMemoryHistory: observe.recordMemoryHistory,
   memorySnapshot: observe.memorySnapshot,
   onOutOfMemory: observe.onOutOfMemory,
+  // The UCX transport (lib/transport.js).
+  ucx: transport.ucx,
+  UcxEndpoint: transport.UcxEndpoint,
+  UcxListener: transport.UcxListener,
+  UcxMemoryMap: transport.UcxMemoryMap,
+  UcxRemoteKey: transport.UcxRemoteKey,
 };

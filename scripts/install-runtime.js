@@ -511,7 +511,7 @@ module.exports = {
   MARKER_TEXT,
 };
 
-const HELP = `Usage: npx dpctl-memory-install-runtime [--help]
+const HELP = `Usage: npx dpctl-memory-install-runtime [--with ucx] [--help]
 
 Installs Intel's SYCL runtime ${RUNTIME_VERSION} (${WHEELS.map((wheel) => wheel.name).join(', ')})
 from PyPI with \`python3 -m pip\` (wheels pinned by sha256), once per user, and prints
@@ -525,10 +525,17 @@ the folder it is in. About 1.3 GB.
 
 Not needed on a machine that only uses NVIDIA GPUs (served through the CUDA driver).
 Here: ${runtimeDir()}
+
+  --with ucx  also UCX for the transport (the libucx-cu12 wheel, about 45 MB, into the
+              same cache as ucx-<version>; skipped when a system UCX or
+              DPCTL_MEMORY_UCX_ROOT is there)
 `;
 
 if (require.main === module) {
-  const args = process.argv.slice(2);
+  // `--with ucx`: UCX for the transport too (scripts/install-ucx.js).
+  const given = process.argv.slice(2);
+  const withUcx = given.some((arg, i, all) => arg === '--with=ucx' || (arg === '--with' && all[i + 1] === 'ucx'));
+  const args = given.filter((arg, i, all) => arg !== '--with=ucx' && !(arg === '--with' && all[i + 1] === 'ucx') && !(arg === 'ucx' && all[i - 1] === '--with'));
   if (args.includes('--help') || args.includes('-h')) {
     process.stdout.write(HELP);
     process.exit(0);
@@ -538,7 +545,10 @@ if (require.main === module) {
     process.exit(2);
   }
   install().then(
-    (dir) => console.log(dir),
+    (dir) => {
+      console.log(dir);
+      if (withUcx) console.log(require('./install-ucx.js').installUcx());
+    },
     (err) => {
       console.error(err.message);
       process.exit(1);

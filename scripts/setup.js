@@ -59,6 +59,15 @@ async function main() {
     await run('installing npm dependencies', 'npm', ['ci', '--no-audit', '--no-fund']);
   }
   await install({ quiet: true });
+  // UCX for the transport's tests and benchmarks (the library itself installs it only on
+  // request: install-runtime --with ucx). A failed install leaves those tests to skip.
+  if (['test', 'bench', 'test:gpu'].includes(process.env.npm_lifecycle_event) || process.argv.includes('--with-ucx')) {
+    try {
+      require('./install-ucx.js').installUcx({ quiet: true });
+    } catch (err) {
+      console.log(`dpctl-memory setup: UCX not installed (${err.message}); the transport's tests will skip`);
+    }
+  }
   const sources = newest(['src', 'shim', 'build.rs', 'Cargo.toml', 'Cargo.lock', 'runtime.json']);
   const built = fs.existsSync(addon) ? fs.statSync(addon).mtimeMs : 0;
   if (built < sources || !fs.existsSync(path.join(root, 'dpctl_memory_shim.so'))) {

@@ -237,6 +237,25 @@ error_table! {
         InvalidRange = "ERR_INVALID_RANGE" as RangeError,
         /// Profiling timestamps of an event of a queue made without `enable_profiling`.
         ProfilingNotEnabled = "ERR_PROFILING_NOT_ENABLED" as Error,
+        // The UCX transport (lib/transport.js, src/provider/ucx, src/memory/transport.rs).
+        /// No UCX library could be loaded: the message says what to install.
+        UcxUnavailable = "ERR_UCX_UNAVAILABLE" as Error,
+        /// A UCX call failed for a reason no other code names (UCX's own text).
+        Ucx = "ERR_UCX" as Error,
+        /// Nothing listens at the address connected to, or the peer refused the connection.
+        UcxConnectionRefused = "ERR_UCX_CONNECTION_REFUSED" as Error,
+        /// An address that is not an IP address and port, or one this machine cannot listen on.
+        UcxBadAddress = "ERR_UCX_BAD_ADDRESS" as Error,
+        /// The peer died or the connection broke while operations were pending.
+        UcxPeerFailed = "ERR_UCX_PEER_FAILED" as Error,
+        /// A message larger than the receive buffer.
+        UcxTruncated = "ERR_UCX_TRUNCATED" as RangeError,
+        /// An operation on an endpoint or listener that is closed (or closing).
+        UcxEndpointClosed = "ERR_UCX_ENDPOINT_CLOSED" as Error,
+        /// Remote key bytes that are not a key, a key destroyed, or an access outside its range.
+        UcxRkeyInvalid = "ERR_UCX_RKEY_INVALID" as Error,
+        /// A transport object of another thread's worker.
+        UcxWrongThread = "ERR_UCX_WRONG_THREAD" as Error,
     }
     variants {
         /// A host buffer argument the binding cannot read; `what` names the argument.
@@ -453,6 +472,34 @@ error_table! {
         /// Profiling of an event of a queue without `enable_profiling`.
         #[error("profiling information is available only for events of a queue made with property 'enable_profiling'")]
         ProfilingNotEnabled => ProfilingNotEnabled,
+        // The UCX transport.
+        /// No UCX library could be loaded; `message` lists what was searched and what to install.
+        #[error("{message}")]
+        UcxUnavailable { message: String } => UcxUnavailable,
+        /// A UCX call failed: what was being done, and UCX's text.
+        #[error("{operation}: {message}")]
+        Ucx { operation: String, message: String } => Ucx,
+        /// A connection to `address` that could not be made.
+        #[error("cannot connect to {address}: {message}")]
+        UcxConnectionRefused { address: String, message: String } => UcxConnectionRefused,
+        /// An address that cannot be used, and why.
+        #[error("{message}")]
+        UcxBadAddress { message: String } => UcxBadAddress,
+        /// The peer failed while the operation was pending.
+        #[error("{operation} failed: the peer died or the connection broke ({message})")]
+        UcxPeerFailed { operation: String, message: String } => UcxPeerFailed,
+        /// A message longer than the `nbytes` of its receive buffer.
+        #[error("the message is larger than the receive buffer of {nbytes} bytes (it was truncated and dropped)")]
+        UcxTruncated { nbytes: u64 } => UcxTruncated,
+        /// An operation on a closed endpoint or listener (`what`).
+        #[error("this {what} is closed")]
+        UcxEndpointClosed { what: String } => UcxEndpointClosed,
+        /// Remote key bytes or use refused, and why.
+        #[error("{message}")]
+        UcxRkeyInvalid { message: String } => UcxRkeyInvalid,
+        /// A transport object of another thread's worker.
+        #[error("this UCX {what} belongs to another thread's worker: each thread has its own (UCX workers are single-threaded)")]
+        UcxWrongThread { what: String } => UcxWrongThread,
     }
 }
 

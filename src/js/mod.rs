@@ -28,6 +28,9 @@ pub mod registration;
 pub mod share;
 pub mod slab;
 pub mod state;
+// The UCX transport (issue 19).
+pub mod transport;
+pub mod uv;
 
 use napi::bindgen_prelude::{Object, Unknown};
 use napi::Env;

@@ -21,3 +21,5 @@ pub(crate) mod share;
 pub(crate) mod snapshot;
 pub(crate) mod stats;
 pub(crate) mod usm;
+// The UCX transport's policy (issue 19).
+pub(crate) mod transport;

@@ -6,6 +6,8 @@ use crate::runtime::ProviderLoad;
 
 pub(crate) mod cuda;
 pub(crate) mod sycl;
+// The UCX transport: not a device provider, the library the transport loads.
+pub(crate) mod ucx;
 
 /// Every provider, loaded, in the registry's order: SYCL's devices first, then CUDA's.
 pub(crate) fn load_all() -> Vec<ProviderLoad> {

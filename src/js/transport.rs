@@ -1,0 +1,614 @@
+//! The UCX transport's binding: one worker per JS thread (`provider::ucx::Worker`), its
+//! event fd watched in the thread's loop (`js::uv`), and the functions `lib/transport.js`
+//! calls. Operations return op ids at once; their completions come out of `ucxProgress`,
+//! which the JS drain calls when the fd wakes it (and once after posting). Each op holds
+//! its operands here (`memory::transport::InFlightBook`) until UCX has completed it:
+//! memory objects by their allocation, `SharedArrayBuffer`s and USM-backed views
+//! directly, plain `ArrayBuffer`s (which JS may detach or transfer meanwhile) through a
+//! bounce buffer of the op's own, copied out when a receive completes.
+//!
+//! Wrong thread: every call names its worker by a token; a token of another thread's
+//! worker is `ERR_UCX_WRONG_THREAD`.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use napi::bindgen_prelude::{Buffer, Float64Array, Unknown};
+use napi::Env;
+use napi_derive::napi;
+
+use crate::error::MemoryError;
+use crate::host::Scratch;
+use crate::js::async_ops::HostSide;
+use crate::js::errors::OrThrow;
+use crate::js::ffi::{self, HostBytes, TaskRef};
+use crate::js::json;
+use crate::js::uv::FdWatch;
+use crate::memory::transport::{self as policy, InFlight, InFlightBook, OpKind, RemoteKey};
+use crate::memory::usm::UsmMemory;
+use crate::provider::ucx::{self, Event, UcxError, Worker};
+use crate::runtime::ReadBytes;
+
+/// What an operation holds until it completes (only to keep it: the fields are never read).
+#[allow(dead_code)]
+enum Held {
+    /// Memory of ours: its allocation.
+    Memory(UsmMemory),
+    /// JS memory UCX may use directly, and the JS value (kept from collection).
+    Direct(HostSide, TaskRef),
+    /// A receive into a plain `ArrayBuffer`: the op's own buffer, copied into the JS
+    /// value when the receive completes.
+    BounceIn(Scratch, TaskRef),
+    /// A send or put from a plain `ArrayBuffer`: the op's own copy of its bytes.
+    BounceOut(Scratch),
+    /// Nothing (connect, flush, close).
+    Nothing,
+}
+
+struct EndpointInfo {
+    peer: String,
+    /// The status UCX reported the endpoint failed with.
+    failed: Option<i32>,
+    /// Closed by this side (`close()`), or after a failure.
+    closed: bool,
+}
+
+struct State {
+    token: u64,
+    // Dropped before the worker: the fd is the worker's.
+    watch: FdWatch,
+    worker: Worker,
+    book: InFlightBook<Held>,
+    endpoints: HashMap<u64, EndpointInfo>,
+    rkeys: HashMap<u64, (u64, RemoteKey)>,
+    /// Memory mapped for remote access, held until unmapped.
+    maps: HashMap<u64, (UsmMemory, Vec<u8>)>,
+    listeners: HashSet<u64>,
+}
+
+thread_local! {
+    static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+}
+
+/// Tokens of the live workers of every thread.
+static TOKENS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+fn ucx_error(err: &UcxError) -> MemoryError {
+    MemoryError::Ucx { operation: err.operation.into(), message: err.text.clone() }
+}
+
+/// Runs `f` over this thread's state for `token`.
+fn with_state<R>(env: &Env, token: f64, f: impl FnOnce(&mut State) -> Result<R, MemoryError>) -> napi::Result<R> {
+    let result = STATE.with(|cell| {
+        let Ok(mut guard) = cell.try_borrow_mut() else { return Err(MemoryError::Busy) };
+        match guard.as_mut() {
+            Some(state) if state.token as f64 == token => f(state),
+            _ => {
+                let live = TOKENS.lock().map(|tokens| tokens.iter().any(|t| *t as f64 == token)).unwrap_or(false);
+                Err(if live {
+                    MemoryError::UcxWrongThread { what: "worker".into() }
+                } else {
+                    MemoryError::UcxEndpointClosed { what: "worker".into() }
+                })
+            }
+        }
+    });
+    result.or_throw(env)
+}
+
+impl State {
+    fn endpoint(&self, id: u64) -> Result<&EndpointInfo, MemoryError> {
+        match self.endpoints.get(&id) {
+            Some(info) if !info.closed && self.worker.has_endpoint(id) => Ok(info),
+            Some(info) if info.failed.is_some() => Err(MemoryError::UcxPeerFailed {
+                operation: format!("an operation with {}", info.peer),
+                message: "the endpoint failed earlier".into(),
+            }),
+            _ => Err(MemoryError::UcxEndpointClosed { what: "endpoint".into() }),
+        }
+    }
+
+    fn start(&mut self, id: u64, kind: OpKind, endpoint: u64, nbytes: u64, held: Held) -> u64 {
+        self.book.start(id, InFlight { kind, endpoint, nbytes, held });
+        self.watch.set_active(true);
+        id
+    }
+
+    /// Keeps the loop alive while anything is pending or a listener is open.
+    fn update_activity(&mut self) {
+        let active = !self.book.is_empty() || !self.listeners.is_empty();
+        self.watch.set_active(active);
+    }
+
+    /// An endpoint that failed: its receives are cancelled (they complete with the failure).
+    fn fail_endpoint(&mut self, endpoint: u64, status: i32) {
+        let Some(info) = self.endpoints.get_mut(&endpoint) else { return };
+        if info.failed.is_none() {
+            info.failed = Some(status);
+        }
+        for op in self.book.of_endpoint(endpoint, OpKind::Recv) {
+            self.worker.cancel(op);
+        }
+        if !info.closed {
+            info.closed = true;
+            if let Some(op) = self.worker.close_endpoint(endpoint, true) {
+                self.book.start(op, InFlight { kind: OpKind::Close, endpoint, nbytes: 0, held: Held::Nothing });
+            }
+        }
+    }
+}
+
+/// `{ available, message }`: whether UCX loads here, and from where (or what to install).
+#[napi]
+pub fn ucx_available() -> String {
+    let (available, message) = match ucx::available() {
+        Ok(m) => (true, m),
+        Err(m) => (false, m),
+    };
+    json::object(&[("available", available.to_string()), ("message", json::string(&message))])
+}
+
+/// Starts this thread's worker (once) with `drain`, the JS function the fd wakes; returns
+/// the worker's token.
+#[napi]
+pub fn ucx_start(env: &Env, drain: Unknown) -> napi::Result<f64> {
+    let existing = STATE.with(|cell| cell.try_borrow().ok().and_then(|s| s.as_ref().map(|s| s.token)));
+    if let Some(token) = existing {
+        return Ok(token as f64);
+    }
+    let worker = Worker::new().map_err(|message| MemoryError::UcxUnavailable { message }).or_throw(env)?;
+    let watch = FdWatch::new(env, worker.event_fd(), &drain)
+        .map_err(|message| MemoryError::Ucx { operation: "watching the worker's event fd".into(), message })
+        .or_throw(env)?;
+    let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+    if let Ok(mut tokens) = TOKENS.lock() {
+        tokens.push(token);
+    }
+    STATE.with(|cell| {
+        *cell.borrow_mut() = Some(State {
+            token,
+            watch,
+            worker,
+            book: InFlightBook::default(),
+            endpoints: HashMap::new(),
+            rkeys: HashMap::new(),
+            maps: HashMap::new(),
+            listeners: HashSet::new(),
+        })
+    });
+    // The worker goes with the environment (a worker thread that ends).
+    env.add_env_cleanup_hook(token, |token| {
+        STATE.with(|cell| {
+            if let Ok(mut state) = cell.try_borrow_mut() {
+                drop(state.take());
+            }
+        });
+        if let Ok(mut tokens) = TOKENS.lock() {
+            tokens.retain(|t| *t != token);
+        }
+    })?;
+    Ok(token as f64)
+}
+
+/// What the worker's library is, whether it moves CUDA memory, and its counts:
+/// `{ library, cudaMemory, inFlight, endpoints, listeners, maps, rkeys }`.
+#[napi]
+pub fn ucx_info(env: &Env, token: f64) -> napi::Result<String> {
+    with_state(env, token, |s| {
+        let open = s.endpoints.values().filter(|e| !e.closed).count();
+        Ok(json::object(&[
+            ("library", json::string(&s.worker.describe_library())),
+            ("cudaMemory", s.worker.supports_cuda_memory().to_string()),
+            ("inFlight", s.book.len().to_string()),
+            ("ucxRequests", s.worker.in_flight().to_string()),
+            ("endpoints", open.to_string()),
+            ("listeners", s.listeners.len().to_string()),
+            ("maps", s.maps.len().to_string()),
+            ("rkeys", s.rkeys.len().to_string()),
+        ]))
+    })
+}
+
+fn error_json(err: &MemoryError) -> String {
+    json::object(&[
+        ("code", json::string(err.code())),
+        ("message", json::string(&err.to_string())),
+        ("errorClass", json::string(err.class().js_name())),
+    ])
+}
+
+/// Progresses the worker and returns what happened, as JSON: `[{ op, error?, length,
+/// tag }, { accepted: endpoint, listener, peer }, ...]` (tags as decimal strings).
+#[napi]
+pub fn ucx_progress(env: &Env, token: f64) -> napi::Result<String> {
+    let mut out = Vec::new();
+    let mut copies = Vec::new();
+    with_state(env, token, |s| {
+        let events = s.worker.progress();
+        // Failures first: the receives they cancel come out of the next round.
+        let mut again = false;
+        for event in &events {
+            if let Event::EndpointFailed { endpoint, status } = event {
+                s.fail_endpoint(*endpoint, i32::from(*status));
+                again = true;
+            }
+        }
+        let mut events = events;
+        if again {
+            events.extend(s.worker.progress());
+        }
+        for event in events {
+            match event {
+                Event::Completed(done) => {
+                    let Some(op) = s.book.finish(done.id) else { continue };
+                    let info = s.endpoints.get(&op.endpoint);
+                    let peer = info.map(|i| i.peer.clone()).unwrap_or_default();
+                    let failed = info.and_then(|i| i.failed);
+                    let closed = info.is_some_and(|i| i.closed);
+                    let mut error = None;
+                    if done.status != ucx::ucp::UCS_OK {
+                        let status = i32::from(done.status);
+                        let text = failed
+                            .filter(|_| done.status == ucx::ucp::UCS_ERR_CANCELED)
+                            .map(|f| s.worker_text(f))
+                            .unwrap_or_else(|| s.worker_text(status));
+                        error =
+                            Some(policy::op_error(op.kind, status, &text, op.nbytes, &peer, failed.is_some(), closed));
+                    }
+                    if op.kind == OpKind::Connect && error.is_some() {
+                        if let Some(info) = s.endpoints.get_mut(&op.endpoint) {
+                            info.closed = true;
+                        }
+                        if s.worker.has_endpoint(op.endpoint) {
+                            if let Some(close) = s.worker.close_endpoint(op.endpoint, true) {
+                                s.book.start(
+                                    close,
+                                    InFlight {
+                                        kind: OpKind::Close,
+                                        endpoint: op.endpoint,
+                                        nbytes: 0,
+                                        held: Held::Nothing,
+                                    },
+                                );
+                            }
+                        }
+                    }
+                    if op.kind == OpKind::Close {
+                        // A failed endpoint's record stays until JS closes it, so that its
+                        // later operations say it failed.
+                        if failed.is_none() {
+                            s.endpoints.remove(&op.endpoint);
+                        }
+                        s.rkeys.retain(|_, (ep, _)| *ep != op.endpoint);
+                    }
+                    // A receive has the length that came; a get, its whole buffer.
+                    let length = if op.kind == OpKind::Recv { done.length } else { op.nbytes };
+                    if let (None, Held::BounceIn(scratch, target)) = (&error, op.held) {
+                        copies.push((scratch, target, length));
+                    }
+                    let mut fields = vec![("op", done.id.to_string())];
+                    match &error {
+                        Some(e) => fields.push(("error", error_json(e))),
+                        None => {
+                            fields.push(("length", done.length.to_string()));
+                            fields.push(("tag", json::string(&done.sender_tag.to_string())));
+                        }
+                    }
+                    out.push(json::object(&fields));
+                }
+                Event::Accepted { listener, endpoint } => {
+                    if !s.listeners.contains(&listener) {
+                        let _ = s.worker.close_endpoint(endpoint, true);
+                        continue;
+                    }
+                    s.endpoints.insert(endpoint, EndpointInfo { peer: "a client".into(), failed: None, closed: false });
+                    out.push(json::object(&[("accepted", endpoint.to_string()), ("listener", listener.to_string())]));
+                }
+                Event::AcceptFailed { listener, error } => {
+                    out.push(json::object(&[
+                        ("acceptFailed", listener.to_string()),
+                        ("error", error_json(&ucx_error(&error))),
+                    ]));
+                }
+                Event::EndpointFailed { endpoint, .. } => {
+                    out.push(json::object(&[("failed", endpoint.to_string())]));
+                }
+            }
+        }
+        s.update_activity();
+        Ok(())
+    })?;
+    // Receives into plain ArrayBuffers: copied now, into the buffer as it is now.
+    for (scratch, target, length) in copies {
+        let value = target.get(env)?;
+        let len = (length as usize).min(scratch.len());
+        if let Some(bytes) = ffi::host_bytes(env, &value)?.filter(|b| b.byte_length() >= len) {
+            bytes.with_bytes(|dst| crate::host::host_memcpy(dst, ReadBytes::of_slice(&scratch[..len])));
+        }
+    }
+    Ok(json::array(out))
+}
+
+impl State {
+    fn worker_text(&self, status: i32) -> String {
+        let status = ucx::ucp::Status::try_from(status).unwrap_or(i8::MIN);
+        ucx::ucp::ucp().map(|u| u.describe(status)).unwrap_or_default()
+    }
+}
+
+/// Listens on `host`:`port`; returns `[listenerId, port]`.
+#[napi]
+pub fn ucx_listen(env: &Env, token: f64, host: String, port: u32) -> napi::Result<Float64Array> {
+    let addr = policy::parse_address(&host, port).or_throw(env)?;
+    with_state(env, token, |s| {
+        let (id, bound) = s
+            .worker
+            .listen(addr)
+            .map_err(|e| policy::call_error("listen", i32::from(e.status), &e.text, &addr.to_string()))?;
+        s.listeners.insert(id);
+        s.update_activity();
+        Ok(Float64Array::new(vec![id as f64, f64::from(bound.port())]))
+    })
+}
+
+/// Stops a listener.
+#[napi]
+pub fn ucx_close_listener(env: &Env, token: f64, id: f64) -> napi::Result<()> {
+    with_state(env, token, |s| {
+        s.listeners.remove(&(id as u64));
+        s.worker.close_listener(id as u64);
+        s.update_activity();
+        Ok(())
+    })
+}
+
+/// Connects to `host`:`port`; returns `[endpointId, opId]` (the op completes when the
+/// connection is up).
+#[napi]
+pub fn ucx_connect(env: &Env, token: f64, host: String, port: u32) -> napi::Result<Float64Array> {
+    let addr = policy::parse_address(&host, port).or_throw(env)?;
+    with_state(env, token, |s| {
+        let (endpoint, op) = s
+            .worker
+            .connect(addr)
+            .map_err(|e| policy::call_error("connect", i32::from(e.status), &e.text, &addr.to_string()))?;
+        s.endpoints.insert(endpoint, EndpointInfo { peer: addr.to_string(), failed: None, closed: false });
+        s.start(op, OpKind::Connect, endpoint, 0, Held::Nothing);
+        Ok(Float64Array::new(vec![endpoint as f64, op as f64]))
+    })
+}
+
+/// Closes an endpoint (flushing unless `force`); returns the op that completes when it is
+/// closed, or -1 when it was closed already.
+#[napi]
+pub fn ucx_close(env: &Env, token: f64, endpoint: f64, force: bool) -> napi::Result<f64> {
+    let endpoint = endpoint as u64;
+    with_state(env, token, |s| {
+        let Some(info) = s.endpoints.get_mut(&endpoint) else { return Ok(-1.0) };
+        if info.closed {
+            if info.failed.is_some() && !s.worker.has_endpoint(endpoint) {
+                s.endpoints.remove(&endpoint);
+            }
+            return Ok(-1.0);
+        }
+        info.closed = true;
+        for op in s.book.of_endpoint(endpoint, OpKind::Recv) {
+            s.worker.cancel(op);
+        }
+        match s.worker.close_endpoint(endpoint, force) {
+            Some(op) => Ok(s.start(op, OpKind::Close, endpoint, 0, Held::Nothing) as f64),
+            None => {
+                s.endpoints.remove(&endpoint);
+                Ok(-1.0)
+            }
+        }
+    })
+}
+
+/// The peer of an endpoint, as it was given or accepted.
+#[napi]
+pub fn ucx_flush(env: &Env, token: f64, endpoint: f64) -> napi::Result<f64> {
+    let endpoint = endpoint as u64;
+    with_state(env, token, |s| {
+        s.endpoint(endpoint)?;
+        let op = s.worker.flush(endpoint).map_err(|e| ucx_error(&e))?;
+        Ok(s.start(op, OpKind::Flush, endpoint, 0, Held::Nothing) as f64)
+    })
+}
+
+fn memory(env: &Env, memory_id: f64) -> napi::Result<UsmMemory> {
+    crate::js::lookup::lookup(env, |h| h.memory(memory_id))
+}
+
+/// Where an op's bytes are, and what holds them: a memory object, or a host buffer.
+fn operand(env: &Env, memory_id: f64, host: Option<Unknown>, writes: bool) -> napi::Result<(u64, u64, Held)> {
+    if let Some(value) = host {
+        let bytes: HostBytes = ffi::host_bytes(env, &value)?
+            .ok_or_else(|| MemoryError::NotHostBuffer { what: "buffer".into() })
+            .or_throw(env)?;
+        let len = bytes.byte_length() as u64;
+        let side = if writes { HostSide::destination(env, &bytes)? } else { HostSide::source(env, &bytes)? };
+        return Ok(match side {
+            HostSide::Direct { .. } => (bytes.address(), len, Held::Direct(side, TaskRef::new(&value)?)),
+            HostSide::Bounce(Some(copy)) => (copy.as_ptr() as u64, len, Held::BounceOut(copy)),
+            HostSide::Bounce(None) => {
+                let mut scratch = Scratch::for_copy(len).or_throw(env)?;
+                (scratch.as_mut_ptr() as u64, len, Held::BounceIn(scratch, TaskRef::new(&value)?))
+            }
+        });
+    }
+    let memory = memory(env, memory_id)?;
+    if writes && memory.read_only() {
+        return Err(MemoryError::ReadOnlyWrite { address: memory.address() }).or_throw(env);
+    }
+    if memory.usm_type(None) == crate::runtime::UsmKind::Device && memory.queue().device().info().backend == "cuda" {
+        // A UCX without CUDA transports would read a device pointer as host memory.
+        let supported =
+            STATE.with(|cell| cell.try_borrow().ok().and_then(|s| s.as_ref().map(|s| s.worker.supports_cuda_memory())));
+        if supported == Some(false) {
+            return Err(MemoryError::Ucx {
+                operation: "a transfer of CUDA device memory".into(),
+                message: "this UCX has no CUDA transports (ucx_info -d lists no cuda_copy): use a UCX built with CUDA, \
+                          e.g. the libucx-cu12 wheel's (DPCTL_MEMORY_UCX_ROOT=<cache>/ucx-1.22.0/libucx), or copy to host memory first"
+                    .into(),
+            })
+            .or_throw(env);
+        }
+    }
+    Ok((memory.address(), memory.nbytes(), Held::Memory(memory)))
+}
+
+fn tag_of(hi: u32, lo: u32) -> u64 {
+    (u64::from(hi) << 32) | u64::from(lo)
+}
+
+/// Sends a memory object (`memoryId`) or a host buffer with a tag (`tagHi`, `tagLo`).
+#[napi]
+pub fn ucx_send(
+    env: &Env,
+    token: f64,
+    endpoint: f64,
+    memory_id: f64,
+    host: Option<Unknown>,
+    tag_hi: u32,
+    tag_lo: u32,
+) -> napi::Result<f64> {
+    let (address, nbytes, held) = operand(env, memory_id, host, false)?;
+    let endpoint = endpoint as u64;
+    with_state(env, token, |s| {
+        s.endpoint(endpoint)?;
+        // SAFETY: `held` keeps the bytes alive and in place until the op completes.
+        let op = unsafe { s.worker.send(endpoint, address, nbytes as usize, tag_of(tag_hi, tag_lo)) }
+            .map_err(|e| ucx_error(&e))?;
+        Ok(s.start(op, OpKind::Send, endpoint, nbytes, held) as f64)
+    })
+}
+
+/// Receives into a memory object or a host buffer a message whose tag matches under the mask.
+#[napi]
+#[allow(clippy::too_many_arguments)]
+pub fn ucx_recv(
+    env: &Env,
+    token: f64,
+    endpoint: f64,
+    memory_id: f64,
+    host: Option<Unknown>,
+    tag_hi: u32,
+    tag_lo: u32,
+    mask_hi: u32,
+    mask_lo: u32,
+) -> napi::Result<f64> {
+    let (address, nbytes, held) = operand(env, memory_id, host, true)?;
+    let endpoint = endpoint as u64;
+    with_state(env, token, |s| {
+        s.endpoint(endpoint)?;
+        // SAFETY: as `ucx_send`; nothing else writes the op's bytes through us meanwhile.
+        let op = unsafe { s.worker.recv(address, nbytes as usize, tag_of(tag_hi, tag_lo), tag_of(mask_hi, mask_lo)) }
+            .map_err(|e| ucx_error(&e))?;
+        Ok(s.start(op, OpKind::Recv, endpoint, nbytes, held) as f64)
+    })
+}
+
+/// Maps a memory object for remote access; returns the map's id (its key's bytes come
+/// from `ucxMapKey`).
+#[napi]
+pub fn ucx_map_memory(env: &Env, token: f64, memory_id: f64) -> napi::Result<f64> {
+    let memory = memory(env, memory_id)?;
+    with_state(env, token, |s| {
+        // SAFETY: `maps` holds the memory until it is unmapped.
+        let (id, packed) =
+            unsafe { s.worker.map(memory.address(), memory.nbytes() as usize) }.map_err(|e| ucx_error(&e))?;
+        let key = RemoteKey { base: memory.address(), nbytes: memory.nbytes(), packed };
+        s.maps.insert(id, (memory, key.to_bytes()));
+        Ok(id as f64)
+    })
+}
+
+/// The remote key bytes of a map, for a peer's `ucxUnpack`.
+#[napi]
+pub fn ucx_map_key(env: &Env, token: f64, map_id: f64) -> napi::Result<Buffer> {
+    with_state(env, token, |s| {
+        let (_, key) =
+            s.maps.get(&(map_id as u64)).ok_or(MemoryError::UcxEndpointClosed { what: "memory map".into() })?;
+        Ok(Buffer::from(key.clone()))
+    })
+}
+
+/// Unmaps a map and lets go of its memory.
+#[napi]
+pub fn ucx_unmap(env: &Env, token: f64, map_id: f64) -> napi::Result<()> {
+    with_state(env, token, |s| {
+        s.worker.unmap(map_id as u64);
+        s.maps.remove(&(map_id as u64));
+        Ok(())
+    })
+}
+
+/// Unpacks a remote key's bytes for an endpoint; returns `[rkeyId, nbytes]`.
+#[napi]
+pub fn ucx_unpack(env: &Env, token: f64, endpoint: f64, bytes: Unknown) -> napi::Result<Float64Array> {
+    let endpoint = endpoint as u64;
+    let host =
+        ffi::host_bytes(env, &bytes)?.ok_or_else(|| MemoryError::NotHostBuffer { what: "key".into() }).or_throw(env)?;
+    let mut copy = vec![0u8; host.byte_length()];
+    host.with_bytes(|src| crate::host::host_memcpy(crate::runtime::WriteBytes::of_slice(&mut copy), src.as_read()));
+    let key = RemoteKey::from_bytes(&copy).or_throw(env)?;
+    with_state(env, token, |s| {
+        s.endpoint(endpoint)?;
+        let id = s.worker.unpack_rkey(endpoint, &key.packed).map_err(|e| MemoryError::UcxRkeyInvalid {
+            message: format!("UCX cannot unpack this remote key: {}", e.text),
+        })?;
+        let nbytes = key.nbytes as f64;
+        s.rkeys.insert(id, (endpoint, key));
+        Ok(Float64Array::new(vec![id as f64, nbytes]))
+    })
+}
+
+/// Destroys an unpacked remote key.
+#[napi]
+pub fn ucx_destroy_rkey(env: &Env, token: f64, rkey: f64) -> napi::Result<()> {
+    with_state(env, token, |s| {
+        s.worker.destroy_rkey(rkey as u64);
+        s.rkeys.remove(&(rkey as u64));
+        Ok(())
+    })
+}
+
+/// `put` (`write`) or `get` of a memory object or host buffer at `offset` into a remote key's range.
+#[napi]
+#[allow(clippy::too_many_arguments)]
+pub fn ucx_rma(
+    env: &Env,
+    token: f64,
+    write: bool,
+    rkey: f64,
+    offset: f64,
+    memory_id: f64,
+    host: Option<Unknown>,
+) -> napi::Result<f64> {
+    let (address, nbytes, held) = operand(env, memory_id, host, !write)?;
+    with_state(env, token, |s| {
+        let Some((endpoint, key)) = s.rkeys.get(&(rkey as u64)) else {
+            return Err(MemoryError::UcxRkeyInvalid {
+                message: "this remote key was destroyed (or its endpoint closed)".into(),
+            });
+        };
+        let endpoint = *endpoint;
+        let remote = key.address_of(offset as u64, nbytes)?;
+        s.endpoint(endpoint)?;
+        // SAFETY: as `ucx_send` / `ucx_recv`.
+        let op = unsafe {
+            if write {
+                s.worker.put(endpoint, address, nbytes as usize, remote, rkey as u64)
+            } else {
+                s.worker.get(endpoint, address, nbytes as usize, remote, rkey as u64)
+            }
+        }
+        .map_err(|e| ucx_error(&e))?;
+        let kind = if write { OpKind::Put } else { OpKind::Get };
+        Ok(s.start(op, kind, endpoint, nbytes, held) as f64)
+    })
+}
