@@ -1125,6 +1125,9 @@ export interface SyclQueue {
   readonly isInOrder: boolean
   /** Whether the queue was made with `property: 'enable_profiling'`. */
   readonly hasEnableProfiling: boolean
+}
+
+// ---------------------------------------------------------------------------------------
 // Across machines: the UCX transport (README "Across machines")
 // ---------------------------------------------------------------------------------------
 
