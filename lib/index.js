@@ -10,6 +10,7 @@ const share = require('./share.js');
 const program = require('./program.js');
 const observe = require('./observe.js');
 const transport = require('./transport.js');
+require('./handoff.js'); // the __dpctl_memory_handoff__ getter of memory objects
 
 module.exports = {
   _Memory: memory._Memory,

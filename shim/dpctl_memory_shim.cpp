@@ -256,7 +256,7 @@ int dpm_queue_create_with(const dpm_context *ctx, const dpm_device *dev, int pro
       props = sycl::property_list{sycl::property::queue::enable_profiling{}};
     }
     sycl::queue q(ctx->ctx, dev->dev, handler, props);
-    *out = new dpm_queue_s{errors, std::move(q), properties};
+    *out = new dpm_queue_s{errors, std::move(q), properties, ctx->ctx, dev->dev};
   });
 }
 

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to this file; the Rust side refuses a shim of another version. */
-#define DPM_ABI_VERSION 3
+#define DPM_ABI_VERSION 4
 
 /* Status codes. */
 #define DPM_OK 0
@@ -209,6 +209,11 @@ int dpm_queue_create_with(const dpm_context *ctx, const dpm_device *dev, int pro
 
 /* *out = the DPM_QUEUE_* flags the queue was made with. */
 int dpm_queue_properties(const dpm_queue *q, int *out);
+
+/* The addresses of the queue's sycl::queue, sycl::context and sycl::device (objects of
+ * this libsycl), valid while the queue handle lives: what other addons get through
+ * include/dpctl_memory.h. */
+int dpm_queue_native(const dpm_queue *q, void **queue, void **context, void **device);
 
 typedef struct dpm_program_s dpm_program; /* a built cl_program of one context and device */
 typedef struct dpm_kernel_s dpm_kernel;   /* a sycl::kernel over a cl_kernel, with its arg info */

@@ -239,6 +239,18 @@ int dpm_queue_properties(const dpm_queue *q, int *out) {
   });
 }
 
+int dpm_queue_native(const dpm_queue *q, void **queue, void **context, void **device) {
+  return guard([&] {
+    require(q, "queue");
+    require(queue, "queue out");
+    require(context, "context out");
+    require(device, "device out");
+    *queue = const_cast<sycl::queue *>(&q->q);
+    *context = const_cast<sycl::context *>(&q->ctx);
+    *device = const_cast<sycl::device *>(&q->dev);
+  });
+}
+
 int dpm_program_create(const dpm_context *ctx, const dpm_device *dev, int format, const void *data, size_t len,
                        const char *options, dpm_program **out, char **log) {
   if (log != nullptr) *log = nullptr;

@@ -116,6 +116,10 @@ struct dpm_queue_s {
   std::shared_ptr<dpm_detail::AsyncErrors> errors;
   sycl::queue q;
   int properties;  // DPM_QUEUE_* flags it was made with
+  // The queue's context and device, kept so that their addresses stay valid for other
+  // addons (dpm_queue_native) as long as the queue handle lives.
+  sycl::context ctx;
+  sycl::device dev;
 };
 
 #endif  // DPCTL_MEMORY_SHIM_INTERNAL_HPP

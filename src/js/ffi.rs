@@ -448,3 +448,32 @@ pub fn js_bigint(env: &Env, number: u64) -> napi::Result<sys::napi_value> {
     check(unsafe { sys::napi_create_bigint_uint64(env.raw(), number, &mut value) }, "napi_create_bigint_uint64")?;
     Ok(value)
 }
+
+/// Makes a JS external value around `data` (dropped by the value's finalizer) and marks it
+/// with `tag` (`napi_type_tag_object`), which JS code can neither make nor forge: what the
+/// C header of addon authors (`include/dpctl_memory.h`) checks before reading it. The
+/// external's data pointer is the box's own address (what the header reads).
+pub fn tagged_external<'env, T: 'static>(
+    env: &'env Env,
+    data: Box<T>,
+    tag: &sys::napi_type_tag,
+) -> napi::Result<Unknown<'env>> {
+    unsafe extern "C" fn finalize<T>(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+        // SAFETY: `data` is the `Box<T>` leaked below, handed to exactly one finalizer call.
+        drop(unsafe { Box::from_raw(data.cast::<T>()) });
+    }
+    let boxed = Box::into_raw(data);
+    let mut value = ptr::null_mut();
+    // SAFETY: `boxed` stays valid until the finalizer, which the engine calls once.
+    let status =
+        unsafe { sys::napi_create_external(env.raw(), boxed.cast(), Some(finalize::<T>), ptr::null_mut(), &mut value) };
+    if status != sys::Status::napi_ok {
+        // SAFETY: the external was not made, so the box is still ours, freed once here.
+        drop(unsafe { Box::from_raw(boxed) });
+        return Err(napi::Error::new(napi::Status::from(status), "napi_create_external failed"));
+    }
+    // SAFETY: `value` is a fresh external of this call's environment; `tag` is valid.
+    check(unsafe { sys::napi_type_tag_object(env.raw(), value, tag) }, "napi_type_tag_object")?;
+    // SAFETY: `value` was just produced by Node-API for `env`.
+    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
+}

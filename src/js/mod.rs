@@ -16,6 +16,7 @@ pub mod devices;
 pub mod errors;
 pub mod ffi;
 pub mod handles;
+pub mod handoff;
 pub mod hints;
 pub mod ipc;
 pub mod json;

@@ -172,6 +172,10 @@ pub trait Queue: Send + Sync + Any {
     fn properties(&self) -> program::QueueProperties {
         program::QueueProperties::default()
     }
+    /// The runtime's own objects under the queue, for other addons.
+    fn native_handles(&self) -> Option<program::NativeQueue> {
+        None
+    }
 }
 
 /// A source of devices. Enumerated once per process.

@@ -175,6 +175,16 @@ pub trait Event: Send + Sync + Any {
     fn as_any(&self) -> &dyn Any;
 }
 
+/// The native objects under a queue, for other addons (`include/dpctl_memory.h`): addresses
+/// of the runtime's own objects, valid while the queue lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NativeQueue {
+    /// `sycl::queue *`, `sycl::context *`, `sycl::device *` of the loaded SYCL runtime.
+    Sycl { queue: usize, context: usize, device: usize },
+    /// `CUcontext`, `CUstream` and the device ordinal.
+    Cuda { context: usize, stream: usize, ordinal: i32 },
+}
+
 /// Properties a queue was made with (dpctl's `property=` of `SyclQueue`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct QueueProperties {

@@ -37,9 +37,9 @@ use std::ptr::NonNull;
 use std::sync::OnceLock;
 
 use cudarc::driver::sys::{
-    cudaError_enum, CUcontext, CUctx_flags, CUdevice, CUdevice_attribute, CUdeviceptr, CUipcMemHandle, CUipcMem_flags,
-    CUmemAttach_flags, CUmemLocation, CUmemLocationType, CUmem_advise, CUpointer_attribute, CUstream, CUstream_flags,
-    CU_IPC_HANDLE_SIZE, CU_MEMHOSTREGISTER_PORTABLE,
+    cudaError_enum, CUcontext, CUctx_flags, CUdevice, CUdevice_attribute, CUdeviceptr, CUevent, CUfunction, CUhostFn,
+    CUipcMemHandle, CUipcMem_flags, CUmemAttach_flags, CUmemLocation, CUmemLocationType, CUmem_advise, CUmodule,
+    CUpointer_attribute, CUstream, CUstream_flags, CU_IPC_HANDLE_SIZE, CU_MEMHOSTREGISTER_PORTABLE,
 };
 
 use crate::error::MemoryError;
@@ -153,6 +153,19 @@ driver_table! {
         cuMemAdvise = "cuMemAdvise_v2": fn(CUdeviceptr, usize, c_uint, CUmemLocation);
         cuDeviceCanAccessPeer = "cuDeviceCanAccessPeer": fn(*mut c_int, CUdevice, CUdevice);
         cuCtxEnablePeerAccess = "cuCtxEnablePeerAccess": fn(CUcontext, c_uint);
+        // Programs, kernels and events (`program_calls`).
+        cuModuleLoadDataEx = "cuModuleLoadDataEx": fn(*mut CUmodule, *const c_void, c_uint, *mut c_int, *mut *mut c_void);
+        cuModuleUnload = "cuModuleUnload": fn(CUmodule);
+        cuModuleGetFunction = "cuModuleGetFunction": fn(*mut CUfunction, CUmodule, *const c_char);
+        cuFuncGetAttribute = "cuFuncGetAttribute": fn(*mut c_int, c_int, CUfunction);
+        cuLaunchKernel = "cuLaunchKernel": fn(CUfunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CUstream, *mut *mut c_void, *mut *mut c_void);
+        cuEventCreate = "cuEventCreate": fn(*mut CUevent, c_uint);
+        cuEventRecord = "cuEventRecord": fn(CUevent, CUstream);
+        cuEventQuery = "cuEventQuery": fn(CUevent);
+        cuEventSynchronize = "cuEventSynchronize": fn(CUevent);
+        cuEventDestroy = "cuEventDestroy_v2": fn(CUevent);
+        cuStreamWaitEvent = "cuStreamWaitEvent": fn(CUstream, CUevent, c_uint);
+        cuLaunchHostFunc = "cuLaunchHostFunc": fn(CUstream, CUhostFn, *mut c_void);
     }
 }
 
@@ -839,6 +852,13 @@ unsafe impl Send for Stream {}
 // SAFETY: as above; the handle itself is never mutated.
 unsafe impl Sync for Stream {}
 
+impl Stream {
+    /// The `CUstream` as an address (for other addons: `include/dpctl_memory.h`).
+    pub(super) fn as_raw(&self) -> usize {
+        self.raw as usize
+    }
+}
+
 impl Drop for Stream {
     fn drop(&mut self) {
         if let Ok(_current) = self.driver.push(self.context) {
@@ -959,3 +979,7 @@ mod tests {
         assert_eq!(IpcMemHandle::from_bytes(&[0; 65]), None);
     }
 }
+
+/// The calls of programs, kernels and events.
+#[path = "driver_program.rs"]
+pub(super) mod program_calls;

@@ -27,6 +27,7 @@ mod driver;
 mod hints;
 mod ipc;
 mod logic;
+mod program;
 mod registration;
 mod staging;
 
@@ -441,7 +442,7 @@ impl Context for CudaContext {
             .ok_or_else(|| MemoryError::QueueCreation { message: "CUDA context already released".into() })?;
         let current = self.current().map_err(|e| MemoryError::QueueCreation { message: e.to_string() })?;
         let stream = current.stream_create().map_err(|e| MemoryError::QueueCreation { message: e.to_string() })?;
-        Ok(Arc::new(CudaQueue { stream, context }))
+        Ok(Arc::new(CudaQueue { stream: Arc::new(stream), context }))
     }
 
     fn pointer_kind(&self, address: Address) -> UsmKind {
@@ -507,6 +508,10 @@ impl Context for CudaContext {
         Some(self)
     }
 
+    fn programs(&self) -> Option<&dyn crate::runtime::program::ProgramBuilder> {
+        Some(self)
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -546,7 +551,7 @@ impl Drop for CudaContext {
 pub(crate) struct CudaQueue {
     // Declared before `context`: the stream is destroyed (with its context pushed) before
     // the queue's Arc of the context is dropped.
-    stream: Stream,
+    stream: Arc<Stream>,
     context: Arc<CudaContext>,
 }
 
@@ -629,6 +634,18 @@ impl Queue for CudaQueue {
 
     fn shared_memory_hints(&self) -> Option<&dyn SharedMemoryHints> {
         Some(self)
+    }
+
+    fn submissions(&self) -> Option<&dyn crate::runtime::program::Submissions> {
+        Some(self)
+    }
+
+    fn native_handles(&self) -> Option<crate::runtime::program::NativeQueue> {
+        Some(crate::runtime::program::NativeQueue::Cuda {
+            context: self.context.handle.as_raw(),
+            stream: self.stream.as_raw(),
+            ordinal: self.context.device.ordinal,
+        })
     }
 }
 

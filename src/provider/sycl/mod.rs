@@ -373,4 +373,9 @@ impl Queue for SyclQueue {
     fn properties(&self) -> crate::runtime::program::QueueProperties {
         self.properties
     }
+
+    fn native_handles(&self) -> Option<crate::runtime::program::NativeQueue> {
+        let (queue, context, device) = self.handle.native().ok()?;
+        Some(crate::runtime::program::NativeQueue::Sycl { queue, context, device })
+    }
 }

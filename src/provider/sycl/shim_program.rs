@@ -85,6 +85,7 @@ type DoneFn = unsafe extern "C" fn(*mut c_void, c_int);
 /// The function pointers of this half of the header.
 pub struct ProgramFns {
     queue_create_with: unsafe extern "C" fn(*const RawContext, *const RawDevice, c_int, *mut *mut RawQueue) -> c_int,
+    queue_native: unsafe extern "C" fn(*const RawQueue, *mut *mut c_void, *mut *mut c_void, *mut *mut c_void) -> c_int,
     #[allow(clippy::type_complexity)]
     program_create: unsafe extern "C" fn(
         *const RawContext,
@@ -159,6 +160,7 @@ impl ProgramFns {
         }
         Ok(ProgramFns {
             queue_create_with: sym!("dpm_queue_create_with"),
+            queue_native: sym!("dpm_queue_native"),
             program_create: sym!("dpm_program_create"),
             program_free: sym!("dpm_program_free"),
             program_kernel_names: sym!("dpm_program_kernel_names"),
@@ -311,6 +313,14 @@ impl ContextHandle {
 }
 
 impl QueueHandle {
+    /// Addresses of the queue's `sycl::queue`, `sycl::context` and `sycl::device`.
+    pub fn native(&self) -> ShimResult<(usize, usize, usize)> {
+        let (mut q, mut c, mut d) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+        // SAFETY: a live queue handle and valid out-parameters.
+        self.shim.check(unsafe { (self.shim.program.queue_native)(self.raw.as_ptr(), &mut q, &mut c, &mut d) })?;
+        Ok((q as usize, c as usize, d as usize))
+    }
+
     fn event(&self, status: c_int, out: *mut RawEvent) -> ShimResult<EventHandle> {
         self.shim.check(status)?;
         Ok(EventHandle { raw: non_null(out, "event")?, shim: self.shim })
