@@ -462,7 +462,10 @@ mod tests {
             let Err(MemoryError::UsmAllocation { message }) = UsmMemory::allocate(&queue, kind, 1 << 18, 0) else {
                 panic!("the fake refuses beyond its capacity");
             };
-            assert!(message.contains("failed: out of memory: 262144 bytes"), "the runtime's message is kept: {message}");
+            assert!(
+                message.contains("failed: out of memory: 262144 bytes"),
+                "the runtime's message is kept: {message}"
+            );
             assert!(message.contains("more than the device's maxMemAllocSize, 65536 bytes"), "{message}");
         }
         // Refused within the limit: the runtime's message alone (the limit is not why).
