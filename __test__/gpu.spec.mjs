@@ -2,6 +2,7 @@
 // registered as a skipped test whose title says why, so the skip is visible in the report.
 import test from 'ava';
 import {
+  addon,
   KINDS,
   DEVICES,
   CUDA_DEVICES,
@@ -146,6 +147,21 @@ for (const { kind, Class } of KINDS.filter((k) => k.hostAccessible)) {
     t.is(view.length, 0, "free() detaches the parent's buffer");
     t.is(new Uint8Array(v.buffer)[5], 0xab, 'the view keeps the memory alive');
     freeAll(v, iv, d);
+  });
+
+  gpuTest(`registerHost of ${what} memory's buffer is a reported no-op (the GPU reaches it already)`, (t, device) => {
+    const queue = queueFor(device);
+    const n = MiB;
+    const m = new Class(n, { queue });
+    const registration = addon.registerHost(m.buffer, { queue });
+    t.false(registration.registered, 'cuMemHostRegister would refuse memory the driver already maps');
+    t.is(registration.byteLength, n);
+    const d = new MemoryUSMDevice(n, { queue });
+    new Uint8Array(m.buffer).set(pattern(n, 17));
+    d.copyFromHost(new Uint8Array(m.buffer));
+    t.is(Buffer.compare(Buffer.from(d.copyToHost().buffer), Buffer.from(pattern(n, 17).buffer)), 0);
+    registration.unregister();
+    freeAll(m, d);
   });
 }
 

@@ -95,10 +95,19 @@ ucxTest('in one process over loopback: tagged messages of host, shared and devic
     t.deepEqual(await got, { nbytes: size, tag: 7n });
     t.is(mismatch(dst, size & 0xff), -1, `${size} bytes arrive intact`);
   }
-  // Memory objects both ways: host, shared, device (the queue's device: CPU-reachable here).
-  const queue = getDevices().length ? undefined : null;
-  t.not(queue, null, 'a SYCL device is present');
-  for (const Kind of [MemoryUSMHost, MemoryUSMShared, MemoryUSMDevice]) {
+  // Memory objects both ways: host, shared, device. Device memory of a CUDA default device
+  // needs a UCX with CUDA transports; without them it is refused.
+  t.true(getDevices().length > 0, 'a SYCL device is present');
+  const probe = new MemoryUSMDevice(64);
+  const refused = probe.syclDevice.backend === 'cuda' && !ucx.info().cudaMemory;
+  if (refused) {
+    // A UCX without CUDA transports would read device memory as host memory: refused.
+    await t.throwsAsync(server.send(probe, { tag: 11n }), { code: 'ERR_UCX', message: /no CUDA transports/ });
+    t.is(ucx.info().inFlight, 0, 'the refused send left nothing in flight');
+  }
+  probe.free();
+  const kinds = refused ? [MemoryUSMHost, MemoryUSMShared] : [MemoryUSMHost, MemoryUSMShared, MemoryUSMDevice];
+  for (const Kind of kinds) {
     const src = new Kind(65536);
     src.copyFromHost(pattern(65536, 3));
     const dst = new Kind(65536);

@@ -5,6 +5,7 @@
 // after the name of every test that failed and every runner that broke, so that a failure
 // is found at the end, not somewhere in a thousand lines.
 'use strict';
+const fs = require('node:fs');
 const path = require('node:path');
 const readline = require('node:readline');
 const { spawn } = require('node:child_process');
@@ -79,8 +80,33 @@ async function lint(name, args, env = {}) {
   }
 }
 
-async function ava() {
-  const args = [path.join(root, 'node_modules', 'ava', 'entrypoints', 'cli.mjs'), '--tap', ...process.argv.slice(2)];
+// Files named `*.alone.spec.mjs` measure what other processes move too (a device's free
+// memory, which every test process's CUDA context takes from): they run after the rest,
+// one file at a time, in an ava run of their own.
+const ALONE = /\.alone\.spec\.mjs$/;
+
+/** The spec files of `__test__/`, relative to the root, sorted. */
+function specFiles() {
+  const dir = path.join(root, '__test__');
+  return fs
+    .readdirSync(dir)
+    .filter((name) => name.endsWith('.spec.mjs'))
+    .sort()
+    .map((name) => path.join('__test__', name));
+}
+
+/** The ava suite: as the arguments say, or (given none) the whole suite in two runs. */
+async function avaSuite() {
+  const given = process.argv.slice(2);
+  if (given.length > 0) return ava(given);
+  const files = specFiles();
+  await ava(files.filter((file) => !ALONE.test(file)));
+  const alone = files.filter((file) => ALONE.test(file));
+  if (alone.length > 0) await ava(['--concurrency=1', '--serial', ...alone]);
+}
+
+async function ava(given) {
+  const args = [path.join(root, 'node_modules', 'ava', 'entrypoints', 'cli.mjs'), '--tap', ...given];
   let counted = false;
   const status = await stream(process.execPath, args, (line) => {
     // TAP: `not ok 12 - memory › copyToHost into a short buffer`; a todo is not a failure.
@@ -120,7 +146,7 @@ function summary() {
     });
     await cargo();
   }
-  await ava();
+  await avaSuite();
   summary();
   process.exit(broken || totals.failed > 0 ? 1 : 0);
 })();

@@ -2,8 +2,9 @@
 // bytes (what this process holds from the runtime through the pool: live and cached
 // blocks) move as the device's used memory (cuMemGetInfo) does, within one 2 MiB
 // allocation granularity, through allocating, caching and trimming. Skips visibly off a
-// GPU (scripts/gpu-suite.sh runs it). Serial: it compares the device's memory with a
-// baseline; another process using the GPU meanwhile would move it too.
+// GPU (scripts/gpu-suite.sh runs it). It compares the device's memory with a
+// baseline, which another test process starting a CUDA context would move: so it runs
+// alone, after the rest of the suite (scripts/test.js runs `*.alone.spec.mjs` that way).
 import test from 'ava';
 import { createRequire } from 'node:module';
 import { addon, CUDA_DEVICES, queueFor } from './helpers/addon.mjs';
