@@ -107,6 +107,7 @@ export type ErrorCodeValue =
   | 'ERR_UCX_ENDPOINT_CLOSED'
   | 'ERR_UCX_RKEY_INVALID'
   | 'ERR_UCX_WRONG_THREAD'
+  | 'ERR_PEER_ACCESS_UNSUPPORTED'
 
 /** The codes by name, e.g. `ErrorCode.UsmFreed === 'ERR_USM_FREED'` (a frozen object). */
 export declare const ErrorCode: {
@@ -178,6 +179,7 @@ export declare const ErrorCode: {
   readonly UcxEndpointClosed: 'ERR_UCX_ENDPOINT_CLOSED'
   readonly UcxRkeyInvalid: 'ERR_UCX_RKEY_INVALID'
   readonly UcxWrongThread: 'ERR_UCX_WRONG_THREAD'
+  readonly PeerAccessUnsupported: 'ERR_PEER_ACCESS_UNSUPPORTED'
 }
 export type ErrorCode = ErrorCodeValue
 
@@ -808,10 +810,35 @@ export declare class SyclDevice implements CloneGuarded {
   get aspects(): string[]
   /** Whether `other` is the same device. */
   equals(other: SyclDevice): boolean
+  // Peer access (dpctl 0.20+), see the README's "Several GPUs".
+  /**
+   * Whether this device can be given access to `peer`'s device memory
+   * (`'access_supported'`, the default), or has native atomics on it once enabled
+   * (`'atomics_supported'`). `false` for a device and itself, for two backends, and on
+   * backends without peer access (only `cuda`, `hip` and `level_zero` have it).
+   * Throws `TypeError` (`ERR_INVALID_ARG_TYPE`) when `peer` is not a `SyclDevice`,
+   * `ERR_INVALID_ARG_VALUE` for another `value`.
+   */
+  canAccessPeer(peer: SyclDevice, value?: PeerAccessQuery): boolean
+  /**
+   * Lets this device (its default context's queues) access `peer`'s device memory, so
+   * copies between them go device to device. Enabling twice is no error. Throws
+   * `ERR_PEER_ACCESS_UNSUPPORTED` for a device and itself, two backends, a backend
+   * without peer access (OpenCL) and a pair whose `canAccessPeer` is false.
+   */
+  enablePeerAccess(peer: SyclDevice): void
+  /**
+   * Ends what `enablePeerAccess(peer)` began; a pair that is not enabled is left as it
+   * is (no error). Throws as `enablePeerAccess` for pairs that cannot have peer access.
+   */
+  disablePeerAccess(peer: SyclDevice): void
   toString(): string
   /** What `JSON.stringify` writes: `toString()`. */
   toJSON(): string
 }
+
+/** What `SyclDevice.canAccessPeer` asks (dpctl's `value` argument). */
+export type PeerAccessQuery = 'access_supported' | 'atomics_supported'
 
 /** A SYCL context: the scope in which USM pointers are valid. */
 export declare class SyclContext implements CloneGuarded {

@@ -4,6 +4,7 @@
 const { native, own, release, DEVICE_HANDLE, CONTEXT_HANDLE, QUEUE_HANDLE } = require('./native.js');
 const { typeError, fromNative, CLONE_GUARD } = require('./errors.js');
 const { display, typeName, stringArg, listOf, onlyOption } = require('./values.js');
+const peerAccess = require('./peer.js');
 
 const { Map, Reflect, Symbol, Array } = globalThis;
 const apply = Reflect.apply;
@@ -94,6 +95,29 @@ class SyclDevice {
     const handle = SyclDevice.#factsOf(this, 'equals') && this.#handle;
     if (!isDevice(other)) throw typeError(`expected a SyclDevice, got ${typeName(other)}`);
     return native.deviceEquals(handle, other.#handle);
+  }
+  // Peer access (lib/peer.js).
+  /**
+   * Whether this device can be given access to `peer`'s device memory
+   * (`value`: `'access_supported'`, or `'atomics_supported'` for native atomics once
+   * enabled). False for a device and itself, and between backends without peer access.
+   */
+  canAccessPeer(peer, value = 'access_supported') {
+    return peerAccess.canAccessPeer(SyclDevice.#peerHandles(this, peer, 'canAccessPeer'), peer.#handle, value);
+  }
+  /** Lets this device access `peer`'s device memory (enabling twice is no error). */
+  enablePeerAccess(peer) {
+    peerAccess.enablePeerAccess(SyclDevice.#peerHandles(this, peer, 'enablePeerAccess'), peer.#handle);
+  }
+  /** Ends what `enablePeerAccess(peer)` began (a pair not enabled is left as it is). */
+  disablePeerAccess(peer) {
+    peerAccess.disablePeerAccess(SyclDevice.#peerHandles(this, peer, 'disablePeerAccess'), peer.#handle);
+  }
+  /** This device's handle, once `this` and `peer` are checked (dpctl's TypeError for `peer`). */
+  static #peerHandles(self, peer, member) {
+    SyclDevice.#factsOf(self, member);
+    if (!isDevice(peer)) throw typeError(`peer device must be a SyclDevice, got ${typeName(peer)}`);
+    return self.#handle;
   }
   toString() {
     const facts = SyclDevice.#factsOf(this, 'toString');

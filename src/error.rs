@@ -256,6 +256,10 @@ error_table! {
         UcxRkeyInvalid = "ERR_UCX_RKEY_INVALID" as Error,
         /// A transport object of another thread's worker.
         UcxWrongThread = "ERR_UCX_WRONG_THREAD" as Error,
+        // Peer access (issue 22).
+        /// Peer access between devices whose backends have none (OpenCL, mixed backends),
+        /// between a device and itself, or that the runtime says the pair cannot have.
+        PeerAccessUnsupported = "ERR_PEER_ACCESS_UNSUPPORTED" as Error,
     }
     variants {
         /// A host buffer argument the binding cannot read; `what` names the argument.
@@ -500,6 +504,20 @@ error_table! {
         /// A transport object of another thread's worker.
         #[error("this UCX {what} belongs to another thread's worker: each thread has its own (UCX workers are single-threaded)")]
         UcxWrongThread { what: String } => UcxWrongThread,
+        // Peer access (issue 22).
+        /// Peer access between devices of two backends (dpctl's message).
+        #[error("Device with backend {backend} cannot peer access device with backend {peer_backend}")]
+        PeerBackendMismatch { backend: String, peer_backend: String } => PeerAccessUnsupported,
+        /// Peer access on a backend that has none (dpctl's message): OpenCL, whose SYCL
+        /// adapter aborts the process in `ext_oneapi_enable_peer_access`, so it is never asked.
+        #[error("Peer access not supported for backend {backend}")]
+        PeerBackendUnsupported { backend: String } => PeerAccessUnsupported,
+        /// Peer access from a device to itself: it reaches its own memory without any.
+        #[error("'{device}' reaches its own memory without peer access: canAccessPeer() of a device and itself is false")]
+        PeerAccessSelf { device: String } => PeerAccessUnsupported,
+        /// Peer access the runtime cannot give this pair; `message` says why.
+        #[error("{message}")]
+        PeerAccessUnavailable { message: String } => PeerAccessUnsupported,
     }
 }
 

@@ -22,6 +22,7 @@ import {
   getDevices,
   getRuntimeDiagnostics,
   poolStats,
+  type PeerAccessQuery,
   poolTrim,
   ErrorCode,
   USMAllocationError,
@@ -64,6 +65,12 @@ host.copyFromHost(source);
 dev.copyFromDevice(host);
 const stats: PoolStats = poolStats();
 const freed: number = poolTrim();
+// Several GPUs.
+const peerQuery: PeerAccessQuery = 'atomics_supported';
+const canPeer: boolean = device.canAccessPeer(devices[0] ?? device, peerQuery) && device.canAccessPeer(device);
+if (canPeer) device.enablePeerAccess(device);
+device.disablePeerAccess(device);
+const peerCode: ErrorCodeValue = ErrorCode.PeerAccessUnsupported;
 const code: ErrorCodeValue = ErrorCode.UsmFreed;
 const allocationCode: ErrorCodeValue = new USMAllocationError('x').code;
 const queueError: Error = new SyclQueueCreationError('x', { code: 'ERR_QUEUE_CREATION' });

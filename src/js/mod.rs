@@ -23,6 +23,7 @@ pub mod json;
 pub mod lookup;
 pub mod memory;
 pub mod observe;
+pub mod peer;
 pub mod pool;
 pub mod program;
 pub mod registration;

@@ -13,6 +13,7 @@ mod interface_props;
 pub(crate) mod ipc;
 pub(crate) mod ipc_mapping;
 pub(crate) mod observe;
+pub(crate) mod peer;
 pub(crate) mod pool;
 pub(crate) mod program;
 pub(crate) mod registration;

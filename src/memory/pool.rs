@@ -1391,4 +1391,26 @@ mod tests {
         assert_eq!(pool.stats().device.cached_bytes, LARGE_BLOCK);
         assert_eq!(ctx.counts().bad_frees, 0);
     }
+
+    #[test]
+    fn a_block_freed_on_one_device_never_serves_another() {
+        let (_peers, devices) = crate::runtime::fake::FakePeers::devices(2, "cuda");
+        let contexts: Vec<Arc<FakeContext>> =
+            devices.iter().enumerate().map(|(i, d)| FakeContext::new(5101 + i as u64, d.clone())).collect();
+        let queues: Vec<Arc<dyn Queue>> = contexts.iter().map(FakeContext::queue).collect();
+        let pool = Pool::new(true, Limits::default());
+        for kind in KINDS {
+            let on1 = pool.acquire(&queues[1], kind, MIB, 0).unwrap();
+            pool.release(&dyn_ctx(&contexts[1]), kind, on1);
+            let fresh_on0 = contexts[0].counts().allocations;
+            let on0 = pool.acquire(&queues[0], kind, MIB, 0).unwrap();
+            assert_ne!(on0.address, on1.address, "{kind:?}: GPU 1's cached block went to GPU 0");
+            assert_eq!(contexts[0].counts().allocations, fresh_on0 + 1, "{kind:?}: GPU 0 allocated its own");
+            assert!(contexts[1].counts().frees.is_empty(), "{kind:?}: GPU 1's block stays in its cache");
+            let again = pool.acquire(&queues[1], kind, MIB, 0).unwrap();
+            assert_eq!(again.address, on1.address, "{kind:?}: GPU 1 reuses its own block");
+            pool.release(&dyn_ctx(&contexts[0]), kind, on0);
+            pool.release(&dyn_ctx(&contexts[1]), kind, again);
+        }
+    }
 }

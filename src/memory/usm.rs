@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::error::{MemoryError, Result};
 use crate::memory::allocation::Allocation;
 use crate::memory::ipc_mapping::IpcMapping;
+use crate::memory::peer::{staged_copy, Side};
 use crate::memory::registration::{host_copy, HostSide, Registration};
 use crate::runtime::hints::{Advice, HintOutcome, Location};
 use crate::runtime::UsmKind;
@@ -275,9 +276,11 @@ impl UsmMemory {
         self.host_transfer(self.bytes(), src, HostSide::Source, registration)
     }
 
-    /// Copies all of `src` to offset 0 of this memory, through the host when the two
-    /// live in different contexts (a runtime may not reject a cross-context copy, so
-    /// this never asks it to make one) or overlap (the result is then as with `memmove`).
+    /// Copies all of `src` to offset 0 of this memory: one runtime copy in one context;
+    /// between two contexts along `memory::peer::route` (device to device where a direct
+    /// path exists, else staged: a runtime may not reject a cross-context copy, so none is
+    /// asked of it without the peer capability); through the host when they overlap (the
+    /// result is then as with `memmove`).
     pub fn copy_from_device(&self, src: &UsmMemory) -> Result<()> {
         self.check_copy_from_device(src)?;
         if self.cpu_access.covers(src.nbytes) && src.cpu_access.covers(src.nbytes) {
@@ -293,7 +296,18 @@ impl UsmMemory {
         if same_context && !overlap {
             return self.queue.memcpy(self.bytes(), src.bytes().as_read());
         }
-        staged_copy(&src.queue, &self.queue, self.bytes(), src.bytes().as_read())
+        if overlap {
+            return staged_copy(&src.queue, &self.queue, self.bytes(), src.bytes().as_read());
+        }
+        // Two contexts (two devices, or two contexts of one): device to device where a
+        // direct path exists (`memory::peer`).
+        let (dst_side, src_side) = (self.side(), src.side());
+        crate::memory::peer::copy_across(dst_side, self.bytes(), src_side, src.bytes().as_read()).map(|_| ())
+    }
+
+    /// The memory as one side of a copy between contexts.
+    pub(crate) fn side(&self) -> Side<'_> {
+        Side { queue: &self.queue, kind: self.kind }
     }
 
     /// Migrates shared memory to `to` (`prefetch()`) and waits; other kinds are refused.
@@ -391,16 +405,6 @@ pub enum Adopted {
 /// Host memory of `nbytes` is more than one JS `ArrayBuffer` may hold (`max_len`).
 pub fn too_large_for_host(nbytes: u64, max_len: u64) -> MemoryError {
     MemoryError::HostBufferTooLarge { nbytes, max_len }
-}
-
-/// Copies all of `src` (read through `from`) into `dst` (written through `to`) by way of
-/// host memory of our own: for ranges of two contexts, or ranges that overlap.
-fn staged_copy(from: &Arc<dyn Queue>, to: &Arc<dyn Queue>, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()> {
-    let nbytes = src.copy_len(&dst)?;
-    // Scratch of the async copies: reused, and never zero-filled (the copy fills it).
-    let mut staging = crate::host::Scratch::for_copy(nbytes)?;
-    host_copy(from, WriteBytes::of_slice(&mut staging), src, HostSide::Destination, None)?;
-    host_copy(to, dst, ReadBytes::of_slice(&staging), HostSide::Source, None)
 }
 
 /// A refused allocation larger than the device's largest single allocation says so, with

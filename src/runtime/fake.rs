@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{MemoryError, Result};
 use crate::runtime::ipc::{Ipc, Mapped};
+use crate::runtime::peer::{PeerAccess, PeerQuery};
 use crate::runtime::registration::{HostRegistration, RegisterOutcome};
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Queue, ReadBytes, WriteBytes};
@@ -14,6 +15,8 @@ use crate::runtime::{Address, Context, Device, DeviceInfo, DeviceType, Queue, Re
 /// A device that only describes itself: it makes no contexts (tests make `FakeContext`s).
 pub struct FakeDevice {
     info: DeviceInfo,
+    /// The fake peer runtime, for devices made by [`FakePeers::devices`].
+    peers: Option<Arc<FakePeers>>,
 }
 
 impl FakeDevice {
@@ -33,7 +36,7 @@ impl FakeDevice {
 
     /// A device that reports `info`.
     pub fn of(info: DeviceInfo) -> Arc<Self> {
-        Arc::new(FakeDevice { info })
+        Arc::new(FakeDevice { info, peers: None })
     }
 
     /// A device of `backend` and `device_type`, for the registry's tests.
@@ -78,6 +81,9 @@ impl Device for FakeDevice {
     }
     fn create_context(&self) -> Result<Arc<dyn Context>> {
         Err(MemoryError::QueueCreation { message: "fake".into() })
+    }
+    fn peer(&self) -> Option<&dyn PeerAccess> {
+        self.peers.as_deref().map(|peers| peers as &dyn PeerAccess)
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -388,6 +394,108 @@ impl Ipc for FakeContext {
             return Err(MemoryError::ForeignPointer { message: format!("{address:#x} is not mapped") });
         }
         counts.closes += 1;
+        Ok(())
+    }
+}
+
+/// A fake runtime of several devices with peer access (what a host of several GPUs has):
+/// which pairs may have it, which are enabled, and each copy between two of its contexts.
+#[derive(Default)]
+pub struct FakePeers {
+    /// The devices' tags (see `device_tag`), in order.
+    tags: Mutex<Vec<u64>>,
+    /// `(device, peer)` indices whose access may be enabled (`cuDeviceCanAccessPeer`).
+    pub possible: Mutex<Vec<(usize, usize)>>,
+    /// `(device, peer)` indices enabled now.
+    pub enabled: Mutex<Vec<(usize, usize)>>,
+    /// Each copy: `"direct"` with the index of the device whose queue ran it, or
+    /// `"staged"` with the destination's.
+    pub copies: Mutex<Vec<(&'static str, usize)>>,
+    /// Enable and disable calls that reached the runtime.
+    pub calls: Mutex<Vec<(&'static str, usize, usize)>>,
+}
+
+impl FakePeers {
+    /// `count` GPU devices of `backend` sharing one fake peer runtime, where every
+    /// distinct pair may have peer access.
+    pub fn devices(count: usize, backend: &str) -> (Arc<FakePeers>, Vec<Arc<FakeDevice>>) {
+        let peers = Arc::new(FakePeers::default());
+        let devices: Vec<Arc<FakeDevice>> = (0..count)
+            .map(|i| {
+                let mut info = FakeDevice::on(backend, DeviceType::Gpu).info.clone();
+                info.name = format!("fake gpu {i}");
+                Arc::new(FakeDevice { info, peers: Some(peers.clone()) })
+            })
+            .collect();
+        *peers.tags.lock().unwrap() = devices.iter().map(|d| device_tag(d.as_ref())).collect();
+        *peers.possible.lock().unwrap() =
+            (0..count).flat_map(|a| (0..count).filter(move |&b| b != a).map(move |b| (a, b))).collect();
+        (peers, devices)
+    }
+
+    /// The index of one of this runtime's devices; an error for any other device.
+    fn index(&self, device: &dyn Device) -> Result<usize> {
+        let tag = device_tag(device);
+        self.tags.lock().unwrap().iter().position(|&t| t == tag).ok_or_else(|| MemoryError::PeerAccessUnavailable {
+            message: format!("'{}' is not a device of this fake runtime", device.info().name),
+        })
+    }
+
+    fn pair(&self, device: &dyn Device, peer: &dyn Device) -> Result<(usize, usize)> {
+        Ok((self.index(device)?, self.index(peer)?))
+    }
+
+    fn queue_index(&self, queue: &dyn Queue) -> Result<usize> {
+        self.index(queue.device().as_ref())
+    }
+}
+
+impl PeerAccess for FakePeers {
+    fn can_access_peer(&self, device: &dyn Device, peer: &dyn Device, _query: PeerQuery) -> Result<bool> {
+        let pair = self.pair(device, peer)?;
+        Ok(self.possible.lock().unwrap().contains(&pair))
+    }
+    fn enable_peer_access(&self, device: &dyn Device, peer: &dyn Device) -> Result<()> {
+        let (a, b) = self.pair(device, peer)?;
+        self.calls.lock().unwrap().push(("enable", a, b));
+        let mut enabled = self.enabled.lock().unwrap();
+        if !enabled.contains(&(a, b)) {
+            enabled.push((a, b));
+        }
+        Ok(())
+    }
+    fn disable_peer_access(&self, device: &dyn Device, peer: &dyn Device) -> Result<()> {
+        let pair = self.pair(device, peer)?;
+        self.calls.lock().unwrap().push(("disable", pair.0, pair.1));
+        self.enabled.lock().unwrap().retain(|&p| p != pair);
+        Ok(())
+    }
+    fn peer_access_enabled(&self, device: &dyn Device, peer: &dyn Device) -> bool {
+        self.pair(device, peer).is_ok_and(|pair| self.enabled.lock().unwrap().contains(&pair))
+    }
+    fn copy_direct(
+        &self,
+        run_on: &dyn Queue,
+        _dst_queue: &dyn Queue,
+        dst: WriteBytes<'_>,
+        _src_queue: &dyn Queue,
+        src: ReadBytes<'_>,
+    ) -> Result<()> {
+        let runner = self.queue_index(run_on)?;
+        src.copy_len(&dst)?;
+        self.copies.lock().unwrap().push(("direct", runner));
+        Ok(())
+    }
+    fn copy_staged(
+        &self,
+        dst_queue: &dyn Queue,
+        dst: WriteBytes<'_>,
+        _src_queue: &dyn Queue,
+        src: ReadBytes<'_>,
+    ) -> Result<()> {
+        let runner = self.queue_index(dst_queue)?;
+        src.copy_len(&dst)?;
+        self.copies.lock().unwrap().push(("staged", runner));
         Ok(())
     }
 }

@@ -18,6 +18,7 @@ pub(crate) mod fake;
 pub(crate) mod hints;
 pub(crate) mod ipc;
 pub(crate) mod kind;
+pub(crate) mod peer;
 pub(crate) mod program;
 pub(crate) mod ranges;
 pub(crate) mod registration;
@@ -80,6 +81,11 @@ pub trait Device: Send + Sync + Any {
     /// (a CPU device: the device is the host). Then copies need no runtime call.
     fn device_memory_is_host_memory(&self) -> bool {
         false
+    }
+    /// Peer access to other devices of the same runtime, and copies between them, where
+    /// the runtime offers it (`memory::peer` checks the pair first).
+    fn peer(&self) -> Option<&dyn peer::PeerAccess> {
+        None
     }
     fn as_any(&self) -> &dyn Any;
 }

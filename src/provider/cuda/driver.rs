@@ -37,9 +37,10 @@ use std::ptr::NonNull;
 use std::sync::OnceLock;
 
 use cudarc::driver::sys::{
-    cudaError_enum, CUcontext, CUctx_flags, CUdevice, CUdevice_attribute, CUdeviceptr, CUevent, CUfunction, CUhostFn,
-    CUipcMemHandle, CUipcMem_flags, CUmemAttach_flags, CUmemLocation, CUmemLocationType, CUmem_advise, CUmodule,
-    CUpointer_attribute, CUstream, CUstream_flags, CU_IPC_HANDLE_SIZE, CU_MEMHOSTREGISTER_PORTABLE,
+    cudaError_enum, CUcontext, CUctx_flags, CUdevice, CUdevice_P2PAttribute, CUdevice_attribute, CUdeviceptr, CUevent,
+    CUfunction, CUhostFn, CUipcMemHandle, CUipcMem_flags, CUmemAttach_flags, CUmemLocation, CUmemLocationType,
+    CUmem_advise, CUmodule, CUpointer_attribute, CUstream, CUstream_flags, CU_IPC_HANDLE_SIZE,
+    CU_MEMHOSTREGISTER_PORTABLE,
 };
 
 use crate::error::MemoryError;
@@ -48,9 +49,13 @@ use crate::error::MemoryError;
 type CuResult = c_uint;
 const CUDA_SUCCESS: CuResult = 0;
 /// `cuCtxEnablePeerAccess` on a pair already enabled.
-#[allow(dead_code, reason = "peer access: the multi-GPU work calls it")]
 const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: CuResult =
     cudaError_enum::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED as CuResult;
+/// `cuCtxDisablePeerAccess` on a pair not enabled.
+const CUDA_ERROR_PEER_ACCESS_NOT_ENABLED: CuResult = cudaError_enum::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED as CuResult;
+/// `CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED`.
+pub(super) const P2P_NATIVE_ATOMIC_SUPPORTED: c_int =
+    CUdevice_P2PAttribute::CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED as c_int;
 
 /// `cuMemHostRegister` flags (`CU_MEMHOSTREGISTER_*`).
 pub(super) mod host_register {
@@ -166,6 +171,10 @@ driver_table! {
         cuEventDestroy = "cuEventDestroy_v2": fn(CUevent);
         cuStreamWaitEvent = "cuStreamWaitEvent": fn(CUstream, CUevent, c_uint);
         cuLaunchHostFunc = "cuLaunchHostFunc": fn(CUstream, CUhostFn, *mut c_void);
+        cuCtxDisablePeerAccess = "cuCtxDisablePeerAccess": fn(CUcontext);
+        // The attribute is a C enum (`CUdevice_P2PAttribute`, an `int`).
+        cuDeviceGetP2PAttribute = "cuDeviceGetP2PAttribute": fn(*mut c_int, c_int, CUdevice, CUdevice);
+        cuMemcpyPeerAsync = "cuMemcpyPeerAsync": fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize, CUstream);
     }
 }
 
@@ -464,7 +473,6 @@ impl Driver {
     }
 
     /// `cuDeviceCanAccessPeer`: whether contexts of `device` can access memory of `peer`.
-    #[allow(dead_code, reason = "peer access: the multi-GPU work calls it")]
     pub(super) fn device_can_access_peer(&self, device: CUdevice, peer: CUdevice) -> DriverResult<bool> {
         let call = self
             .table
@@ -474,6 +482,19 @@ impl Driver {
         // SAFETY: valid out-pointer; the driver checks both device handles.
         self.status("cuDeviceCanAccessPeer", unsafe { call(&mut can, device, peer) })?;
         Ok(can != 0)
+    }
+
+    /// `cuDeviceGetP2PAttribute`: an attribute (`P2P_*`) of the link from `device` to `peer`.
+    pub(super) fn device_p2p_attribute(&self, attribute: c_int, device: CUdevice, peer: CUdevice) -> DriverResult<i32> {
+        let call = self
+            .table
+            .cuDeviceGetP2PAttribute
+            .ok_or(DriverError::missing("cuDeviceGetP2PAttribute", "cannot ask about peer atomics"))?;
+        let mut value: c_int = 0;
+        // SAFETY: valid out-pointer; `attribute` is a CUdevice_P2PAttribute value and the
+        // driver checks both device handles.
+        self.status("cuDeviceGetP2PAttribute", unsafe { call(&mut value, attribute, device, peer) })?;
+        Ok(value)
     }
 
     /// `cuDevicePrimaryCtxRetain`: the device's primary context, retained once more. It is
@@ -815,7 +836,6 @@ impl CurrentContext {
 
     /// `cuCtxEnablePeerAccess`: lets the current context access memory of `peer`. Already
     /// enabled is success.
-    #[allow(dead_code, reason = "peer access: the multi-GPU work calls it")]
     pub(super) fn ctx_enable_peer_access(&self, peer: ContextHandle) -> DriverResult<()> {
         let call = self
             .table()
@@ -826,6 +846,48 @@ impl CurrentContext {
             Err(e) if e.code() == Some(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) => Ok(()),
             other => other,
         }
+    }
+
+    /// `cuCtxDisablePeerAccess`: ends the current context's access to memory of `peer`.
+    /// Not enabled is success.
+    pub(super) fn ctx_disable_peer_access(&self, peer: ContextHandle) -> DriverResult<()> {
+        let call = self
+            .table()
+            .cuCtxDisablePeerAccess
+            .ok_or(DriverError::missing("cuCtxDisablePeerAccess", "cannot disable peer access"))?;
+        // SAFETY: `peer` is live (see `ContextHandle`).
+        match self.driver.status("cuCtxDisablePeerAccess", unsafe { call(peer.0) }) {
+            Err(e) if e.code() == Some(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// `cuMemcpyPeerAsync`: queues on `stream` (of the current context) a copy of `size`
+    /// bytes from `src` in `src_context` to `dst` in `dst_context`: device to device where
+    /// peer access is enabled (or both are one device), else staged by the driver through
+    /// host memory.
+    ///
+    /// # Safety
+    /// `src..src+size` is readable device memory of `src_context` and `dst..dst+size`
+    /// writable device memory of `dst_context`, both valid and touched by nothing else
+    /// until `stream` has been synchronised.
+    pub(super) unsafe fn memcpy_peer_async(
+        &self,
+        dst: CUdeviceptr,
+        dst_context: ContextHandle,
+        src: CUdeviceptr,
+        src_context: ContextHandle,
+        size: usize,
+        stream: &Stream,
+    ) -> DriverResult<()> {
+        let call = self
+            .table()
+            .cuMemcpyPeerAsync
+            .ok_or(DriverError::missing("cuMemcpyPeerAsync", "cannot copy between devices"))?;
+        // SAFETY: forwarded to the caller (see `# Safety`); both contexts are live (see
+        // `ContextHandle`) and the stream is live.
+        self.driver
+            .status("cuMemcpyPeerAsync", unsafe { call(dst, dst_context.0, src, src_context.0, size, stream.raw) })
     }
 }
 
@@ -955,6 +1017,8 @@ mod tests {
         assert_eq!(host_register::PORTABLE, 0x01);
         assert_eq!(IPC_MEM_LAZY_ENABLE_PEER_ACCESS, 0x1);
         assert_eq!(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, 704);
+        assert_eq!(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, 705);
+        assert_eq!(P2P_NATIVE_ATOMIC_SUPPORTED, 0x03);
     }
 
     #[test]

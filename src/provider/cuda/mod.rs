@@ -27,6 +27,7 @@ mod driver;
 mod hints;
 mod ipc;
 mod logic;
+mod peer;
 mod program;
 mod registration;
 mod staging;
@@ -119,6 +120,9 @@ pub(crate) struct CudaDevice {
     /// The primary context, retained on first use and kept for the life of the device
     /// (the device lives as long as the process-wide provider).
     primary: Mutex<Option<Arc<CudaContext>>>,
+    /// Ordinals of the devices whose memory this device's primary context was given
+    /// access to (`peer.rs`).
+    peers_enabled: Mutex<std::collections::BTreeSet<i32>>,
 }
 
 impl CudaDevice {
@@ -150,6 +154,7 @@ impl CudaDevice {
             handle,
             info,
             primary: Mutex::new(None),
+            peers_enabled: Mutex::new(std::collections::BTreeSet::new()),
         }))
     }
 
@@ -176,6 +181,27 @@ impl Device for CudaDevice {
     }
 
     fn default_context(&self) -> Result<Arc<dyn Context>> {
+        Ok(self.primary_context()?)
+    }
+
+    fn create_context(&self) -> Result<Arc<dyn Context>> {
+        let device = self.arc()?;
+        let handle = self.driver.ctx_create(self.handle)?;
+        Ok(CudaContext::new(self.driver, device, handle, ContextOwnership::Created))
+    }
+
+    fn peer(&self) -> Option<&dyn crate::runtime::peer::PeerAccess> {
+        Some(self)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl CudaDevice {
+    /// The primary context (every default queue's), retained on first use.
+    fn primary_context(&self) -> Result<Arc<CudaContext>> {
         let mut primary = lock(&self.primary);
         if let Some(ctx) = primary.as_ref() {
             return Ok(ctx.clone());
@@ -186,16 +212,6 @@ impl Device for CudaDevice {
         let ctx = CudaContext::new(self.driver, device, handle, ContextOwnership::Primary);
         *primary = Some(ctx.clone());
         Ok(ctx)
-    }
-
-    fn create_context(&self) -> Result<Arc<dyn Context>> {
-        let device = self.arc()?;
-        let handle = self.driver.ctx_create(self.handle)?;
-        Ok(CudaContext::new(self.driver, device, handle, ContextOwnership::Created))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

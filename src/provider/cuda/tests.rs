@@ -414,3 +414,129 @@ fn gpu_ipc_exports_whole_device_allocations_only_as_the_drivers_64_bytes() {
     free_raw(ctx.as_ref(), host).unwrap();
     free_raw(ctx.as_ref(), p).unwrap();
 }
+
+// ---------------------------------------------------------------------------------------
+// Peer access and copies between contexts (peer.rs)
+// ---------------------------------------------------------------------------------------
+
+/// `nbytes` of `pattern` copied into new device memory of `q`; returns the address.
+fn device_with_pattern(q: &Arc<dyn Queue>, nbytes: usize) -> u64 {
+    let p = q.allocate(UsmKind::Device, nbytes as u64, 0).unwrap();
+    q.memcpy_raw(p, pattern(nbytes).as_ptr() as u64, nbytes as u64).unwrap();
+    p
+}
+
+/// The `nbytes` at device address `p`, read back through `q`.
+fn read_device(q: &Arc<dyn Queue>, p: u64, nbytes: usize) -> Vec<u8> {
+    let mut back = vec![0u8; nbytes];
+    q.memcpy_raw(back.as_mut_ptr() as u64, p, nbytes as u64).unwrap();
+    back
+}
+
+/// A peer copy of `nbytes` from `src` (of `src_q`) to `dst` (of `dst_q`), run on `run_on`
+/// (or staged when `None`).
+fn peer_copy_raw(
+    run_on: Option<&Arc<dyn Queue>>,
+    dst_q: &Arc<dyn Queue>,
+    dst: u64,
+    src_q: &Arc<dyn Queue>,
+    src: u64,
+    nbytes: usize,
+) {
+    let device = dst_q.device();
+    let peer = device.peer().expect("CUDA devices have the peer capability");
+    // SAFETY: test code: both are live device allocations of at least `nbytes`.
+    let (dst, src) = unsafe { (WriteBytes::from_raw(dst, nbytes as u64), ReadBytes::from_raw(src, nbytes as u64)) };
+    match run_on {
+        Some(q) => peer.copy_direct(q.as_ref(), dst_q.as_ref(), dst, src_q.as_ref(), src).unwrap(),
+        None => peer.copy_staged(dst_q.as_ref(), dst, src_q.as_ref(), src).unwrap(),
+    }
+}
+
+#[test]
+#[ignore = "needs CUDA"]
+fn gpu_a_device_and_itself_have_no_peer_access_as_cuda_says() {
+    let (dev, _, _) = setup();
+    let peer = dev.peer().unwrap();
+    use crate::runtime::peer::PeerQuery;
+    assert!(
+        !peer.can_access_peer(dev.as_ref(), dev.as_ref(), PeerQuery::AccessSupported).unwrap(),
+        "cuDeviceCanAccessPeer(d, d)"
+    );
+    assert!(!crate::memory::peer::can_access_peer(dev.as_ref(), dev.as_ref(), PeerQuery::AccessSupported).unwrap());
+    let e = crate::memory::peer::enable_peer_access(dev.as_ref(), dev.as_ref()).unwrap_err();
+    assert_eq!(e.code(), "ERR_PEER_ACCESS_UNSUPPORTED");
+    // What the driver itself does with the pair (never reached through the model).
+    let cuda = dev.as_any().downcast_ref::<CudaDevice>().unwrap();
+    let primary = cuda.primary_context().unwrap();
+    let refused = primary.current().unwrap().ctx_enable_peer_access(primary.handle);
+    eprintln!("cuCtxEnablePeerAccess(own context): {refused:?}");
+    assert!(refused.is_err(), "the driver refuses access from a context to itself");
+}
+
+#[test]
+#[ignore = "needs CUDA"]
+fn gpu_two_contexts_of_one_device_copy_with_cumemcpypeer() {
+    let (dev, ctx, q) = setup();
+    let other = dev.create_context().unwrap();
+    let oq = other.create_queue(&dev).unwrap();
+    for nbytes in [1, 4097, 3 * MIB + 1] {
+        let a = device_with_pattern(&q, nbytes);
+        let b = oq.allocate(UsmKind::Device, nbytes as u64, 0).unwrap();
+        peer_copy_raw(Some(&oq), &oq, b, &q, a, nbytes);
+        assert_eq!(read_device(&oq, b, nbytes), pattern(nbytes), "{nbytes} B into the created context");
+        let c = q.allocate(UsmKind::Device, nbytes as u64, 0).unwrap();
+        peer_copy_raw(None, &q, c, &oq, b, nbytes);
+        assert_eq!(read_device(&q, c, nbytes), pattern(nbytes), "{nbytes} B back, staged call");
+        for (context, p) in [(&ctx, a), (&other, b), (&ctx, c)] {
+            free_raw(context.as_ref(), p).unwrap();
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs CUDA"]
+fn gpu_two_devices_peer_access_and_copies_both_ways() {
+    let devices = provider().devices();
+    if devices.len() < 2 {
+        eprintln!(
+            "gpu_two_devices_peer_access_and_copies_both_ways: needs 2 CUDA devices, found {}: skipped",
+            devices.len()
+        );
+        return;
+    }
+    use crate::memory::peer::{can_access_peer, disable_peer_access, enable_peer_access};
+    use crate::runtime::peer::PeerQuery;
+    let (d0, d1) = (&devices[0], &devices[1]);
+    let queues: Vec<Arc<dyn Queue>> =
+        [d0, d1].iter().map(|d| d.default_context().unwrap().create_queue(d).unwrap()).collect();
+    let can = can_access_peer(d0.as_ref(), d1.as_ref(), PeerQuery::AccessSupported).unwrap();
+    eprintln!("cuda:gpu:0 -> cuda:gpu:1 peer access possible: {can}");
+    let nbytes = 64 * MIB + 3;
+    for enabled in [false, true] {
+        if enabled {
+            if !can {
+                break;
+            }
+            enable_peer_access(d0.as_ref(), d1.as_ref()).unwrap();
+            enable_peer_access(d0.as_ref(), d1.as_ref()).unwrap();
+            assert!(d0.peer().unwrap().peer_access_enabled(d0.as_ref(), d1.as_ref()));
+        }
+        let a = device_with_pattern(&queues[0], nbytes);
+        let b = queues[1].allocate(UsmKind::Device, nbytes as u64, 0).unwrap();
+        // 0 -> 1 run on GPU 0 (it reaches GPU 1 when enabled), then 1 -> 0 staged.
+        peer_copy_raw(Some(&queues[0]), &queues[1], b, &queues[0], a, nbytes);
+        assert_eq!(read_device(&queues[1], b, nbytes), pattern(nbytes), "0 -> 1, enabled {enabled}");
+        let c = queues[0].allocate(UsmKind::Device, nbytes as u64, 0).unwrap();
+        peer_copy_raw(None, &queues[0], c, &queues[1], b, nbytes);
+        assert_eq!(read_device(&queues[0], c, nbytes), pattern(nbytes), "1 -> 0, enabled {enabled}");
+        free_raw(queues[0].context().as_ref(), a).unwrap();
+        free_raw(queues[0].context().as_ref(), c).unwrap();
+        free_raw(queues[1].context().as_ref(), b).unwrap();
+    }
+    if can {
+        disable_peer_access(d0.as_ref(), d1.as_ref()).unwrap();
+        disable_peer_access(d0.as_ref(), d1.as_ref()).unwrap();
+        assert!(!d0.peer().unwrap().peer_access_enabled(d0.as_ref(), d1.as_ref()));
+    }
+}
