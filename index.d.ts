@@ -939,6 +939,22 @@ export interface PoolStats {
   shared: PoolKindStats
   /** Idle host scratch blocks of async copies from and to plain `ArrayBuffer`s. */
   scratch: PoolScratchStats
+  /**
+   * The same figures for each device that allocated, in the order of its first
+   * allocation (read from the memory statistics' counters: empty when
+   * `DPCTL_MEMORY_STATS=0`). Each context's cache is its device's: a block freed on GPU 1
+   * is only ever reused on GPU 1. `misses` here count the runtime's refusals too.
+   */
+  byDevice: PoolDeviceStats[]
+}
+
+/** `poolStats().byDevice`: one device's pool figures, per USM kind. */
+export interface PoolDeviceStats {
+  filterString: string
+  name: string
+  device: PoolKindStats
+  host: PoolKindStats
+  shared: PoolKindStats
 }
 
 /**

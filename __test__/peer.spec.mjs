@@ -7,7 +7,10 @@ import test from 'ava';
 import {
   DEVICES,
   CUDA_DEVICES,
+  KINDS,
   MemoryUSMDevice,
+  MemoryUSMHost,
+  MemoryUSMShared,
   SyclContext,
   SyclDevice,
   SyclQueue,
@@ -84,10 +87,15 @@ if (opencl === undefined || CUDA_DEVICES.length === 0) {
 // One GPU
 // ---------------------------------------------------------------------------------------
 
-/** Copies `src` into `dst` and checks every byte by reading `dst` back. */
+let seed = 1;
+/**
+ * Copies `src` into `dst` and checks every byte by reading `dst` back; `dst` holds the
+ * complement of every byte first, so no byte can be right unless it was copied.
+ */
 function roundTrip(t, dst, src, n, note) {
-  const bytes = pattern(n, n % 97);
+  const bytes = pattern(n, seed++);
   src.copyFromHost(bytes);
+  dst.copyFromHost(bytes.map((b) => ~b & 0xff));
   dst.copyFromDevice(src);
   t.true(Buffer.from(dst.copyToHost()).equals(Buffer.from(bytes)), note);
 }
@@ -114,6 +122,82 @@ cudaTest(1, 'copyFromDeviceAsync between two contexts of one GPU', async (t, [gp
   t.true(Buffer.from(b.copyToHost()).equals(Buffer.from(bytes)));
   freeAll(a, b);
 });
+
+cudaTest(1, 'two contexts of one GPU: host and shared memory copy to and from device memory of the other', (t, [gpu]) => {
+  const own = new SyclQueue(new SyclContext(gpu), gpu);
+  for (const Class of [MemoryUSMHost, MemoryUSMShared]) {
+    for (const n of [1, 4097, MiB + 3]) {
+      const a = new MemoryUSMDevice(n, { queue: queueFor(gpu) });
+      const b = new Class(n, { queue: own });
+      roundTrip(t, b, a, n, `${n} B device (default) -> ${Class.name} (own context)`);
+      roundTrip(t, a, b, n, `${n} B ${Class.name} (own context) -> device (default)`);
+      freeAll(a, b);
+    }
+  }
+});
+
+const cpu = DEVICES.find((d) => d.backend !== 'cuda');
+if (cpu === undefined || CUDA_DEVICES.length === 0) {
+  test.skip(`device memory of a GPU and of a SYCL device copies both ways [needs a CUDA and a non-CUDA device (devices here: ${PRESENT}): skipped]`, () => {});
+} else {
+  test.serial(`device memory of a GPU and of a SYCL device copies both ways, sync and async [${cpu.filterString}]`, async (t) => {
+    const gpu = CUDA_DEVICES[0];
+    t.false(gpu.canAccessPeer(cpu));
+    for (const n of [1, 4097, MiB + 3, 16 * MiB]) {
+      const g = new MemoryUSMDevice(n, { queue: queueFor(gpu) });
+      const c = new MemoryUSMDevice(n, { queue: queueFor(cpu) });
+      roundTrip(t, c, g, n, `${n} B ${gpu.filterString} -> ${cpu.filterString}`);
+      roundTrip(t, g, c, n, `${n} B ${cpu.filterString} -> ${gpu.filterString}`);
+      const bytes = pattern(n, seed++);
+      g.copyFromHost(bytes);
+      await c.copyFromDeviceAsync(g);
+      t.true(Buffer.from(c.copyToHost()).equals(Buffer.from(bytes)), `${n} B async`);
+      freeAll(g, c);
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Per-device pool statistics (every device present)
+// ---------------------------------------------------------------------------------------
+
+const OFF = ['0', 'false', 'off', 'no'];
+const STATS_ON = !OFF.includes((process.env.DPCTL_MEMORY_STATS ?? '').trim().toLowerCase());
+const POOL_ON = !OFF.includes((process.env.DPCTL_MEMORY_POOL ?? '').trim().toLowerCase());
+const POOL_FIELDS = ['hits', 'misses', 'cachedBlocks', 'cachedBytes', 'inUseBytes', 'evictions'];
+const entryOf = (stats, device) => stats.byDevice.find((d) => d.filterString === device.filterString);
+const cachedOn = (stats, device, kind) => entryOf(stats, device)?.[kind].cachedBlocks ?? 0;
+
+if (DEVICES.length === 0 || !STATS_ON || !POOL_ON) {
+  const why = DEVICES.length === 0 ? 'no device' : 'DPCTL_MEMORY_STATS or DPCTL_MEMORY_POOL is off';
+  test.skip(`poolStats().byDevice [${why} (devices here: ${PRESENT}): skipped]`, () => {});
+} else {
+  test.serial('poolStats().byDevice: a freed block is cached in its own device\'s figures, and the devices add up to the totals', (t) => {
+    for (const device of DEVICES) {
+      for (const { kind, Class } of KINDS) {
+        const before = poolStats();
+        const m = new Class(MiB + 7, { queue: queueFor(device) });
+        m.free();
+        const after = poolStats();
+        const mine = entryOf(after, device);
+        t.deepEqual(Object.keys(mine ?? {}).sort(), ['device', 'filterString', 'host', 'name', 'shared'], device.filterString);
+        t.is(mine?.name, device.name);
+        t.is(cachedOn(after, device, kind), cachedOn(before, device, kind) + 1, `${kind} on ${device.filterString}: cached there`);
+        for (const other of DEVICES.filter((d) => !d.equals(device))) {
+          t.is(cachedOn(after, other, kind), cachedOn(before, other, kind), `${kind} on ${device.filterString}: not on ${other.filterString}`);
+        }
+      }
+    }
+    const stats = poolStats();
+    t.is(new Set(stats.byDevice.map((d) => d.filterString)).size, stats.byDevice.length, 'one entry per device');
+    for (const { kind } of KINDS) {
+      for (const field of POOL_FIELDS) {
+        const sum = stats.byDevice.reduce((total, d) => total + d[kind][field], 0);
+        t.is(sum, stats[kind][field], `${kind}.${field}: the devices add up to the total`);
+      }
+    }
+  });
+}
 
 // ---------------------------------------------------------------------------------------
 // Two GPUs
@@ -202,7 +286,13 @@ cudaTest(2, 'a block freed on GPU 1 is never reused on GPU 0', (t, [gpu0, gpu1])
   const n = 3 * MiB;
   const on1 = new MemoryUSMDevice(n, { queue: queueFor(gpu1) });
   const freed = on1.pointer;
+  const before = poolStats();
   on1.free();
+  if (poolStats().enabled && STATS_ON) {
+    const after = poolStats();
+    t.is(cachedOn(after, gpu1, 'device'), cachedOn(before, gpu1, 'device') + 1, 'cached in GPU 1\'s figures');
+    t.is(cachedOn(after, gpu0, 'device'), cachedOn(before, gpu0, 'device'), 'not in GPU 0\'s');
+  }
   const on0 = new MemoryUSMDevice(n, { queue: queueFor(gpu0) });
   t.not(on0.pointer, freed);
   t.is(on0.syclDevice.filterString, gpu0.filterString);

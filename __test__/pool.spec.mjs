@@ -40,7 +40,8 @@ const delta = (after, before, kind) => Object.fromEntries(FIELDS.map((f) => [f, 
 test.serial('poolStats() reports enabled and six numbers per kind; poolTrim() a number', (t) => {
   const stats = poolStats();
   t.is(stats.enabled, POOL_ON);
-  t.deepEqual(Object.keys(stats).sort(), ['device', 'enabled', 'host', 'scratch', 'shared']);
+  t.deepEqual(Object.keys(stats).sort(), ['byDevice', 'device', 'enabled', 'host', 'scratch', 'shared']);
+  t.true(Array.isArray(stats.byDevice));
   t.deepEqual(Object.keys(stats.scratch).sort(), ['blocks', 'bytes']);
   for (const kind of ['device', 'host', 'shared']) {
     t.deepEqual(Object.keys(stats[kind]).sort(), [...FIELDS].sort(), kind);

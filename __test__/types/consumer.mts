@@ -32,6 +32,7 @@ import {
   type HostBuffer,
   type MemoryOptions,
   type PoolStats,
+  type PoolDeviceStats,
   type SyclUsmArrayInterface,
   type UsmType,
   type SharedMemoryToken,
@@ -71,6 +72,8 @@ const canPeer: boolean = device.canAccessPeer(devices[0] ?? device, peerQuery) &
 if (canPeer) device.enablePeerAccess(device);
 device.disablePeerAccess(device);
 const peerCode: ErrorCodeValue = ErrorCode.PeerAccessUnsupported;
+const perDevice: PoolDeviceStats | undefined = stats.byDevice[0];
+const perDeviceHits: number = (perDevice?.device.hits ?? 0) + (perDevice?.filterString.length ?? 0);
 const code: ErrorCodeValue = ErrorCode.UsmFreed;
 const allocationCode: ErrorCodeValue = new USMAllocationError('x').code;
 const queueError: Error = new SyclQueueCreationError('x', { code: 'ERR_QUEUE_CREATION' });

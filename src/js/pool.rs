@@ -19,7 +19,7 @@ fn kind_stats(stats: KindStats) -> String {
     ])
 }
 
-/// The pool's statistics as JSON: `{ enabled, device, host, shared, scratch }`.
+/// The pool's statistics as JSON: `{ enabled, device, host, shared, scratch, byDevice }`.
 #[napi]
 pub fn pool_stats() -> String {
     let stats = pool().stats();
@@ -30,6 +30,7 @@ pub fn pool_stats() -> String {
         ("host", kind_stats(stats.host)),
         ("shared", kind_stats(stats.shared)),
         ("scratch", json::object(&[("blocks", json::number(blocks as f64)), ("bytes", json::number(bytes as f64))])),
+        ("byDevice", by_device()),
     ])
 }
 
@@ -40,4 +41,32 @@ pub fn pool_stats() -> String {
 #[napi]
 pub fn pool_trim() -> f64 {
     pool().trim() as f64
+}
+
+// Per device (issue 22).
+
+/// `byDevice`: `[{ filterString, name, device, host, shared }]`, every device that
+/// allocated through the pool, from the memory statistics' counters (`memory::stats`).
+fn by_device() -> String {
+    let figures = pool().sink().figures();
+    json::array(figures.iter().map(|f| {
+        let [device, host, shared] = f.counters.kinds.map(|c| {
+            let p = c.pool_figures();
+            kind_stats(KindStats {
+                hits: p.hits,
+                misses: p.misses,
+                cached_blocks: p.cached_blocks,
+                cached_bytes: p.cached_bytes,
+                in_use_bytes: p.in_use_bytes,
+                evictions: p.evictions,
+            })
+        });
+        json::object(&[
+            ("filterString", json::string(&crate::js::state::registry().filter_string_of(f.device.as_ref()))),
+            ("name", json::string(&f.device.info().name)),
+            ("device", device),
+            ("host", host),
+            ("shared", shared),
+        ])
+    }))
 }

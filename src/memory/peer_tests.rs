@@ -187,3 +187,45 @@ fn enable_and_disable_are_idempotent_and_directional() {
     assert!(!enabled(0, 1));
     assert_eq!(gpus.peers.calls.lock().unwrap().len(), 5);
 }
+
+#[test]
+fn the_pools_figures_by_device_keep_each_devices_blocks_and_add_up_to_its_totals() {
+    use crate::memory::pool::{Limits, Pool};
+    use crate::memory::stats::{kind_slot, PoolFigures};
+    use crate::runtime::Context;
+    let gpus = two_gpus(4281, "cuda");
+    let pool = Pool::new(true, Limits::default());
+    let context = |i: usize| -> Arc<dyn Context> { gpus.contexts[i].clone() };
+    let take = |i: usize, kind: UsmKind, n: u64| pool.acquire_observed(&gpus.queues[i], kind, n, 0, None).unwrap();
+    let give =
+        |i: usize, kind: UsmKind, n: u64, (block, origin)| pool.release_observed(&context(i), kind, block, n, origin);
+    let figures = |i: usize, kind: UsmKind| {
+        let device = pool.sink().stats_of(gpus.device(i));
+        device.kinds[kind_slot(kind).unwrap()].pool_figures()
+    };
+    for kind in [UsmKind::Device, UsmKind::Host, UsmKind::Shared] {
+        // GPU 1: allocated, freed into its cache, allocated again from it; GPU 0: its own
+        // two blocks, one freed into its cache.
+        give(1, kind, MIB, take(1, kind, MIB));
+        let kept1 = take(1, kind, MIB);
+        let (kept0, freed0) = (take(0, kind, 2 * MIB), take(0, kind, MIB));
+        give(0, kind, MIB, freed0);
+        let (on0, on1) = (figures(0, kind), figures(1, kind));
+        assert_eq!(on1, PoolFigures { hits: 1, misses: 1, in_use_bytes: MIB, ..Default::default() }, "{kind:?}");
+        assert_eq!(
+            on0,
+            PoolFigures { misses: 2, cached_blocks: 1, cached_bytes: MIB, in_use_bytes: 2 * MIB, ..Default::default() },
+            "{kind:?}: GPU 0's cache holds its own block, never GPU 1's"
+        );
+        let total = pool.stats().kind(kind);
+        assert_eq!(on0.hits + on1.hits, total.hits, "{kind:?}");
+        assert_eq!(on0.misses + on1.misses, total.misses, "{kind:?}");
+        assert_eq!(on0.cached_blocks + on1.cached_blocks, total.cached_blocks, "{kind:?}");
+        assert_eq!(on0.cached_bytes + on1.cached_bytes, total.cached_bytes, "{kind:?}");
+        assert_eq!(on0.in_use_bytes + on1.in_use_bytes, total.in_use_bytes, "{kind:?}");
+        give(0, kind, 2 * MIB, kept0);
+        give(1, kind, MIB, kept1);
+        pool.trim();
+        assert_eq!(figures(1, kind).cached_blocks + figures(0, kind).cached_blocks, 0, "{kind:?}: trimmed");
+    }
+}

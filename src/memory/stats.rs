@@ -183,6 +183,39 @@ impl DeviceCounters {
     }
 }
 
+// Per device (issue 22): `poolStats().byDevice` is read from these counters, so the
+// pool's view by device and `memoryStats()` never disagree, and no second counter exists.
+
+/// What `poolStats()` says of one kind, for one device (`poolStats().byDevice`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolFigures {
+    /// Allocations served from the cache.
+    pub hits: u64,
+    /// Allocations the cache could not serve: those the runtime made, and those it refused
+    /// for want of memory.
+    pub misses: u64,
+    /// Blocks held from the runtime that no allocation holds: the cached ones.
+    pub cached_blocks: u64,
+    pub cached_bytes: u64,
+    /// Bytes of the blocks held by live allocations.
+    pub in_use_bytes: u64,
+    pub evictions: u64,
+}
+
+impl KindCounters {
+    /// The pool's figures of this device and kind.
+    pub fn pool_figures(&self) -> PoolFigures {
+        PoolFigures {
+            hits: self.pool_hits,
+            misses: self.pool_misses.saturating_add(self.ooms),
+            cached_blocks: self.segments.current.saturating_sub(self.allocations.current),
+            cached_bytes: self.reserved_bytes.current.saturating_sub(self.allocated_bytes.current),
+            in_use_bytes: self.allocated_bytes.current,
+            evictions: self.pool_evictions,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -540,3 +540,35 @@ fn gpu_two_devices_peer_access_and_copies_both_ways() {
         assert!(!d0.peer().unwrap().peer_access_enabled(d0.as_ref(), d1.as_ref()));
     }
 }
+
+#[test]
+#[ignore = "needs CUDA"]
+fn gpu_copies_between_two_contexts_of_one_device_take_the_route_the_model_gives() {
+    use crate::memory::peer::{copy_across, Route, Side};
+    let (dev, ctx, q) = setup();
+    let other = dev.create_context().unwrap();
+    let oq = other.create_queue(&dev).unwrap();
+    let nbytes = 5 * MIB + 3;
+    let side = |queue, kind| Side { queue, kind };
+    let a = device_with_pattern(&q, nbytes);
+    let b = oq.allocate(UsmKind::Device, nbytes as u64, 0).unwrap();
+    let h = oq.allocate(UsmKind::Host, nbytes as u64, 0).unwrap();
+    // SAFETY: test code: all three are live allocations of `nbytes`.
+    let (into_b, into_h, from_a) = unsafe {
+        (
+            WriteBytes::from_raw(b, nbytes as u64),
+            WriteBytes::from_raw(h, nbytes as u64),
+            ReadBytes::from_raw(a, nbytes as u64),
+        )
+    };
+    let device = UsmKind::Device;
+    let route = copy_across(side(&oq, device), into_b, side(&q, device), from_a).unwrap();
+    assert_eq!(route, Route::DirectOnDestination, "one device: cuMemcpyPeerAsync on the destination's stream");
+    assert_eq!(read_device(&oq, b, nbytes), pattern(nbytes));
+    let route = copy_across(side(&oq, UsmKind::Host), into_h, side(&q, device), from_a).unwrap();
+    assert_eq!(route, Route::HostStaged, "host memory of the other context: through our host memory");
+    assert_eq!(read_device(&oq, h, nbytes), pattern(nbytes));
+    free_raw(ctx.as_ref(), a).unwrap();
+    free_raw(other.as_ref(), b).unwrap();
+    free_raw(other.as_ref(), h).unwrap();
+}
