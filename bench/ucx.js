@@ -25,6 +25,8 @@ const TLS = (process.env.BENCH_UCX_TLS || 'tcp,shm').split(',');
 // tcp in the shm row is for the connection manager (our sockaddr handshake; perftest's own
 // handshake is out of band): the data goes over shared memory, UCX's fastest lane here.
 const TLS_ENV = { tcp: 'tcp,self', shm: 'shm,self,tcp' };
+/** UCX_TLS of a row: device memory needs UCX's CUDA transports beside the row's own. */
+const tlsEnv = (tls, kind) => (kind === 'device' ? `${TLS_ENV[tls]},cuda_copy,cuda_ipc` : TLS_ENV[tls]);
 const DEVICE = process.env.BENCH_UCX_DEVICE === '1';
 
 /** ucx_perftest of the UCX in use: DPCTL_MEMORY_UCX_ROOT's, else the cached wheel's. */
@@ -39,9 +41,9 @@ function perftest() {
 let nextPort = 20000 + (process.pid % 20000);
 
 /** Runs a perftest server and client; returns the client's Final figures. */
-function runPerftest(tool, tls, args) {
+function runPerftest(tool, tls, args, kind = 'host') {
   const port = String(nextPort++);
-  const env = { ...process.env, ...tool.env, UCX_TLS: TLS_ENV[tls] };
+  const env = { ...process.env, ...tool.env, UCX_TLS: tlsEnv(tls, kind) };
   return new Promise((resolve, reject) => {
     const server = spawn(tool.bin, ['-p', port], { env, stdio: 'ignore' });
     setTimeout(() => {
@@ -60,9 +62,9 @@ function runPerftest(tool, tls, args) {
 }
 
 /** Our side: a peer process (bench/ucx-peer.js) and this one. */
-function ourPeer(role, tls, extra = []) {
+function ourPeer(role, tls, extra = [], kind = 'host') {
   const child = fork(path.join(__dirname, 'ucx-peer.js'), [role, ...extra], {
-    env: { ...process.env, UCX_TLS: TLS_ENV[tls] }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, UCX_TLS: tlsEnv(tls, kind) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const next = () => new Promise((resolve) => child.once('message', resolve));
   return { child, next };
@@ -74,7 +76,7 @@ function memoryOf(kind, size) {
 
 /** Bandwidth: ITERS sends of 256 MiB into the peer's receives, timed to its ack. */
 async function ourBandwidth(tls, kind) {
-  const peer = ourPeer('sink', tls, [String(BW_SIZE), String(BW_ITERS + 1), kind]);
+  const peer = ourPeer('sink', tls, [String(BW_SIZE), String(BW_ITERS + 1), kind], kind);
   const { port } = await peer.next();
   const endpoint = await ucx.connect({ host: '127.0.0.1', port });
   const src = memoryOf(kind, BW_SIZE);
@@ -139,7 +141,7 @@ async function main() {
     for (const kind of kinds) {
       const ours = await ourBandwidth(tls, kind);
       const args = ['-t', 'tag_bw', '-s', String(BW_SIZE), '-n', String(BW_ITERS), ...(kind === 'device' ? ['-m', 'cuda'] : [])];
-      const peer = tool ? await runPerftest(tool, tls, args) : null;
+      const peer = tool ? await runPerftest(tool, tls, args, kind) : null;
       const ratio = peer ? ours.bandwidthGBs / peer.bandwidthGBs : null;
       row(`tag bw ${kind} 256 MiB ${tls}`, ours.bandwidthGBs, peer?.bandwidthGBs ?? null, 'GB/s', ratio, '>= 0.9x', ratio === null ? null : ratio >= 0.9);
     }
