@@ -196,6 +196,16 @@ impl RequestParam {
             memh: std::ptr::null_mut(),
         }
     }
+
+    /// A request whose completion calls `cb` with `user_data`, or that completes at once
+    /// (the call returns `UCS_OK` and no callback runs). Only for operations whose
+    /// completion carries nothing (a receive's carries its length and tag).
+    pub fn with_callback_or_at_once(cb: *const c_void, user_data: *mut c_void) -> Self {
+        RequestParam {
+            op_attr_mask: UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+            ..Self::with_callback(cb, user_data)
+        }
+    }
 }
 
 /// `ucp_context_attr_t`, up to `memory_types` (`thread_mode` is a 4-byte enum; the

@@ -501,9 +501,21 @@ impl Worker {
         callback: *const c_void,
         post: impl FnOnce(&ucp::Table, &RequestParam) -> ucp::StatusPtr,
     ) -> Result<u64, UcxError> {
+        self.post_with(operation, RequestParam::with_callback, callback, post)
+    }
+
+    /// [`Worker::post`] with the request's parameters made by `param` from the callback
+    /// and its argument.
+    fn post_with(
+        &mut self,
+        operation: &'static str,
+        param: fn(*const c_void, *mut c_void) -> RequestParam,
+        callback: *const c_void,
+        post: impl FnOnce(&ucp::Table, &RequestParam) -> ucp::StatusPtr,
+    ) -> Result<u64, UcxError> {
         let id = self.id();
         let arg = Box::into_raw(Box::new(OpArg { inbox: &*self.inbox, id }));
-        let param = RequestParam::with_callback(callback, arg as *mut c_void);
+        let param = param(callback, arg as *mut c_void);
         match Posted::of(post(&self.ucp.table, &param)) {
             Posted::Request(request) => {
                 let mut inbox = self.inbox.borrow_mut();
@@ -513,8 +525,8 @@ impl Worker {
                 Ok(id)
             }
             outcome => {
-                // SAFETY: no callback will run for an op that did not start (nor for one
-                // done at once, which `NO_IMM_CMPL` forbids): the argument is still ours.
+                // SAFETY: no callback runs for an op that did not start, nor for one done
+                // at once (UCX calls none then): the argument is still ours.
                 drop(unsafe { Box::from_raw(arg) });
                 match outcome {
                     Posted::Failed(status) => Err(self.fail(operation, status)),
@@ -577,8 +589,10 @@ impl Worker {
     ) -> Result<u64, UcxError> {
         let ep = self.ep(endpoint)?;
         let key = self.rkey(rkey)?;
+        // A put may complete at once: UCX 1.16's protocols drop a put that is told not to
+        // (`NO_IMM_CMPL`) without a word, its request reporting success.
         // SAFETY: the caller's contract; a live endpoint and key.
-        self.post("ucp_put_nbx", on_send as *const c_void, |t, p| unsafe {
+        self.post_with("ucp_put_nbx", RequestParam::with_callback_or_at_once, on_send as *const c_void, |t, p| unsafe {
             (t.ucp_put_nbx)(ep, address as *const c_void, len, remote, key, p)
         })
     }
