@@ -255,6 +255,24 @@ for (const on of [false, true]) {
   });
 }
 
+for (const on of [false, true]) {
+  cudaTest(2, `a queue's memcpy between two GPUs, on either GPU's queue, peer access ${on ? 'on' : 'off'}`, (t, gpus) => {
+    withPeerAccess(gpus, on, () => {
+      const n = 8 * MiB + 3;
+      const a = new MemoryUSMDevice(n, { queue: queueFor(gpus[0]) });
+      const b = new MemoryUSMDevice(n, { queue: queueFor(gpus[1]) });
+      for (const [i, queue] of [queueFor(gpus[0]), queueFor(gpus[1])].entries()) {
+        const bytes = pattern(n, seed++);
+        a.copyFromHost(bytes);
+        b.copyFromHost(bytes.map((x) => ~x & 0xff));
+        queue.memcpy(b, a, n).wait();
+        t.true(Buffer.from(b.copyToHost()).equals(Buffer.from(bytes)), `GPU 0 -> GPU 1 on GPU ${i}'s queue`);
+      }
+      freeAll(a, b);
+    });
+  });
+}
+
 cudaTest(2, 'copyFromDeviceAsync between two GPUs', async (t, gpus) => {
   const n = 32 * MiB + 1;
   const a = new MemoryUSMDevice(n, { queue: queueFor(gpus[0]) });
