@@ -413,6 +413,12 @@ function ucxxVenv() {
   if (ours !== UCX_VERSION) return { skip: `this process runs UCX ${ours}, the ucxx venv UCX ${UCX_VERSION}: UCX's wire-up between versions is not guaranteed` };
   const check = `import importlib.metadata as m, ucxx._lib.libucxx; assert m.version('libucx-cu12') == '${UCX_VERSION}'`;
   const works = () => spawnSync(python, ['-c', check], { encoding: 'utf8', timeout: 60000 }).status === 0;
+  // A machine without a registry (the GPU machine) names a Python that has ucxx instead.
+  const given = process.env.DPCTL_MEMORY_UCXX_PYTHON;
+  if (given) {
+    const probe = spawnSync(given, ['-c', check], { encoding: 'utf8', timeout: 60000 });
+    return probe.status === 0 ? { python: given } : { skip: `DPCTL_MEMORY_UCXX_PYTHON=${given} has no ucxx on UCX ${UCX_VERSION}: ${(probe.stderr || '').trim().slice(-300)}` };
+  }
   if (existsSync(python) && works()) return { python };
   const venv = spawnSync('python3', ['-m', 'venv', dir], { encoding: 'utf8' });
   if (venv.status !== 0) return { skip: `python3 -m venv failed: ${(venv.stderr || '').trim().slice(-300)}` };
@@ -424,7 +430,11 @@ function ucxxVenv() {
 
 /** A ucxx peer process; `next()` resolves with its next JSON line. */
 function ucxxPeer(python, args) {
-  const child = spawn(python, [UCXX_PEER, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return ucxxLines(spawn(python, [UCXX_PEER, ...args], { stdio: ['ignore', 'pipe', 'inherit'] }));
+}
+
+/** A ucxx peer process's JSON lines: `next()` resolves with the next one. */
+function ucxxLines(child) {
   const lines = [];
   const waiting = [];
   let partial = '';
@@ -451,17 +461,26 @@ function ucxxPeer(python, args) {
   return { child, exit, next: () => (lines.length ? Promise.resolve(lines.shift()) : new Promise((r) => waiting.push(r))) };
 }
 
-/** Node's side of the exchange: send each size, check what comes back. */
-async function exchange(t, endpoint) {
+/**
+ * Node's side of the exchange: send each size, check what comes back; in and out of
+ * `MemoryUSMDevice` with `device`, else TypedArrays.
+ */
+async function exchange(t, endpoint, { device = false } = {}) {
   for (let i = 0; i < UCXX_SIZES.length; i++) {
     const size = UCXX_SIZES[i];
     const tag = 2 * i + 2;
-    const back = new Uint8Array(size);
+    const back = device ? new MemoryUSMDevice(size) : new Uint8Array(size);
+    const out = device ? new MemoryUSMDevice(size) : pattern(size, tag);
+    if (device) out.copyFromHost(pattern(size, tag));
     const reply = endpoint.recv(back, { tag: BigInt(tag + 1) });
     reply.catch(() => {}); // awaited below, unless the send fails first
-    await endpoint.send(pattern(size, tag), { tag: BigInt(tag) });
+    await endpoint.send(out, { tag: BigInt(tag) });
     t.deepEqual(await reply, { nbytes: size, tag: BigInt(tag + 1) });
-    t.is(mismatch(back, tag + 1), -1, `Python -> Node, ${size} bytes`);
+    t.is(mismatch(device ? back.copyToHost() : back, tag + 1), -1, `Python -> Node, ${size} bytes`);
+    if (device) {
+      back.free();
+      out.free();
+    }
   }
 }
 
@@ -502,6 +521,37 @@ ucxxTest('interop: a Python ucxx client connects to a Node listener; bytes both 
   await exchange(t, endpoint);
   const report = await python.next();
   t.deepEqual(report, { checked: UCXX_SIZES });
+  await python.exit;
+  await endpoint.close();
+});
+
+// GPU (the H200, with the wheel's UCX and DPCTL_MEMORY_UCXX_PYTHON naming a Python with ucxx
+// and CuPy): CUDA device memory both ways, MemoryUSMDevice here, CuPy arrays there.
+const ucxxGpuTest = available && HAS_CUDA ? test.serial : test.skip;
+if (available && !HAS_CUDA) console.log('# the ucxx interop over CUDA device memory is skipped: no CUDA device here (the GPU suite runs it)');
+ucxxGpuTest('interop over CUDA device memory: MemoryUSMDevice here, CuPy arrays in a Python ucxx client, both ways', async (t) => {
+  t.timeout(600000);
+  if (!ucx.info().cudaMemory) {
+    t.log(`SKIPPED (visibly): ${ucx.info().library} has no CUDA transports; set DPCTL_MEMORY_UCX_ROOT to the libucx-cu12 wheel's prefix`);
+    t.pass();
+    return;
+  }
+  venv ??= ucxxVenv();
+  if (venv.skip) {
+    t.log(`SKIPPED (visibly): ${venv.skip}`);
+    t.pass();
+    return;
+  }
+  const listener = ucx.listen({ host: '127.0.0.1', port: 0 });
+  const child = spawn(venv.python, [UCXX_PEER, 'client', String(listener.port), ...UCXX_SIZES.map(String)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, UCXX_PEER_CUPY: '1' },
+  });
+  const python = ucxxLines(child);
+  const endpoint = await listener.accept();
+  listener.close();
+  await exchange(t, endpoint, { device: true });
+  t.deepEqual(await python.next(), { checked: UCXX_SIZES }, 'Node -> Python: CuPy checked every size on the GPU');
   await python.exit;
   await endpoint.close();
 });
