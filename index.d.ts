@@ -108,6 +108,7 @@ export type ErrorCodeValue =
   | 'ERR_UCX_RKEY_INVALID'
   | 'ERR_UCX_WRONG_THREAD'
   | 'ERR_PEER_ACCESS_UNSUPPORTED'
+  | 'ERR_NVRTC_UNAVAILABLE'
 
 /** The codes by name, e.g. `ErrorCode.UsmFreed === 'ERR_USM_FREED'` (a frozen object). */
 export declare const ErrorCode: {
@@ -180,6 +181,7 @@ export declare const ErrorCode: {
   readonly UcxRkeyInvalid: 'ERR_UCX_RKEY_INVALID'
   readonly UcxWrongThread: 'ERR_UCX_WRONG_THREAD'
   readonly PeerAccessUnsupported: 'ERR_PEER_ACCESS_UNSUPPORTED'
+  readonly NvrtcUnavailable: 'ERR_NVRTC_UNAVAILABLE'
 }
 export type ErrorCode = ErrorCodeValue
 
@@ -1091,15 +1093,17 @@ export declare const kernelArg: {
   readonly uint64: (value: number | bigint) => KernelArg
   readonly float32: (value: number) => KernelArg
   readonly float64: (value: number) => KernelArg
-  /** `nbytes` of work-group local memory (an OpenCL `__local` parameter). */
+  /** `nbytes` of work-group local memory: an OpenCL `__local` parameter; on CUDA, given
+   * after the kernel's parameters, the launch's dynamic shared memory (`extern __shared__`). */
   readonly local: (nbytes: number) => KernelArg
 }
 
 /** What a kernel takes: memory (its device pointer) or a typed argument. */
 export type KernelArgument = _Memory | SyclUsmArrayInterfaceExporter | KernelArg
 
-/** A range of work items: one number (1-D), or 1 to 3 of them (entry 0 is OpenCL's
- * dimension 0 and CUDA's x). */
+/** A range of work items: one number (1-D), or 1 to 3 of them in SYCL's order, as dpctl's
+ * `submit` takes them: entry 0 the slowest dimension, the last entry the fastest, which an
+ * OpenCL kernel counts with `get_global_id(0)` and a CUDA kernel as x (`[rows, columns]`). */
 export type WorkRange = number | readonly [number] | readonly [number, number] | readonly [number, number, number]
 
 /** What a later operation may depend on: an event, or the Promise of an async operation. */
@@ -1131,7 +1135,11 @@ export declare function createProgramFromSpirv(
 ): SyclProgram
 /** PTX for a CUDA device (loaded by the driver, which compiles it for its GPU). */
 export declare function createProgramFromPtx(queue: SyclQueue, ptx: string, options?: ProgramOptions): SyclProgram
-/** CUDA C++ for a CUDA device, compiled with NVRTC (loaded at run time). */
+/** CUDA C++ for a CUDA device, compiled to PTX with NVRTC (loaded at run time: a CUDA
+ * toolkit's, or `npx dpctl-memory-install-runtime --with nvrtc`), for the device's
+ * architecture unless `options` name one (`-arch=compute_80`); NVRTC's errors are a
+ * `SyclProgramCompilationError` with its log.
+ * @throws `ERR_NVRTC_UNAVAILABLE` when no NVRTC the driver can use is installed. */
 export declare function createProgramFromCuda(queue: SyclQueue, source: string, options?: ProgramOptions): SyclProgram
 
 export interface SyclQueue {

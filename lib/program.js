@@ -173,7 +173,8 @@ const kernelArg = freeze({
   uint64: (value) => wideScalar('uint64', value),
   float32: (value) => floatScalar('float32', value),
   float64: (value) => floatScalar('float64', value),
-  /** `nbytes` of work-group local memory (an OpenCL `__local` parameter). */
+  /** `nbytes` of work-group local memory: an OpenCL `__local` parameter; on CUDA, after the
+   * kernel's parameters, the launch's dynamic shared memory. */
   local(nbytes) {
     if (typeof nbytes !== 'number' || !isSafeInteger(nbytes) || nbytes <= 0) {
       throw rangeError(`kernelArg.local takes a positive integer number of bytes, not ${display(nbytes)}`, ErrorCode.KernelArgType);

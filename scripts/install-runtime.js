@@ -511,7 +511,7 @@ module.exports = {
   MARKER_TEXT,
 };
 
-const HELP = `Usage: npx dpctl-memory-install-runtime [--with ucx] [--help]
+const HELP = `Usage: npx dpctl-memory-install-runtime [--with ucx] [--with nvrtc] [--help]
 
 Installs Intel's SYCL runtime ${RUNTIME_VERSION} (${WHEELS.map((wheel) => wheel.name).join(', ')})
 from PyPI with \`python3 -m pip\` (wheels pinned by sha256), once per user, and prints
@@ -529,13 +529,26 @@ Here: ${runtimeDir()}
   --with ucx  also UCX for the transport (the libucx-cu12 wheel, about 45 MB, into the
               same cache as ucx-<version>; skipped when a system UCX or
               DPCTL_MEMORY_UCX_ROOT is there)
+  --with nvrtc
+              also NVRTC for CUDA C kernels (the nvidia-cuda-nvrtc-cu12 wheel,
+              about 25 MB, into the same cache as nvrtc-<version>; skipped when a
+              CUDA toolkit is there: DPCTL_MEMORY_NVRTC_ROOT, CUDA_HOME, CUDA_PATH,
+              /usr/local/cuda)
 `;
 
 if (require.main === module) {
-  // `--with ucx`: UCX for the transport too (scripts/install-ucx.js).
+  // `--with ucx`: UCX for the transport too (scripts/install-ucx.js); `--with nvrtc`:
+  // NVRTC for CUDA C kernels (scripts/install-nvrtc.js). Both may be given.
+  const EXTRAS = { ucx: () => require('./install-ucx.js').installUcx(), nvrtc: () => require('./install-nvrtc.js').installNvrtc() };
   const given = process.argv.slice(2);
-  const withUcx = given.some((arg, i, all) => arg === '--with=ucx' || (arg === '--with' && all[i + 1] === 'ucx'));
-  const args = given.filter((arg, i, all) => arg !== '--with=ucx' && !(arg === '--with' && all[i + 1] === 'ucx') && !(arg === 'ucx' && all[i - 1] === '--with'));
+  const extras = [];
+  const args = [];
+  for (let i = 0; i < given.length; i++) {
+    const inline = /^--with=(.*)$/.exec(given[i]);
+    const name = inline ? inline[1] : given[i] === '--with' && given[i + 1] in EXTRAS ? given[++i] : undefined;
+    if (name !== undefined && name in EXTRAS) extras.push(name);
+    else args.push(given[i]);
+  }
   if (args.includes('--help') || args.includes('-h')) {
     process.stdout.write(HELP);
     process.exit(0);
@@ -547,7 +560,7 @@ if (require.main === module) {
   install().then(
     (dir) => {
       console.log(dir);
-      if (withUcx) console.log(require('./install-ucx.js').installUcx());
+      for (const name of extras) console.log(EXTRAS[name]());
     },
     (err) => {
       console.error(err.message);

@@ -67,6 +67,12 @@ async function main() {
     } catch (err) {
       console.log(`dpctl-memory setup: UCX not installed (${err.message}); the transport's tests will skip`);
     }
+    // NVRTC for the CUDA C tests (createProgramFromCuda; compiling needs no GPU).
+    try {
+      require('./install-nvrtc.js').installNvrtc({ quiet: true });
+    } catch (err) {
+      console.log(`dpctl-memory setup: NVRTC not installed (${err.message}); the CUDA C tests will fail: set DPCTL_MEMORY_NO_NVRTC=1 to skip them`);
+    }
   }
   const sources = newest(['src', 'shim', 'build.rs', 'Cargo.toml', 'Cargo.lock', 'runtime.json']);
   const built = fs.existsSync(addon) ? fs.statSync(addon).mtimeMs : 0;

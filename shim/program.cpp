@@ -185,14 +185,13 @@ int arg_kind(cl_kernel_arg_address_qualifier q) {
   }
 }
 
-// r[0] is OpenCL's dimension 0 (get_global_id(0)); SYCL's dimension 0 is the slowest, and
-// the runtime hands SYCL's last dimension to an OpenCL kernel as its dimension 0, so the
-// order is reversed here.
+// r is in SYCL's order, as dpctl's submit takes it (dimension 0 the slowest): the runtime
+// hands SYCL's last dimension to an OpenCL kernel as its dimension 0 (get_global_id(0)).
 template <int D>
 sycl::range<D> range_of(const uint64_t *r) {
   if constexpr (D == 1) return sycl::range<1>(r[0]);
-  if constexpr (D == 2) return sycl::range<2>(r[1], r[0]);
-  if constexpr (D == 3) return sycl::range<3>(r[2], r[1], r[0]);
+  if constexpr (D == 2) return sycl::range<2>(r[0], r[1]);
+  if constexpr (D == 3) return sycl::range<3>(r[0], r[1], r[2]);
 }
 
 template <int D>

@@ -260,6 +260,9 @@ error_table! {
         /// Peer access between devices whose backends have none (OpenCL, mixed backends),
         /// between a device and itself, or that the runtime says the pair cannot have.
         PeerAccessUnsupported = "ERR_PEER_ACCESS_UNSUPPORTED" as Error,
+        // CUDA C kernels (issue 18: src/provider/cuda/nvrtc.rs).
+        /// No NVRTC library could be loaded for CUDA C: the message says what to install.
+        NvrtcUnavailable = "ERR_NVRTC_UNAVAILABLE" as Error,
     }
     variants {
         /// A host buffer argument the binding cannot read; `what` names the argument.
@@ -518,6 +521,10 @@ error_table! {
         /// Peer access the runtime cannot give this pair; `message` says why.
         #[error("{message}")]
         PeerAccessUnavailable { message: String } => PeerAccessUnsupported,
+        // CUDA C kernels.
+        /// No NVRTC for CUDA C; `message` lists what was found and what to install.
+        #[error("{message}")]
+        NvrtcUnavailable { message: String } => NvrtcUnavailable,
     }
 }
 

@@ -195,6 +195,16 @@ fn join(values: &[u64]) -> String {
 /// The runtime's arguments for `args`, checked against what the kernel declares; the
 /// memory the submission must hold.
 fn launch_args(queue: &Arc<dyn Queue>, info: &KernelInfo, args: &[KernelArgument]) -> Result<Vec<LaunchArg>> {
+    // Where local memory is no parameter (CUDA's dynamic shared memory), one
+    // `kernelArg.local` may follow the parameters.
+    let (args, trailing) = match args.split_last() {
+        Some((KernelArgument::Local(nbytes), params))
+            if info.trailing_local && params.len() == info.num_args as usize =>
+        {
+            (params, Some(*nbytes))
+        }
+        _ => (args, None),
+    };
     if args.len() != info.num_args as usize {
         return Err(MemoryError::KernelArgCount {
             kernel: info.function_name.clone(),
@@ -203,7 +213,7 @@ fn launch_args(queue: &Arc<dyn Queue>, info: &KernelInfo, args: &[KernelArgument
         });
     }
     let context = queue.context();
-    let mut out = Vec::with_capacity(args.len());
+    let mut out = Vec::with_capacity(args.len() + 1);
     for (index, arg) in args.iter().enumerate() {
         let declared = info.args.get(index);
         let kind = declared.map_or(ArgKind::Unknown, |a| a.kind);
@@ -277,9 +287,26 @@ fn launch_args(queue: &Arc<dyn Queue>, info: &KernelInfo, args: &[KernelArgument
                 if *nbytes == 0 {
                     return Err(wrong("local memory of 0 bytes".into()));
                 }
+                if info.trailing_local {
+                    return Err(wrong(
+                        "kernelArg.local is this runtime's dynamic shared memory (extern __shared__), not a \
+                         parameter: give it after the kernel's parameters"
+                            .into(),
+                    ));
+                }
                 out.push(LaunchArg::Local(*nbytes));
             }
         }
+    }
+    if let Some(nbytes) = trailing {
+        if nbytes == 0 {
+            return Err(MemoryError::KernelArgType {
+                kernel: info.function_name.clone(),
+                index: info.num_args,
+                message: "local memory of 0 bytes".into(),
+            });
+        }
+        out.push(LaunchArg::Local(nbytes));
     }
     Ok(out)
 }
@@ -512,6 +539,7 @@ mod tests {
             private_mem_size: 0,
             local_mem_size: 0,
             compile_work_group_size: [0; 3],
+            trailing_local: false,
         }
     }
 
@@ -527,6 +555,29 @@ mod tests {
         assert!(matches!(nd_range(Some(&i), &[128, 128], Some(&[16, 8])), Err(MemoryError::InvalidRange { .. })));
         let ok = nd_range(Some(&i), &[128, 128], Some(&[8, 8])).unwrap();
         assert_eq!(ok.local, Some([8, 8, 1]));
+    }
+
+    #[test]
+    fn local_memory_after_the_parameters_where_the_runtime_takes_it_so() {
+        let queue =
+            crate::runtime::fake::FakeContext::new(1, crate::runtime::fake::FakeDevice::new(1 << 20, 1 << 20)).queue();
+        let value = ArgInfo { kind: ArgKind::Value, type_name: ".f32".into() };
+        let mut cuda = info(vec![value.clone()]);
+        cuda.trailing_local = true;
+        let scalar = KernelArgument::Scalar { ty: ScalarType::Float32, bits: 0 };
+        let launch = launch_args(&queue, &cuda, &[scalar.clone(), KernelArgument::Local(4096)]).unwrap();
+        assert_eq!(launch, vec![LaunchArg::Scalar { size: 4, bits: 0 }, LaunchArg::Local(4096)]);
+        assert_eq!(launch_args(&queue, &cuda, std::slice::from_ref(&scalar)).unwrap().len(), 1, "it is optional");
+        let misplaced = launch_args(&queue, &cuda, &[KernelArgument::Local(64)]);
+        assert!(matches!(misplaced, Err(MemoryError::KernelArgType { index: 0, .. })), "in a parameter's place");
+        let zero = launch_args(&queue, &cuda, &[scalar.clone(), KernelArgument::Local(0)]);
+        assert!(matches!(zero, Err(MemoryError::KernelArgType { index: 1, .. })));
+        let two = launch_args(&queue, &cuda, &[scalar.clone(), KernelArgument::Local(8), KernelArgument::Local(8)]);
+        assert!(matches!(two, Err(MemoryError::KernelArgCount { .. })));
+        // Where local memory is a parameter (OpenCL), an extra one is one argument too many.
+        let opencl = info(vec![value]);
+        let extra = launch_args(&queue, &opencl, &[scalar, KernelArgument::Local(64)]);
+        assert!(matches!(extra, Err(MemoryError::KernelArgCount { .. })));
     }
 
     #[test]

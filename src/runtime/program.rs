@@ -103,6 +103,10 @@ pub struct KernelInfo {
     pub local_mem_size: u64,
     /// The work-group size the kernel was compiled for (`reqd_work_group_size`), or zeros.
     pub compile_work_group_size: [u64; 3],
+    /// Whether work-group local memory is one more argument after the parameters rather
+    /// than a parameter: CUDA's dynamic shared memory (`extern __shared__`), a size the
+    /// launch takes, not the kernel.
+    pub trailing_local: bool,
 }
 
 /// A kernel of a program.
@@ -118,12 +122,15 @@ pub enum LaunchArg {
     Pointer(Address),
     /// `size` (1, 2, 4 or 8) bytes: the low bytes of `bits`.
     Scalar { size: u32, bits: u64 },
-    /// Bytes of work-group local memory.
+    /// Bytes of work-group local memory (as the last argument where the kernel's
+    /// `trailing_local` says so).
     Local(u64),
 }
 
 /// The work items of a submission: `dims` (1..=3) entries of `global`, in work-groups of
-/// `local` where given (it divides `global`).
+/// `local` where given (it divides `global`). In SYCL's order, as dpctl's `submit` takes
+/// ranges: entry 0 is the slowest dimension and entry `dims - 1` the fastest, which an
+/// OpenCL kernel sees as its dimension 0 (`get_global_id(0)`) and CUDA as x.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NdRange {
     pub dims: u32,

@@ -175,6 +175,11 @@ driver_table! {
         // The attribute is a C enum (`CUdevice_P2PAttribute`, an `int`).
         cuDeviceGetP2PAttribute = "cuDeviceGetP2PAttribute": fn(*mut c_int, c_int, CUdevice, CUdevice);
         cuMemcpyPeerAsync = "cuMemcpyPeerAsync": fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize, CUstream);
+        // Profiling timestamps and dynamic shared memory beyond the default limit
+        // (`program_calls`); CUDA 13's `cuda.h` maps cuEventElapsedTime to _v2, which has
+        // this signature too.
+        cuEventElapsedTime = "cuEventElapsedTime": fn(*mut f32, CUevent, CUevent);
+        cuFuncSetAttribute = "cuFuncSetAttribute": fn(CUfunction, c_int, c_int);
     }
 }
 

@@ -22,6 +22,7 @@ const CUDA_ERROR_NOT_READY: c_uint = 600;
 pub(in crate::provider::cuda) const FUNC_MAX_THREADS_PER_BLOCK: c_int = 0;
 pub(in crate::provider::cuda) const FUNC_SHARED_SIZE_BYTES: c_int = 1;
 pub(in crate::provider::cuda) const FUNC_LOCAL_SIZE_BYTES: c_int = 3;
+pub(in crate::provider::cuda) const FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES: c_int = 8;
 
 const LOG_BYTES: usize = 16 << 10;
 
@@ -153,6 +154,18 @@ impl CurrentContext {
         Ok(value)
     }
 
+    /// `cuFuncSetAttribute` (the kernel's dynamic shared memory limit, say).
+    pub(in crate::provider::cuda) fn set_function_attribute(
+        &self,
+        function: Function,
+        attribute: c_int,
+        value: i32,
+    ) -> DriverResult<()> {
+        let set = self.table().cuFuncSetAttribute.ok_or_else(|| missing("cuFuncSetAttribute"))?;
+        // SAFETY: a function of a loaded module and a documented attribute; a context is current.
+        self.driver.status("cuFuncSetAttribute", unsafe { set(function.0, attribute, value) })
+    }
+
     /// `cuLaunchKernel` on `stream`: `grid` blocks of `block` threads, `params` pointing at
     /// each argument's bytes.
     ///
@@ -237,6 +250,16 @@ impl Event {
         let sync = self.driver.table.cuEventSynchronize.ok_or_else(|| missing("cuEventSynchronize"))?;
         // SAFETY: a live event; no context needs to be current.
         self.driver.status("cuEventSynchronize", unsafe { sync(self.raw) })
+    }
+
+    /// `cuEventElapsedTime`: milliseconds from `start` to this event (both made with
+    /// timing, both complete).
+    pub(in crate::provider::cuda) fn elapsed_since(&self, start: &Event) -> DriverResult<f32> {
+        let elapsed = self.driver.table.cuEventElapsedTime.ok_or_else(|| missing("cuEventElapsedTime"))?;
+        let mut ms: f32 = 0.0;
+        // SAFETY: two live events and a valid out-pointer; the driver checks they completed.
+        self.driver.status("cuEventElapsedTime", unsafe { elapsed(&mut ms, start.raw, self.raw) })?;
+        Ok(ms)
     }
 
     /// `cuEventQuery`: whether its work is done.

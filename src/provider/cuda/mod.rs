@@ -27,6 +27,7 @@ mod driver;
 mod hints;
 mod ipc;
 mod logic;
+mod nvrtc;
 mod peer;
 mod program;
 mod registration;
@@ -447,6 +448,14 @@ impl Context for CudaContext {
     }
 
     fn create_queue(&self, device: &Arc<dyn Device>) -> Result<Arc<dyn Queue>> {
+        self.create_queue_with(device, crate::runtime::program::QueueProperties::default())
+    }
+
+    fn create_queue_with(
+        &self,
+        device: &Arc<dyn Device>,
+        properties: crate::runtime::program::QueueProperties,
+    ) -> Result<Arc<dyn Queue>> {
         if !self.device.same_device(device.as_ref()) {
             return Err(MemoryError::QueueCreation {
                 message: format!("device '{}' is not a device of this CUDA context", device.info().name),
@@ -458,7 +467,9 @@ impl Context for CudaContext {
             .ok_or_else(|| MemoryError::QueueCreation { message: "CUDA context already released".into() })?;
         let current = self.current().map_err(|e| MemoryError::QueueCreation { message: e.to_string() })?;
         let stream = current.stream_create().map_err(|e| MemoryError::QueueCreation { message: e.to_string() })?;
-        Ok(Arc::new(CudaQueue { stream: Arc::new(stream), context }))
+        let kernels = program::QueueKernels::new(&current, properties)
+            .map_err(|e| MemoryError::QueueCreation { message: e.to_string() })?;
+        Ok(Arc::new(CudaQueue { stream: Arc::new(stream), kernels, context }))
     }
 
     fn pointer_kind(&self, address: Address) -> UsmKind {
@@ -568,6 +579,8 @@ pub(crate) struct CudaQueue {
     // Declared before `context`: the stream is destroyed (with its context pushed) before
     // the queue's Arc of the context is dropped.
     stream: Arc<Stream>,
+    /// Its properties and profiling clock (`program.rs`); before `context` too.
+    kernels: program::QueueKernels,
     context: Arc<CudaContext>,
 }
 
@@ -654,6 +667,10 @@ impl Queue for CudaQueue {
 
     fn submissions(&self) -> Option<&dyn crate::runtime::program::Submissions> {
         Some(self)
+    }
+
+    fn properties(&self) -> crate::runtime::program::QueueProperties {
+        self.kernels.properties
     }
 
     fn native_handles(&self) -> Option<crate::runtime::program::NativeQueue> {

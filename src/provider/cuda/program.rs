@@ -2,26 +2,30 @@
 //! (`cuModuleLoadDataEx`, which compiles it for the GPU it has), kernels launched with
 //! `cuLaunchKernel` on the queue's stream, and events recorded after each submission. A
 //! completion callback is a host function queued on the stream after the work
-//! (`cuLaunchHostFunc`), which makes no CUDA call. CUDA C (NVRTC) is not built here yet:
-//! `ERR_PROGRAMS_UNSUPPORTED` says so.
+//! (`cuLaunchHostFunc`), which makes no CUDA call. CUDA C is compiled to PTX by NVRTC
+//! (`nvrtc.rs`, loaded at run time) and then loaded as PTX is.
 
 use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::{MemoryError, Result};
 use crate::runtime::program::{
     ArgInfo, ArgKind, BuildFailure, Built, Completion, Event, EventStatus, Kernel, KernelInfo, LaunchArg, NdRange,
-    Profile, Program, ProgramBuilder, ProgramSource, Submissions,
+    Profile, Program, ProgramBuilder, ProgramSource, QueueProperties, Submissions,
 };
 use crate::runtime::{Address, Device};
 
 use super::driver::program_calls::{
-    Event as DriverEvent, Function, Module, FUNC_LOCAL_SIZE_BYTES, FUNC_MAX_THREADS_PER_BLOCK, FUNC_SHARED_SIZE_BYTES,
+    Event as DriverEvent, Function, Module, FUNC_LOCAL_SIZE_BYTES, FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+    FUNC_MAX_THREADS_PER_BLOCK, FUNC_SHARED_SIZE_BYTES,
 };
-use super::driver::Stream;
+use super::driver::{CurrentContext, Stream};
+use super::nvrtc::{self, Compiled};
 use super::{CudaContext, CudaQueue};
+use cudarc::driver::sys::CUdevice_attribute;
 
 /// One `.entry` of a PTX module: its name and its parameters' PTX types (`.u64`, `.f32`,
 /// or the whole declaration for one this parser does not know, such as `.b8 p[16]`).
@@ -81,6 +85,24 @@ pub(super) fn ptx_entries(ptx: &str) -> Vec<PtxEntry> {
     out
 }
 
+/// The entry of `names` that `name` stands for: itself, or the one C++ kernel (not
+/// `extern "C"`) whose mangled name is that of a function `name` (`_Z5saxpyPfS_fj` for
+/// `saxpy`); `None` when there is none or more than one (overloads, templates).
+pub(super) fn entry_named<'a>(names: &'a [String], name: &str) -> Option<&'a str> {
+    if let Some(exact) = names.iter().find(|n| *n == name) {
+        return Some(exact);
+    }
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        return None;
+    }
+    let prefix = format!("_Z{}{name}", name.len());
+    let mut found = names.iter().filter(|n| n.starts_with(&prefix));
+    match (found.next(), found.next()) {
+        (Some(one), None) => Some(one),
+        _ => None,
+    }
+}
+
 /// The size of a PTX parameter type (`None`: one this provider does not pass).
 fn ptx_size(ty: &str) -> Option<u32> {
     Some(match ty {
@@ -91,6 +113,10 @@ fn ptx_size(ty: &str) -> Option<u32> {
         _ => return None,
     })
 }
+
+/// Dynamic shared memory every kernel may use without asking (`cuFuncSetAttribute`
+/// raises it, up to the device's opt-in limit).
+const DEFAULT_SHARED_LIMIT: u32 = 48 << 10;
 
 /// A module loaded from PTX in one context.
 pub struct CudaProgram {
@@ -112,8 +138,77 @@ pub struct CudaKernel {
 /// A submission's event: recorded on the stream after the work.
 pub struct CudaEvent {
     event: DriverEvent,
+    /// On a profiling queue: the event before the work, and when it was submitted.
+    timing: Option<Timing>,
     stream: Arc<Stream>,
+    // Last: the events above are destroyed with the context alive.
     context: Arc<CudaContext>,
+}
+
+/// What a profiling queue's event needs for its timestamps.
+struct Timing {
+    start: DriverEvent,
+    anchor: Arc<Anchor>,
+    submit_ns: u64,
+}
+
+/// A point where the device's event clock and the host's clock agree: an event recorded
+/// on an idle stream and waited for, and the host time once it had happened (so a
+/// timestamp measured from it is never earlier than the truth).
+struct Anchor {
+    event: DriverEvent,
+    host_ns: u64,
+    taken: Instant,
+}
+
+/// How long an anchor serves: `cuEventElapsedTime` is an `f32` of milliseconds, precise
+/// to well under a microsecond over this span.
+const ANCHOR_SPAN: Duration = Duration::from_secs(1);
+
+/// A profiling queue's clock: its own stream for anchors (so taking one never waits for
+/// the queue's work) and the latest anchor.
+struct ProfileClock {
+    anchor: Mutex<Option<Arc<Anchor>>>,
+    stream: Stream,
+}
+
+/// What a CUDA queue keeps for submissions: the properties it was made with (a stream
+/// runs its work in order whatever they say) and, with `enable_profiling`, its clock.
+#[derive(Default)]
+pub(super) struct QueueKernels {
+    pub properties: QueueProperties,
+    clock: Option<ProfileClock>,
+}
+
+impl QueueKernels {
+    pub(super) fn new(current: &CurrentContext, properties: QueueProperties) -> Result<Self> {
+        let clock = if properties.enable_profiling {
+            Some(ProfileClock { anchor: Mutex::new(None), stream: current.stream_create()? })
+        } else {
+            None
+        };
+        Ok(QueueKernels { properties, clock })
+    }
+}
+
+fn host_now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+impl ProfileClock {
+    /// The anchor to measure a submission made now from (a new one past [`ANCHOR_SPAN`]).
+    fn anchor(&self, current: &CurrentContext) -> Result<Arc<Anchor>> {
+        let mut slot = crate::sync::lock(&self.anchor);
+        if let Some(anchor) = slot.as_ref().filter(|a| a.taken.elapsed() < ANCHOR_SPAN) {
+            return Ok(Arc::clone(anchor));
+        }
+        let event = current.event_create(true)?;
+        current.event_record(&event, &self.stream)?;
+        event.synchronize()?;
+        let anchor = Arc::new(Anchor { event, host_ns: host_now_ns(), taken: Instant::now() });
+        *slot = Some(Arc::clone(&anchor));
+        Ok(anchor)
+    }
 }
 
 impl ProgramBuilder for CudaContext {
@@ -123,45 +218,88 @@ impl ProgramBuilder for CudaContext {
                 message: format!("device '{}' is not the device of this CUDA context", device.info().name),
             });
         }
-        let ptx = match source {
-            ProgramSource::Ptx(text) => text,
-            ProgramSource::CudaC(_) => {
-                return Err(MemoryError::ProgramsUnsupported {
-                    message: "CUDA C (NVRTC) is not built into this version: compile it to PTX (nvcc -ptx) and use \
-                              createProgramFromPtx"
-                        .into(),
-                })
+        let Some(context) = self.me.upgrade() else {
+            return Err(MemoryError::ProgramsUnsupported { message: "the CUDA context is being dropped".into() });
+        };
+        let (ptx, compile_log) = match source {
+            ProgramSource::Ptx(text) => {
+                if !options.trim().is_empty() {
+                    return Err(MemoryError::ProgramsUnsupported {
+                        message: "the PTX loader takes no options (CUDA C's go to NVRTC)".into(),
+                    });
+                }
+                (std::borrow::Cow::Borrowed(text), String::new())
             }
+            ProgramSource::CudaC(text) => match self.compile_cuda(text, options)? {
+                Ok(compiled) => (std::borrow::Cow::Owned(compiled.ptx), compiled.log),
+                Err(failure) => return Ok(Err(failure)),
+            },
             other => {
                 return Err(MemoryError::ProgramsUnsupported {
                     message: format!(
-                        "CUDA devices load PTX, not {} (that is for SYCL OpenCL devices)",
+                        "CUDA devices load PTX and CUDA C, not {} (that is for SYCL OpenCL devices)",
                         other.format_name()
                     ),
                 })
             }
         };
-        if !options.trim().is_empty() {
-            return Err(MemoryError::ProgramsUnsupported {
-                message: "the PTX loader of this version takes no options".into(),
-            });
-        }
-        let Some(context) = self.me.upgrade() else {
-            return Err(MemoryError::ProgramsUnsupported { message: "the CUDA context is being dropped".into() });
-        };
         let current = self.current()?;
-        match current.module_load(ptx) {
+        let joined = |jit: String| match (compile_log.is_empty(), jit.is_empty()) {
+            (true, _) => jit,
+            (false, true) => compile_log.clone(),
+            (false, false) => format!("{compile_log}\n{jit}"),
+        };
+        match current.module_load(&ptx) {
             Ok((module, log)) => {
-                let list = ptx_entries(ptx);
+                let list = ptx_entries(&ptx);
                 let names = list.iter().map(|e| e.name.clone()).collect();
                 let entries = list.into_iter().map(|e| (e.name, e.params)).collect();
                 let program = CudaProgram { module: Arc::new(module), context, entries, names };
-                Ok(Ok((Arc::new(program) as Arc<dyn Program>, log)))
+                Ok(Ok((Arc::new(program) as Arc<dyn Program>, joined(log))))
             }
-            Err((error, log)) => {
-                Ok(Err(BuildFailure { summary: format!("the PTX did not load: {}", error.description()), log }))
-            }
+            Err((error, log)) => Ok(Err(BuildFailure {
+                summary: format!("the PTX did not load: {}", error.description()),
+                log: joined(log),
+            })),
         }
+    }
+}
+
+impl CudaContext {
+    /// CUDA C through NVRTC, for this context's device: PTX of the newest virtual
+    /// architecture NVRTC has that the device runs, unless `options` name one.
+    fn compile_cuda(&self, source: &str, options: &str) -> Result<std::result::Result<Compiled, BuildFailure>> {
+        let version = self.driver.driver_version()?;
+        let nvrtc = nvrtc::load(Some((version / 1000, (version % 1000) / 10)))
+            .map_err(|message| MemoryError::NvrtcUnavailable { message })?;
+        let mut list = nvrtc::split_options(options);
+        if !nvrtc::names_arch(&list) {
+            let attr = |a| self.driver.device_attribute(self.device.handle, a);
+            let cc = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? * 10
+                + attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+            let Some(arch) = nvrtc::arch_for(&nvrtc.archs, cc) else {
+                return Err(MemoryError::ProgramsUnsupported {
+                    message: format!(
+                        "NVRTC {}.{} ({}) compiles for none of the architectures of '{}' (compute capability {}.{})",
+                        nvrtc.version.0,
+                        nvrtc.version.1,
+                        nvrtc.path.display(),
+                        self.device.info.name,
+                        cc / 10,
+                        cc % 10
+                    ),
+                });
+            };
+            list.push(format!("--gpu-architecture=compute_{arch}"));
+        }
+        let summary = |what: &str| {
+            format!("the CUDA C program {what} (NVRTC {}.{} from {})", nvrtc.version.0, nvrtc.version.1, nvrtc.source)
+        };
+        Ok(match nvrtc.compile(source, "program.cu", &list) {
+            Ok(Ok(compiled)) => Ok(compiled),
+            Ok(Err(log)) => Err(BuildFailure { summary: summary("did not compile"), log }),
+            Err(message) => Err(BuildFailure { summary: summary("was refused"), log: message }),
+        })
     }
 }
 
@@ -172,8 +310,9 @@ impl Program for CudaProgram {
 
     fn kernel(&self, name: &str) -> Result<Option<Arc<dyn Kernel>>> {
         let current = self.context.current()?;
-        let Some(function) = current.module_function(&self.module, name)? else { return Ok(None) };
-        let params = self.entries.get(name).cloned().unwrap_or_default();
+        let entry = entry_named(&self.names, name).unwrap_or(name);
+        let Some(function) = current.module_function(&self.module, entry)? else { return Ok(None) };
+        let params = self.entries.get(entry).cloned().unwrap_or_default();
         let args = params
             .iter()
             .map(|ty| ArgInfo {
@@ -192,6 +331,7 @@ impl Program for CudaProgram {
             private_mem_size: attribute(FUNC_LOCAL_SIZE_BYTES)?,
             local_mem_size: attribute(FUNC_SHARED_SIZE_BYTES)?,
             compile_work_group_size: [0; 3],
+            trailing_local: true,
         };
         let kernel = CudaKernel {
             function,
@@ -235,7 +375,12 @@ impl Event for CudaEvent {
     }
 
     fn profile(&self) -> Result<Profile> {
-        Err(MemoryError::ProfilingNotEnabled)
+        let Some(timing) = &self.timing else { return Err(MemoryError::ProfilingNotEnabled) };
+        self.event.synchronize()?;
+        let ns = |ms: f32| (f64::from(ms.max(0.0)) * 1e6) as u64;
+        let start = timing.anchor.host_ns + ns(timing.start.elapsed_since(&timing.anchor.event)?);
+        let end = start + ns(self.event.elapsed_since(&timing.start)?);
+        Ok(Profile { submit: timing.submit_ns, start, end })
     }
 
     fn on_complete(&self, done: Completion) -> Result<()> {
@@ -262,27 +407,41 @@ impl Event for CudaEvent {
     }
 }
 
-/// Blocks and threads per block for `range` (a local range, or up to `max_threads`
-/// threads in dimension 0 that divide it).
+/// `values` (in SYCL's order, the last dimension the fastest) in CUDA's: x is the last.
+fn cuda_order(values: &[u64; 3], dims: u32) -> [u64; 3] {
+    let dims = (dims as usize).clamp(1, 3);
+    let mut out = [1; 3];
+    for (i, slot) in out.iter_mut().enumerate().take(dims) {
+        *slot = values[dims - 1 - i];
+    }
+    out
+}
+
+/// Blocks and threads per block (x, y, z) for `range`: the range's last dimension is
+/// CUDA's x, as SYCL hands it to an OpenCL kernel as dimension 0. Blocks of the local
+/// range, or else of up to `max_threads` threads in x that divide it.
 fn launch_shape(range: &NdRange, max_threads: u64) -> Result<([u32; 3], [u32; 3])> {
+    let global = cuda_order(&range.global, range.dims);
     let block: [u64; 3] = match range.local {
-        Some(local) => local,
+        Some(local) => cuda_order(&local, range.dims),
         None => {
-            let limit = max_threads.clamp(1, 1024).min(range.global[0]);
-            let first = (1..=limit).rev().find(|b| range.global[0].is_multiple_of(*b)).unwrap_or(1);
+            let limit = max_threads.clamp(1, 1024).min(global[0]);
+            let first = (1..=limit).rev().find(|b| global[0].is_multiple_of(*b)).unwrap_or(1);
             [first, 1, 1]
         }
     };
     let mut grid = [1u32; 3];
     let mut threads = [1u32; 3];
     for d in 0..3 {
-        let blocks = range.global[d] / block[d];
+        let blocks = global[d] / block[d];
         let limit = if d == 0 { u64::from(u32::MAX >> 1) } else { 65_535 };
         if blocks > limit || block[d] > 1024 {
             return Err(MemoryError::InvalidRange {
                 message: format!(
-                    "{blocks} blocks of {} threads in dimension {d} are beyond what CUDA launches",
-                    block[d]
+                    "{blocks} blocks of {} threads in CUDA's {} (range dimension {}) are beyond what CUDA launches",
+                    block[d],
+                    ["x", "y", "z"][d],
+                    (range.dims as usize).saturating_sub(1 + d)
                 ),
             });
         }
@@ -293,13 +452,50 @@ fn launch_shape(range: &NdRange, max_threads: u64) -> Result<([u32; 3], [u32; 3]
 }
 
 impl CudaQueue {
-    fn record(&self, current: &super::driver::CurrentContext) -> Result<Arc<dyn Event>> {
-        let event = current.event_create(false)?;
-        current.event_record(&event, &self.stream)?;
-        Ok(Arc::new(CudaEvent { event, stream: Arc::clone(&self.stream), context: Arc::clone(&self.context) }))
+    /// On a profiling queue, an event recorded now, before the work (after its
+    /// dependencies), with the anchor and submission time to measure it by.
+    fn begin(&self, current: &CurrentContext, submit_at: Instant) -> Result<Option<Timing>> {
+        let Some(clock) = &self.kernels.clock else { return Ok(None) };
+        let anchor = clock.anchor(current)?;
+        let start = current.event_create(true)?;
+        current.event_record(&start, &self.stream)?;
+        let since = submit_at.checked_duration_since(anchor.taken).unwrap_or_default();
+        let submit_ns = anchor.host_ns + u64::try_from(since.as_nanos()).unwrap_or(u64::MAX);
+        Ok(Some(Timing { start, anchor, submit_ns }))
     }
 
-    fn wait_for(&self, current: &super::driver::CurrentContext, deps: &[Arc<dyn Event>]) -> Result<()> {
+    /// The launch's dynamic shared memory: `requested` bytes, checked against what the
+    /// device gives one block beside the kernel's static shared memory.
+    fn shared_bytes(&self, kernel: &CudaKernel, requested: Option<u64>) -> Result<u32> {
+        let Some(nbytes) = requested else { return Ok(0) };
+        let device = &self.context.device;
+        let optin = device
+            .driver
+            .device_attribute(device.handle, CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .map_or(DEFAULT_SHARED_LIMIT, |v| u32::try_from(v).unwrap_or(0).max(DEFAULT_SHARED_LIMIT));
+        let available = u64::from(optin).saturating_sub(kernel.info.local_mem_size);
+        if nbytes > available {
+            return Err(MemoryError::KernelArgType {
+                kernel: kernel.info.function_name.clone(),
+                index: kernel.info.num_args,
+                message: format!(
+                    "{nbytes} bytes of dynamic shared memory: a block of '{}' has {available} beside the kernel's \
+                     own {} bytes",
+                    device.info.name, kernel.info.local_mem_size
+                ),
+            });
+        }
+        Ok(nbytes as u32)
+    }
+
+    /// The event after the work queued since `begin`.
+    fn record(&self, current: &CurrentContext, timing: Option<Timing>) -> Result<Arc<dyn Event>> {
+        let event = current.event_create(timing.is_some())?;
+        current.event_record(&event, &self.stream)?;
+        Ok(Arc::new(CudaEvent { event, timing, stream: Arc::clone(&self.stream), context: Arc::clone(&self.context) }))
+    }
+
+    fn wait_for(&self, current: &CurrentContext, deps: &[Arc<dyn Event>]) -> Result<()> {
         for dep in deps {
             let Some(dep) = dep.as_any().downcast_ref::<CudaEvent>() else {
                 return Err(MemoryError::KernelQueueMismatch {
@@ -333,6 +529,13 @@ impl Submissions for CudaQueue {
                 ),
             });
         }
+        let submit_at = Instant::now();
+        // Dynamic shared memory is a trailing `Local` (the model put it last), no parameter.
+        let (args, shared_bytes) = match args.split_last() {
+            Some((LaunchArg::Local(nbytes), params)) if params.len() == kernel.params.len() => (params, Some(*nbytes)),
+            _ => (args, None),
+        };
+        let shared = self.shared_bytes(kernel, shared_bytes)?;
         // One 8-byte slot per parameter, each holding the argument's bytes.
         let mut slots = vec![0u64; args.len()];
         for (index, arg) in args.iter().enumerate() {
@@ -345,30 +548,35 @@ impl Submissions for CudaQueue {
             let Some(size) = ptx_size(ty) else {
                 return Err(wrong(format!("the parameter '{ty}' is of a type this version does not pass")));
             };
-            slots[index] = match *arg {
-                LaunchArg::Pointer(address) if size == 8 => address,
-                LaunchArg::Pointer(_) => return Err(wrong(format!("a pointer for a parameter of type '{ty}'"))),
-                LaunchArg::Scalar { size: given, bits } if given == size => bits,
-                LaunchArg::Scalar { size: given, .. } => {
-                    return Err(wrong(format!("a {given}-byte scalar for a parameter of type '{ty}'")))
-                }
-                LaunchArg::Local(_) => {
-                    return Err(wrong(
-                        "local memory is a launch's shared memory on CUDA, which this version does not set".into(),
-                    ))
-                }
-            };
+            slots[index] =
+                match *arg {
+                    LaunchArg::Pointer(address) if size == 8 => address,
+                    LaunchArg::Pointer(_) => return Err(wrong(format!("a pointer for a parameter of type '{ty}'"))),
+                    LaunchArg::Scalar { size: given, bits } if given == size => bits,
+                    LaunchArg::Scalar { size: given, .. } => {
+                        return Err(wrong(format!("a {given}-byte scalar for a parameter of type '{ty}'")))
+                    }
+                    LaunchArg::Local(_) => return Err(wrong(
+                        "kernelArg.local is a launch's dynamic shared memory on CUDA, not a parameter: give it after \
+                         the kernel's parameters"
+                            .into(),
+                    )),
+                };
         }
         let (grid, block) = launch_shape(range, kernel.info.work_group_size)?;
         let mut params: Vec<*mut c_void> = slots.iter_mut().map(|slot| (slot as *mut u64).cast()).collect();
         let current = self.context.current()?;
+        if shared > DEFAULT_SHARED_LIMIT {
+            current.set_function_attribute(kernel.function, FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)?;
+        }
         self.wait_for(&current, deps)?;
+        let timing = self.begin(&current, submit_at)?;
         // SAFETY: one pointer per parameter, each to an 8-byte slot holding a value of at
         // most that size (little-endian: its low bytes are the value), read during the
         // call; the memory the pointers address stays allocated until the recorded event
         // completes (this fn's contract, forwarded).
-        unsafe { current.launch(kernel.function, grid, block, 0, &self.stream, &mut params) }?;
-        self.record(&current)
+        unsafe { current.launch(kernel.function, grid, block, shared, &self.stream, &mut params) }?;
+        self.record(&current, timing)
     }
 
     unsafe fn memcpy_async(
@@ -378,14 +586,16 @@ impl Submissions for CudaQueue {
         nbytes: u64,
         deps: &[Arc<dyn Event>],
     ) -> Result<Arc<dyn Event>> {
+        let submit_at = Instant::now();
         let current = self.context.current()?;
         self.wait_for(&current, deps)?;
+        let timing = self.begin(&current, submit_at)?;
         if let Some(size) = usize::try_from(nbytes).ok().filter(|&n| n > 0) {
             // SAFETY: this fn's contract, forwarded: both ranges stay valid until the
             // event recorded after the copy completes.
             unsafe { current.memcpy_async(dst, src, size, &self.stream) }?;
         }
-        self.record(&current)
+        self.record(&current, timing)
     }
 
     unsafe fn fill_async(
@@ -400,20 +610,24 @@ impl Submissions for CudaQueue {
                 message: format!("CUDA queues fill with 1-byte patterns in this version, not {} bytes", pattern.len()),
             });
         };
+        let submit_at = Instant::now();
         let current = self.context.current()?;
         self.wait_for(&current, deps)?;
+        let timing = self.begin(&current, submit_at)?;
         if let Some(size) = usize::try_from(count).ok().filter(|&n| n > 0) {
             // SAFETY: this fn's contract, forwarded.
             unsafe { current.memset_d8_async(dst, *byte, size, &self.stream) }?;
         }
-        self.record(&current)
+        self.record(&current, timing)
     }
 
     fn barrier(&self, deps: &[Arc<dyn Event>]) -> Result<Arc<dyn Event>> {
         // A stream runs in order: an event recorded now completes after everything before.
+        let submit_at = Instant::now();
         let current = self.context.current()?;
         self.wait_for(&current, deps)?;
-        self.record(&current)
+        let timing = self.begin(&current, submit_at)?;
+        self.record(&current, timing)
     }
 }
 
@@ -438,14 +652,32 @@ mod tests {
     }
 
     #[test]
+    fn plain_names_find_mangled_cpp_kernels() {
+        let names: Vec<String> =
+            ["saxpy", "_Z6scaledPfS_f", "_Z4pickIfEvPT_", "_Z4pickIiEvPT_", "_Z55long"].map(String::from).into();
+        assert_eq!(entry_named(&names, "saxpy"), Some("saxpy"));
+        assert_eq!(entry_named(&names, "scaled"), Some("_Z6scaledPfS_f"));
+        assert_eq!(entry_named(&names, "_Z6scaledPfS_f"), Some("_Z6scaledPfS_f"));
+        assert_eq!(entry_named(&names, "pick"), None, "two instantiations: ambiguous");
+        assert_eq!(entry_named(&names, "scale"), None);
+        assert_eq!(entry_named(&names, "5long"), None);
+        assert_eq!(entry_named(&names, ""), None);
+    }
+
+    #[test]
     fn launch_shapes() {
         let r = NdRange { dims: 1, global: [1000, 1, 1], local: None };
         let (grid, block) = launch_shape(&r, 1024).unwrap();
         assert_eq!(u64::from(grid[0]) * u64::from(block[0]), 1000);
         assert!(block[0] <= 1024);
-        let r = NdRange { dims: 2, global: [64, 64, 1], local: Some([16, 16, 1]) };
-        assert_eq!(launch_shape(&r, 1024).unwrap(), ([4, 4, 1], [16, 16, 1]));
+        // SYCL's order: [rows, columns], columns the fastest, CUDA's x.
+        let r = NdRange { dims: 2, global: [64, 256, 1], local: Some([4, 32, 1]) };
+        assert_eq!(launch_shape(&r, 1024).unwrap(), ([8, 16, 1], [32, 4, 1]));
+        let r = NdRange { dims: 3, global: [2, 3, 8], local: None };
+        assert_eq!(launch_shape(&r, 1024).unwrap(), ([1, 3, 2], [8, 1, 1]));
+        let r = NdRange { dims: 2, global: [1 << 20, 1, 1], local: Some([1, 1, 1]) };
+        assert!(launch_shape(&r, 1024).is_err(), "2^20 blocks in y");
         let r = NdRange { dims: 2, global: [1, 1 << 20, 1], local: Some([1, 1, 1]) };
-        assert!(launch_shape(&r, 1024).is_err());
+        assert!(launch_shape(&r, 1024).is_ok(), "2^20 blocks in x");
     }
 }

@@ -128,6 +128,7 @@ impl Program for SyclProgram {
             private_mem_size: raw.private_mem_size,
             local_mem_size: raw.local_mem_size,
             compile_work_group_size: raw.compile_work_group_size,
+            trailing_local: false,
         };
         let kernel = SyclKernel { handle, info, context: Arc::clone(&self.context), device: Arc::clone(&self.device) };
         Ok(Some(Arc::new(kernel)))
