@@ -50,17 +50,7 @@ pub fn pool_trim() -> f64 {
 fn by_device() -> String {
     let figures = pool().sink().figures();
     json::array(figures.iter().map(|f| {
-        let [device, host, shared] = f.counters.kinds.map(|c| {
-            let p = c.pool_figures();
-            kind_stats(KindStats {
-                hits: p.hits,
-                misses: p.misses,
-                cached_blocks: p.cached_blocks,
-                cached_bytes: p.cached_bytes,
-                in_use_bytes: p.in_use_bytes,
-                evictions: p.evictions,
-            })
-        });
+        let [device, host, shared] = f.counters.kinds.map(|c| kind_stats(c.pool_figures()));
         json::object(&[
             ("filterString", json::string(&crate::js::state::registry().filter_string_of(f.device.as_ref()))),
             ("name", json::string(&f.device.info().name)),

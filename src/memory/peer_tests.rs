@@ -191,7 +191,7 @@ fn enable_and_disable_are_idempotent_and_directional() {
 #[test]
 fn the_pools_figures_by_device_keep_each_devices_blocks_and_add_up_to_its_totals() {
     use crate::memory::pool::{Limits, Pool};
-    use crate::memory::stats::{kind_slot, PoolFigures};
+    use crate::memory::stats::{kind_slot, KindStats};
     use crate::runtime::Context;
     let gpus = two_gpus(4281, "cuda");
     let pool = Pool::new(true, Limits::default());
@@ -211,10 +211,10 @@ fn the_pools_figures_by_device_keep_each_devices_blocks_and_add_up_to_its_totals
         let (kept0, freed0) = (take(0, kind, 2 * MIB), take(0, kind, MIB));
         give(0, kind, MIB, freed0);
         let (on0, on1) = (figures(0, kind), figures(1, kind));
-        assert_eq!(on1, PoolFigures { hits: 1, misses: 1, in_use_bytes: MIB, ..Default::default() }, "{kind:?}");
+        assert_eq!(on1, KindStats { hits: 1, misses: 1, in_use_bytes: MIB, ..Default::default() }, "{kind:?}");
         assert_eq!(
             on0,
-            PoolFigures { misses: 2, cached_blocks: 1, cached_bytes: MIB, in_use_bytes: 2 * MIB, ..Default::default() },
+            KindStats { misses: 2, cached_blocks: 1, cached_bytes: MIB, in_use_bytes: 2 * MIB, ..Default::default() },
             "{kind:?}: GPU 0's cache holds its own block, never GPU 1's"
         );
         let total = pool.stats().kind(kind);

@@ -93,6 +93,9 @@ use crate::error::{MemoryError, Result};
 use crate::memory::history::Action;
 use crate::memory::observe::{GivenBack, Origin, OutOfMemory, Sink, Source};
 use crate::memory::stats::Giveback;
+/// What the pool did for one kind of memory (kept in `memory::stats`, which gives it per
+/// device too).
+pub use crate::memory::stats::KindStats;
 use crate::runtime::ranges::entry_holding;
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Device, Queue};
@@ -176,23 +179,6 @@ pub struct Block {
     pub size: u64,
     /// Whether the block goes back to the cache on release (else it is freed).
     pub pooled: bool,
-}
-
-/// What the pool did for one kind of memory.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct KindStats {
-    /// Allocations served from the cache.
-    pub hits: u64,
-    /// Allocations the cache could not serve (went to the runtime, or failed there).
-    pub misses: u64,
-    /// Blocks in the cache now.
-    pub cached_blocks: u64,
-    /// Bytes in the cache now.
-    pub cached_bytes: u64,
-    /// Bytes of blocks held by live allocations (block sizes: the size class when pooled).
-    pub in_use_bytes: u64,
-    /// Cached blocks freed to keep the cache under its cap.
-    pub evictions: u64,
 }
 
 /// A block in the cache, as snapshots list it.

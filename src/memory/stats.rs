@@ -186,26 +186,28 @@ impl DeviceCounters {
 // Per device (issue 22): `poolStats().byDevice` is read from these counters, so the
 // pool's view by device and `memoryStats()` never disagree, and no second counter exists.
 
-/// What `poolStats()` says of one kind, for one device (`poolStats().byDevice`).
+/// What the pool did for one kind of memory: `poolStats()`'s totals, and each device's
+/// (`poolStats().byDevice`, from [`KindCounters::pool_figures`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PoolFigures {
+pub struct KindStats {
     /// Allocations served from the cache.
     pub hits: u64,
-    /// Allocations the cache could not serve: those the runtime made, and those it refused
-    /// for want of memory.
+    /// Allocations the cache could not serve (went to the runtime, or failed there).
     pub misses: u64,
-    /// Blocks held from the runtime that no allocation holds: the cached ones.
+    /// Blocks in the cache now.
     pub cached_blocks: u64,
+    /// Bytes in the cache now.
     pub cached_bytes: u64,
-    /// Bytes of the blocks held by live allocations.
+    /// Bytes of blocks held by live allocations (block sizes: the size class when pooled).
     pub in_use_bytes: u64,
+    /// Cached blocks freed to keep the cache under its cap.
     pub evictions: u64,
 }
 
 impl KindCounters {
     /// The pool's figures of this device and kind.
-    pub fn pool_figures(&self) -> PoolFigures {
-        PoolFigures {
+    pub fn pool_figures(&self) -> KindStats {
+        KindStats {
             hits: self.pool_hits,
             misses: self.pool_misses.saturating_add(self.ooms),
             cached_blocks: self.segments.current.saturating_sub(self.allocations.current),

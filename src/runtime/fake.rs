@@ -445,8 +445,12 @@ impl FakePeers {
         Ok((self.index(device)?, self.index(peer)?))
     }
 
-    fn queue_index(&self, queue: &dyn Queue) -> Result<usize> {
-        self.index(queue.device().as_ref())
+    /// A copy (which moves no bytes, as `FakeQueue`'s) on the device of `runner`.
+    fn record(&self, route: &'static str, runner: &dyn Queue, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()> {
+        let runner = self.index(runner.device().as_ref())?;
+        src.copy_len(&dst)?;
+        self.copies.lock().unwrap().push((route, runner));
+        Ok(())
     }
 }
 
@@ -481,10 +485,7 @@ impl PeerAccess for FakePeers {
         _src_queue: &dyn Queue,
         src: ReadBytes<'_>,
     ) -> Result<()> {
-        let runner = self.queue_index(run_on)?;
-        src.copy_len(&dst)?;
-        self.copies.lock().unwrap().push(("direct", runner));
-        Ok(())
+        self.record("direct", run_on, dst, src)
     }
     fn copy_staged(
         &self,
@@ -493,9 +494,6 @@ impl PeerAccess for FakePeers {
         _src_queue: &dyn Queue,
         src: ReadBytes<'_>,
     ) -> Result<()> {
-        let runner = self.queue_index(dst_queue)?;
-        src.copy_len(&dst)?;
-        self.copies.lock().unwrap().push(("staged", runner));
-        Ok(())
+        self.record("staged", dst_queue, dst, src)
     }
 }
