@@ -73,6 +73,7 @@ function main() {
     }
   };
   const pairs = [[0, 1], [1, 0]];
+  let possible = [false, false];
   try {
     for (const [a, b] of pairs) {
       run(`d2d.peer_off.${a}to${b}.${lab}`, () => dev[b].copyFromDevice(dev[a]));
@@ -81,7 +82,8 @@ function main() {
         dev[b].copyFromHost(pinned);
       });
     }
-    const can = g0.canAccessPeer(g1) && g1.canAccessPeer(g0);
+    possible = [g0.canAccessPeer(g1), g1.canAccessPeer(g0)];
+    const can = possible[0] && possible[1];
     if (can) {
       g0.enablePeerAccess(g1);
       g1.enablePeerAccess(g0);
@@ -112,6 +114,7 @@ function main() {
     rows.push([trip, ours[trip], theirs[trip], 'CuPy pinned round trip', undefined]);
   }
   console.log(`multigpu bench: ${g0.filterString} (${g0.name}) and ${g1.filterString}, ${lab}, ratio = peer time / ours`);
+  console.log(`peer access possible: 0 to 1 ${possible[0]}, 1 to 0 ${possible[1]} (the peer_on rows need both)`);
   console.log('case | ours GB/s | peer GB/s | peer | ratio | target | met');
   for (const [id, o, p, name, target] of rows) {
     const ratio = o && p ? p / o : undefined;
@@ -125,7 +128,7 @@ function main() {
   const nvlink = nvidiaSmi(['nvlink', '-s']);
   console.log(`\nnvidia-smi topo -m:\n${topo}\n\nnvidia-smi nvlink -s:\n${nvlink}`);
   const out = path.join(__dirname, `results-multigpu-${os.hostname()}-${new Date().toISOString().slice(0, 10)}.json`);
-  fs.writeFileSync(out, JSON.stringify({ size: SIZE, ours, failed, peer, rows, checks, topo, nvlink }, null, 2));
+  fs.writeFileSync(out, JSON.stringify({ size: SIZE, possible, ours, failed, peer, rows, checks, topo, nvlink }, null, 2));
   console.log(`wrote ${out}`);
   if (checks.some(([, ok]) => !ok) || Object.keys(failed).length > 0) process.exitCode = 1;
 }
