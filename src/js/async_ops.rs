@@ -22,6 +22,7 @@ use crate::error::MemoryError;
 use crate::host::Scratch;
 use crate::js::errors::to_js_error;
 use crate::js::ffi::{HostBytes, TaskBytes, TaskRef};
+use crate::js::state::process;
 use crate::memory::allocation::{owning_allocation, Allocation};
 use crate::memory::registration::Registration;
 use crate::memory::usm::UsmMemory;
@@ -41,7 +42,7 @@ pub(crate) enum HostSide {
 impl HostSide {
     /// Decided when the pointer is taken, with no JS run in between.
     fn direct(env: &Env, bytes: &HostBytes) -> napi::Result<Option<HostSide>> {
-        let pin = owning_allocation(bytes.address(), bytes.byte_length() as u64);
+        let pin = owning_allocation(process().pool(), bytes.address(), bytes.byte_length() as u64);
         if pin.is_some() || bytes.is_shared(env)? {
             let registration = crate::js::registration::vouched(env, bytes)?;
             return Ok(Some(HostSide::Direct { bytes: TaskBytes::new(bytes), _pin: pin, registration }));

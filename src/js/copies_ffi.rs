@@ -12,10 +12,11 @@
 //! `release`). Every `unsafe` of the rendezvous is in this file.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::memory::allocation::{answer_own, Allocation, OwnAnswer};
-use crate::memory::copies::{self, OtherAnswer, OtherCopies, OtherHold};
+use crate::memory::copies::{OtherAnswer, OtherCopies, OtherHold};
+use crate::memory::pool::Pool;
 use crate::runtime::Address;
 
 /// The layout's version, and the symbol that publishes it.
@@ -59,7 +60,9 @@ pub extern "C" fn dpctl_memory_copy_v1() -> *const CopyTableV1 {
 /// `base`, `size` and `hold` must be valid for writes (the other copy's locals).
 unsafe extern "C" fn table_lookup(address: u64, base: *mut u64, size: *mut u64, hold: *mut *mut c_void) -> c_int {
     // A panic must not unwind into another copy's frames.
-    let answer = std::panic::catch_unwind(|| answer_own(address)).unwrap_or(OwnAnswer::Foreign);
+    let answer =
+        std::panic::catch_unwind(|| ANSWERED_BY.get().map_or(OwnAnswer::Foreign, |pool| answer_own(pool, address)))
+            .unwrap_or(OwnAnswer::Foreign);
     match answer {
         OwnAnswer::Live(allocation) => {
             // SAFETY: the caller passes pointers to its own locals, valid for writes.
@@ -156,9 +159,16 @@ impl OtherCopies for LoadedCopies {
     }
 }
 
-/// Installs the finder (the binding's module init; once per process is enough).
-pub fn install() {
-    copies::install(Box::new(LoadedCopies::default()));
+/// The pool whose book this copy's table answers from: the process value's, published
+/// when it is made (before that this copy allocated nothing, and answers foreign). The
+/// table is a symbol of the loaded library, so what it reads is the library's too.
+static ANSWERED_BY: OnceLock<&'static Pool> = OnceLock::new();
+
+/// The finder of the other copies, for the process value (`js::state::process`), whose
+/// `pool` this copy's own table answers from from now on.
+pub fn finder(pool: &'static Pool) -> Box<dyn OtherCopies> {
+    let _ = ANSWERED_BY.set(pool);
+    Box::new(LoadedCopies::default())
 }
 
 /// The loader's count of objects loaded so far (`dlpi_adds`).

@@ -9,6 +9,7 @@ use crate::js::errors::OrThrow;
 use crate::js::handles::MemoryHandle;
 use crate::js::lookup::lookup;
 use crate::js::memory::host_bytes;
+use crate::js::state::process;
 use crate::memory::ipc;
 use crate::runtime::WriteBytes;
 
@@ -23,7 +24,7 @@ pub fn ipc_available(env: &Env, device_id: f64) -> napi::Result<bool> {
 #[napi]
 pub fn mem_ipc_export(env: &Env, memory_id: f64) -> napi::Result<Float64Array> {
     let memory = lookup(env, |h| h.memory(memory_id))?;
-    let handle = ipc::export(&memory).or_throw(env)?;
+    let handle = ipc::export(process().ipc(), &memory).or_throw(env)?;
     Ok(Float64Array::new(handle.into_iter().map(f64::from).collect()))
 }
 
@@ -36,7 +37,7 @@ pub fn mem_ipc_open(env: &Env, bytes: Unknown, queue_id: f64, nbytes: f64) -> na
     let read = |handle: &mut [u8]| {
         bytes.with_bytes(|src| crate::host::host_memcpy(WriteBytes::of_slice(handle), src.as_read()));
     };
-    let memory = ipc::open_with(bytes.byte_length(), read, &queue, nbytes as u64).or_throw(env)?;
+    let memory = ipc::open_with(process().ipc(), bytes.byte_length(), read, &queue, nbytes as u64).or_throw(env)?;
     // Reported to V8 like an allocation: a mapping dropped without free() must drive
     // collections, which close it.
     let handle = MemoryHandle::allocated(env, memory);

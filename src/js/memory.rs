@@ -16,7 +16,7 @@ use crate::js::errors::OrThrow;
 use crate::js::ffi::{self, ExternalBufferError, HostBytes, JsRef, TaskRef};
 use crate::js::handles::{BufferLease, HandleKind, MemoryHandle};
 use crate::js::lookup::{handles, lookup};
-use crate::js::state::registry;
+use crate::js::state::process;
 use crate::memory::consume::{consume, SyclObj};
 use crate::memory::interface::{IfaceValue, RawInterface};
 use crate::memory::usm::{too_large_for_host, Adopted, UsmMemory};
@@ -38,7 +38,7 @@ pub fn release_handle(env: &Env, kind: u32, id: f64) -> napi::Result<()> {
 pub fn mem_allocate(env: &Env, queue_id: f64, kind: u32, nbytes: f64, alignment: f64) -> napi::Result<f64> {
     let queue = lookup(env, |h| h.queue(queue_id))?;
     let kind = UsmKind::from_allocated_value(kind).or_throw(env)?;
-    let memory = UsmMemory::allocate(&queue, kind, nbytes as u64, alignment as u64).or_throw(env)?;
+    let memory = UsmMemory::allocate(process().pool(), &queue, kind, nbytes as u64, alignment as u64).or_throw(env)?;
     let handle = MemoryHandle::allocated(env, memory);
     lookup(env, |h| h.add_memory(handle))
 }
@@ -58,7 +58,7 @@ pub fn mem_view(env: &Env, memory_id: f64) -> napi::Result<f64> {
 pub fn mem_adopt(env: &Env, source_id: f64, kind: u32, copy: bool, queue_id: f64) -> napi::Result<f64> {
     let (source, queue) = lookup(env, |h| Ok((h.memory(source_id)?, h.queue(queue_id)?)))?;
     let kind = UsmKind::from_allocated_value(kind).or_throw(env)?;
-    let handle = match UsmMemory::adopt(source, kind, copy, &queue).or_throw(env)? {
+    let handle = match UsmMemory::adopt(process().pool(), source, kind, copy, &queue).or_throw(env)? {
         Adopted::View(memory) => MemoryHandle::new(memory),
         Adopted::Copy(memory) => MemoryHandle::allocated(env, memory),
     };
@@ -101,7 +101,7 @@ pub fn mem_consume(
             (None, None, None) => SyclObj::Invalid,
         })
     })?;
-    let memory = consume(registry(), &raw, syclobj, &shown).or_throw(env)?;
+    let memory = consume(process(), &raw, syclobj, &shown).or_throw(env)?;
     lookup(env, |h| h.add_memory(MemoryHandle::new(memory)))
 }
 

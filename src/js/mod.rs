@@ -61,7 +61,6 @@ const BUILTINS: &str = r#"(() => {
 /// state.
 #[napi(module_exports)]
 pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {
-    copies_ffi::install();
     memory::define_fast_calls(&env, &mut exports)?;
     let builtins = ffi::JsRef::new(&env.run_script::<_, Unknown>(BUILTINS)?)?;
     state::install(&env, state::EnvState { builtins, handles: Default::default() })

@@ -12,16 +12,15 @@ use napi_derive::napi;
 use crate::js::errors::OrThrow;
 use crate::js::json;
 use crate::js::lookup::lookup;
-use crate::js::state::registry;
+use crate::js::state::{process, registry};
 use crate::memory::history::{Event, HistoryConfig, NO_DEVICE, NO_STACK};
 use crate::memory::observe::Sink;
-use crate::memory::pool::pool;
 use crate::memory::snapshot::{self, Snapshot};
 use crate::memory::stats::{DeviceCounters, KindCounters, Stat};
 use crate::runtime::{Device, UsmKind};
 
 fn sink() -> &'static Sink {
-    pool().sink()
+    process().sink()
 }
 
 /// The device of a device handle of this environment; the default device for `None`.
@@ -250,5 +249,5 @@ pub fn snapshot_json(s: &Snapshot) -> String {
 /// `memorySnapshot()`: the process's live and cached blocks, figures and recording.
 #[napi]
 pub fn observe_snapshot() -> String {
-    snapshot_json(&snapshot::take(pool()))
+    snapshot_json(&snapshot::take(process().pool()))
 }

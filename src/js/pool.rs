@@ -6,7 +6,8 @@ use napi_derive::napi;
 
 use crate::host::Scratch;
 use crate::js::json;
-use crate::memory::pool::{pool, KindStats};
+use crate::js::state::process;
+use crate::memory::pool::KindStats;
 
 fn kind_stats(stats: KindStats) -> String {
     json::object(&[
@@ -22,7 +23,7 @@ fn kind_stats(stats: KindStats) -> String {
 /// The pool's statistics as JSON: `{ enabled, device, host, shared, scratch, byDevice }`.
 #[napi]
 pub fn pool_stats() -> String {
-    let stats = pool().stats();
+    let stats = process().pool().stats();
     let (blocks, bytes) = Scratch::idle_stats();
     json::object(&[
         ("enabled", stats.enabled.to_string()),
@@ -40,7 +41,7 @@ pub fn pool_stats() -> String {
 /// runtime refuses an allocation (cached or not).
 #[napi]
 pub fn pool_trim() -> f64 {
-    pool().trim() as f64
+    process().trim() as f64
 }
 
 // Per device (issue 22).

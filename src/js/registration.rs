@@ -27,6 +27,7 @@ use crate::js::errors::OrThrow;
 use crate::js::ffi::{self, HostBytes};
 use crate::js::handles::RegistrationHandle;
 use crate::js::lookup::{handles, lookup};
+use crate::js::state::process;
 use crate::memory::allocation::owning_allocation;
 use crate::memory::registration::{Holder, Registration};
 use crate::runtime::ReadBytes;
@@ -97,7 +98,8 @@ pub fn host_register(env: &Env, queue_id: f64, host: Unknown) -> napi::Result<Fl
     let buffer = bytes.buffer_weak_ref(env)?;
     let shared = bytes.is_shared(env)?;
     let extent = if shared { None } else { ffi::arraybuffer_extent(env, &host_buffer(env, &buffer)?)? };
-    let holder = Holder::of(owning_allocation(bytes.address(), bytes.byte_length() as u64).as_ref(), shared);
+    let holder =
+        Holder::of(owning_allocation(process().pool(), bytes.address(), bytes.byte_length() as u64).as_ref(), shared);
     // SAFETY: the buffer's bytes are mapped now (the calling frame holds the buffer), held
     // as `holder` says; the model's rules keep copies from using them once they may not
     // be the buffer's.

@@ -10,8 +10,7 @@ use napi_derive::napi;
 use crate::js::errors::OrThrow;
 use crate::js::handles::MemoryHandle;
 use crate::js::lookup::lookup;
-use crate::js::state::registry;
-use crate::memory::share;
+use crate::js::state::{process, registry};
 use crate::runtime::UsmKind;
 
 /// Holds the memory under a new share token and returns the token's text; `timeout_ms`
@@ -19,7 +18,7 @@ use crate::runtime::UsmKind;
 #[napi]
 pub fn mem_share(env: &Env, memory_id: f64, timeout_ms: Option<f64>) -> napi::Result<String> {
     let memory = lookup(env, |h| h.memory(memory_id))?;
-    Ok(share::share(&memory, timeout_ms).or_throw(env)?.text())
+    Ok(process().shares().share_token(&memory, timeout_ms).or_throw(env)?.text())
 }
 
 /// Opens a share token (made in any thread) into memory of this environment, which
@@ -28,7 +27,7 @@ pub fn mem_share(env: &Env, memory_id: f64, timeout_ms: Option<f64>) -> napi::Re
 #[napi]
 pub fn mem_open_shared(env: &Env, token: String, kind: u32, nbytes: f64) -> napi::Result<f64> {
     let kind = UsmKind::from_allocated_value(kind).or_throw(env)?;
-    let memory = share::open(&token, kind, nbytes as u64).or_throw(env)?;
+    let memory = process().shares().open_token(&token, kind, nbytes as u64).or_throw(env)?;
     // Reported to V8 as an allocation of this thread: dropped here without free(), it
     // must drive this thread's collections.
     let handle = MemoryHandle::allocated(env, memory);
@@ -53,5 +52,5 @@ pub fn mem_shared_facts(env: &Env, memory_id: f64) -> napi::Result<f64> {
 /// revoked or expired.
 #[napi]
 pub fn mem_revoke_shared(env: &Env, token: String) -> napi::Result<bool> {
-    share::revoke(&token).or_throw(env)
+    process().shares().revoke_token(&token).or_throw(env)
 }

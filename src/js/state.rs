@@ -4,12 +4,14 @@
 //! outlive a worker's environment and release references into a freed one.
 
 use std::cell::RefCell;
+use std::sync::OnceLock;
 
 use napi::Env;
 
 use crate::js::ffi::JsRef;
 use crate::js::handles::Handles;
-use crate::memory::registry::{registry_with, Registry};
+use crate::memory::process::ProcessRuntime;
+use crate::memory::registry::Registry;
 
 /// The binding's per-environment state (see the module documentation).
 pub struct EnvState {
@@ -42,8 +44,21 @@ pub fn state(env: &Env) -> napi::Result<&'static EnvState> {
         .ok_or_else(|| napi::Error::new(napi::Status::GenericFailure, "dpctl-memory: the module state is missing"))
 }
 
-/// The process's device registry over every provider (the binding is where the
-/// providers are named; the model only sees the runtime interface).
+/// The process's runtime state, made at the first call of any environment over every
+/// provider (the binding is where the providers are named; the model only sees the
+/// runtime interface), and shared by all of them: memory made in one thread is used and
+/// freed in others. This is the one place it is kept. It finds the other copies of this
+/// package through the binding's rendezvous (`js::copies_ffi`).
+pub fn process() -> &'static ProcessRuntime {
+    static PROCESS: OnceLock<&'static ProcessRuntime> = OnceLock::new();
+    PROCESS.get_or_init(|| {
+        let process = ProcessRuntime::from_environment(crate::provider::load_all()).leak();
+        process.set_others(crate::js::copies_ffi::finder(process.pool()));
+        process
+    })
+}
+
+/// The process's device registry.
 pub fn registry() -> &'static Registry {
-    registry_with(crate::provider::load_all)
+    process().registry()
 }

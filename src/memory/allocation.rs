@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
-use crate::memory::copies::{self, OtherAnswer, OtherCopies, OtherHold};
+use crate::memory::copies::{OtherAnswer, OtherCopies, OtherHold};
 use crate::memory::interface::check_bounds;
 use crate::memory::observe::{Origin, Sink};
-use crate::memory::pool::{pool, Block, BookAnswer, Holder, Pool};
+use crate::memory::pool::{Block, BookAnswer, Holder, Pool};
 use crate::runtime::UsmKind;
 use crate::runtime::{check_allocation_request, Address, Context, Queue};
 
@@ -39,15 +39,10 @@ pub enum Provenance {
     Foreign,
 }
 
-/// The [`Provenance`] of `address` in the process's pool, which keeps the one address book
-/// of live, cached and releasing blocks, and, for an address that is not this copy's, in
-/// the books of the other copies of this package in the process.
-pub fn provenance(address: Address) -> Provenance {
-    provenance_with(pool(), copies::others(), address)
-}
-
-/// [`provenance`] over `pool` and `others`.
-pub fn provenance_with(pool: &Pool, others: &dyn OtherCopies, address: Address) -> Provenance {
+/// The [`Provenance`] of `address` in `pool` (the process's pool keeps the one address
+/// book of live, cached and releasing blocks), and, for an address that is not this
+/// copy's, in the books of `others`, the other copies of this package in the process.
+pub fn provenance(pool: &Pool, others: &dyn OtherCopies, address: Address) -> Provenance {
     match provenance_in(pool, address) {
         Provenance::Foreign => match others.lookup(address) {
             OtherAnswer::Live { base, size, hold } => Provenance::OtherCopy { base, size, hold },
@@ -82,14 +77,9 @@ pub enum OwnAnswer {
     Foreign,
 }
 
-/// This copy's own answer for `address`, for another copy: never the other copies'
-/// (copies asking each other on each other's behalf would never end).
-pub fn answer_own(address: Address) -> OwnAnswer {
-    answer_own_in(pool(), address)
-}
-
-/// [`answer_own`] over `pool`.
-pub fn answer_own_in(pool: &Pool, address: Address) -> OwnAnswer {
+/// This copy's own answer for `address` (`pool`: this copy's), for another copy: never the
+/// other copies' (copies asking each other on each other's behalf would never end).
+pub fn answer_own(pool: &Pool, address: Address) -> OwnAnswer {
     match provenance_in(pool, address) {
         Provenance::Owned(allocation) => OwnAnswer::Live(allocation),
         Provenance::Unowned { block_base } => OwnAnswer::Unowned { block_base },
@@ -102,9 +92,9 @@ pub fn answer_own_in(pool: &Pool, address: Address) -> OwnAnswer {
 /// allocations up, or gave a larger block that we aligned inside, and the address lies in
 /// the rest. Such bytes belong to no live allocation, exactly like a pooled block's
 /// slack. Returns the base of our allocation there.
-pub fn runtime_slack(range: Option<(Address, u64)>) -> Option<Address> {
+pub fn runtime_slack(pool: &Pool, range: Option<(Address, u64)>) -> Option<Address> {
     let (base, size) = range?;
-    pool().block_within(base, size)
+    pool.block_within(base, size)
 }
 
 /// The error for an interface pointer into memory no live allocation owns.
@@ -126,14 +116,10 @@ pub enum ViewHolder {
 /// The allocation that a view of `nbytes` at `address` must hold, checked: `base_ptr` (the
 /// interface's data pointer) decides which allocation the view belongs to, and the view
 /// must lie inside the bytes that allocation asked for, whichever copy of this package
-/// made it. For memory no copy allocated, the runtime's extent bounds it where the runtime
-/// knows one, and otherwise both ends must be USM memory of the base pointer's kind.
-pub fn bind_view(context: &dyn Context, base_ptr: Address, address: Address, nbytes: u64) -> Result<ViewHolder> {
-    bind_view_with(pool(), copies::others(), context, base_ptr, address, nbytes)
-}
-
-/// [`bind_view`] over `pool` and `others`.
-pub fn bind_view_with(
+/// made it (`pool`: this copy's, `others`: the other copies'). For memory no copy
+/// allocated, the runtime's extent bounds it where the runtime knows one, and otherwise
+/// both ends must be USM memory of the base pointer's kind.
+pub fn bind_view(
     pool: &Pool,
     others: &dyn OtherCopies,
     context: &dyn Context,
@@ -141,7 +127,7 @@ pub fn bind_view_with(
     address: Address,
     nbytes: u64,
 ) -> Result<ViewHolder> {
-    match provenance_with(pool, others, base_ptr) {
+    match provenance(pool, others, base_ptr) {
         Provenance::Owned(allocation) => {
             check_bounds(address, nbytes, Some((allocation.address(), allocation.nbytes())))?;
             Ok(ViewHolder::Ours(allocation))
@@ -153,7 +139,7 @@ pub fn bind_view_with(
         Provenance::Unowned { block_base } => Err(unowned(base_ptr, block_base)),
         Provenance::Foreign => {
             let range = context.address_range(base_ptr);
-            if let Some(block_base) = runtime_slack(range) {
+            if let Some(block_base) = runtime_slack(pool, range) {
                 return Err(unowned(base_ptr, block_base));
             }
             check_bounds(address, nbytes, range)?;
@@ -174,8 +160,8 @@ pub fn bind_view_with(
 }
 
 /// The live allocation that holds all of `address..address + nbytes` within its requested size.
-pub fn owning_allocation(address: Address, nbytes: u64) -> Option<Arc<Allocation>> {
-    match provenance(address) {
+pub fn owning_allocation(pool: &Pool, address: Address, nbytes: u64) -> Option<Arc<Allocation>> {
+    match provenance_in(pool, address) {
         Provenance::Owned(allocation)
             if address.saturating_add(nbytes) <= allocation.address().saturating_add(allocation.nbytes()) =>
         {
@@ -210,15 +196,10 @@ impl std::fmt::Debug for Allocation {
 }
 
 impl Allocation {
-    /// Allocates `nbytes` of `kind` memory on `queue`'s context: a cached block of the
-    /// pool when one fits, else a new one. The contents of a reused block are whatever
+    /// Allocates `nbytes` of `kind` memory on `queue`'s context: a cached block of
+    /// `pool` when one fits, else a new one. The contents of a reused block are whatever
     /// its last owner left there (not zeroed, like `malloc`).
-    pub fn new(queue: &Arc<dyn Queue>, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Arc<Self>> {
-        Self::new_in(pool(), queue, kind, nbytes, alignment)
-    }
-
-    /// [`Allocation::new`] from `pool` (tests bring their own).
-    pub fn new_in(
+    pub fn new(
         pool: &'static Pool,
         queue: &Arc<dyn Queue>,
         kind: UsmKind,
@@ -300,7 +281,8 @@ mod tests {
     use std::sync::Weak;
 
     use super::*;
-    use crate::memory::pool::Limits;
+    use crate::memory::copies::NoOthers;
+    use crate::memory::pool::{test_pool, Limits};
     use crate::runtime::fake::{FakeContext, FakeDevice};
 
     /// A pool of its own for one test (never dropped, as the process's is not).
@@ -324,7 +306,7 @@ mod tests {
         let pool = own_pool(true);
         let context = FakeContext::new(1000, FakeDevice::new(1 << 34, 1 << 34));
         let queue = context.queue();
-        let a = Allocation::new_in(pool, &queue, UsmKind::Host, 5000, 0).unwrap();
+        let a = Allocation::new(pool, &queue, UsmKind::Host, 5000, 0).unwrap();
         let address = a.address();
         assert_eq!(a.nbytes(), 5000, "the requested size, not the class");
         assert_eq!(a.block_size(), 5120);
@@ -337,7 +319,7 @@ mod tests {
         assert!(unowned(pool, address + 10), "a cached block has no room for any view");
         assert_eq!(pool.cached_range(address + 5100), Some((address, 5120)));
         assert!(context.counts().frees.is_empty());
-        let b = Allocation::new_in(pool, &queue, UsmKind::Host, 4500, 0).unwrap();
+        let b = Allocation::new(pool, &queue, UsmKind::Host, 4500, 0).unwrap();
         assert_eq!(b.address(), address, "the same class reuses the block");
         assert_eq!(b.nbytes(), 4500);
         assert!(unowned(pool, address + 4500));
@@ -361,7 +343,7 @@ mod tests {
     fn without_the_pool_an_allocation_is_exactly_its_request_and_is_freed_at_once() {
         let pool = own_pool(false);
         let context = FakeContext::new(1003, FakeDevice::new(1 << 34, 1 << 34));
-        let a = Allocation::new_in(pool, &context.queue(), UsmKind::Host, 5000, 0).unwrap();
+        let a = Allocation::new(pool, &context.queue(), UsmKind::Host, 5000, 0).unwrap();
         let address = a.address();
         assert_eq!(a.block_size(), 5000);
         assert!(matches!(provenance_in(pool, address + 5000), Provenance::Foreign));
@@ -373,30 +355,38 @@ mod tests {
     #[test]
     fn the_process_pool_answers_for_views_and_owning_allocations() {
         let context = FakeContext::new(1004, FakeDevice::new(1 << 34, 1 << 34));
-        let a = Allocation::new(&context.queue(), UsmKind::Host, 5000, 0).unwrap();
+        let a = Allocation::new(test_pool(), &context.queue(), UsmKind::Host, 5000, 0).unwrap();
         let address = a.address();
-        assert!(owning_allocation(address + 4000, 1000).is_some());
-        assert!(owning_allocation(address + 4000, 1001).is_none());
-        assert!(matches!(provenance(address + 4999), Provenance::Owned(_)));
+        assert!(owning_allocation(test_pool(), address + 4000, 1000).is_some());
+        assert!(owning_allocation(test_pool(), address + 4000, 1001).is_none());
+        assert!(matches!(provenance_in(test_pool(), address + 4999), Provenance::Owned(_)));
     }
 
     #[test]
     fn a_view_from_the_slack_back_into_the_allocation_is_refused_and_a_view_inside_holds_it() {
         let context = FakeContext::new(1001, FakeDevice::new(1 << 34, 1 << 34));
         let queue = context.queue();
-        let a = Allocation::new(&queue, UsmKind::Host, 64, 0).unwrap();
+        let a = Allocation::new(test_pool(), &queue, UsmKind::Host, 64, 0).unwrap();
         let base = a.address();
         let ctx = queue.context();
         if a.block_size() > 64 {
             // The reported use-after-free: data pointer past the end, offset back into it.
-            assert!(matches!(bind_view(&*ctx, base + 64, base, 64), Err(MemoryError::Unowned { .. })));
+            assert!(matches!(
+                bind_view(test_pool(), &NoOthers, &*ctx, base + 64, base, 64),
+                Err(MemoryError::Unowned { .. })
+            ));
         }
         assert!(
-            matches!(bind_view(&*ctx, base + 8, base, 64), Ok(ViewHolder::Ours(_))),
+            matches!(bind_view(test_pool(), &NoOthers, &*ctx, base + 8, base, 64), Ok(ViewHolder::Ours(_))),
             "a negative offset inside is fine"
         );
-        assert!(matches!(bind_view(&*ctx, base, base + 1, 64), Err(MemoryError::OutOfBounds { .. })));
-        let ViewHolder::Ours(owner) = bind_view(&*ctx, base + 63, base + 63, 1).unwrap() else { panic!("ours") };
+        assert!(matches!(
+            bind_view(test_pool(), &NoOthers, &*ctx, base, base + 1, 64),
+            Err(MemoryError::OutOfBounds { .. })
+        ));
+        let ViewHolder::Ours(owner) = bind_view(test_pool(), &NoOthers, &*ctx, base + 63, base + 63, 1).unwrap() else {
+            panic!("ours")
+        };
         assert!(Arc::ptr_eq(&owner, &a), "the view holds the very allocation it was bounded by");
     }
 
@@ -405,13 +395,17 @@ mod tests {
         let context = FakeContext::new(1002, FakeDevice::new(1 << 34, 1 << 34));
         let queue = context.queue();
         // An alignment above the pool's keeps the block at exactly the requested size.
-        let a = Allocation::new(&queue, UsmKind::Device, 65, 4096).unwrap();
+        let a = Allocation::new(test_pool(), &queue, UsmKind::Device, 65, 4096).unwrap();
         let base = a.address();
-        assert!(matches!(provenance(base + 65), Provenance::Foreign), "our book ends at the request");
-        assert_eq!(runtime_slack(Some((base, 512))), Some(base), "the runtime rounded it up");
-        assert_eq!(runtime_slack(Some((base - 64, 4096))), Some(base), "or aligned it inside a larger block");
-        assert_eq!(runtime_slack(Some((base + (1 << 30), 512))), None);
-        assert_eq!(runtime_slack(None), None);
+        assert!(matches!(provenance_in(test_pool(), base + 65), Provenance::Foreign), "our book ends at the request");
+        assert_eq!(runtime_slack(test_pool(), Some((base, 512))), Some(base), "the runtime rounded it up");
+        assert_eq!(
+            runtime_slack(test_pool(), Some((base - 64, 4096))),
+            Some(base),
+            "or aligned it inside a larger block"
+        );
+        assert_eq!(runtime_slack(test_pool(), Some((base + (1 << 30), 512))), None);
+        assert_eq!(runtime_slack(test_pool(), None), None);
     }
 
     #[test]

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use crate::error::{MemoryError, Result};
 use crate::memory::allocation::{bind_view, provenance, runtime_slack, unowned, Provenance, ViewHolder};
 use crate::memory::interface::{parse_interface, pointer_not_bound, syclobj_invalid, RawInterface};
+use crate::memory::process::ProcessRuntime;
 use crate::memory::registration::registered_at;
-use crate::memory::registry::Registry;
 use crate::memory::usm::{Owner, UsmMemory};
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Queue};
@@ -27,16 +27,23 @@ pub enum SyclObj {
 
 /// Memory described by `raw`, whose `syclobj` is `syclobj` (`shown`: how messages write
 /// it). The view holds the allocation under it when this process made that allocation.
-pub fn consume(registry: &Registry, raw: &RawInterface, syclobj: SyclObj, shown: &str) -> Result<UsmMemory> {
-    let parsed = parse_interface(raw, |ptr| resolve(registry, syclobj, ptr, shown))?;
+pub fn consume(
+    process: &'static ProcessRuntime,
+    raw: &RawInterface,
+    syclobj: SyclObj,
+    shown: &str,
+) -> Result<UsmMemory> {
+    let parsed = parse_interface(raw, |address| resolve(process, syclobj, address, shown))?;
     let queue = parsed.queue;
-    let owner = bind_view(&*queue.context(), parsed.base_ptr, parsed.ptr, parsed.nbytes)?;
+    let owner =
+        bind_view(process.pool(), process.others(), &*queue.context(), parsed.base_ptr, parsed.ptr, parsed.nbytes)?;
     let owner = match owner {
         ViewHolder::Ours(allocation) => Owner::Allocation(allocation),
         ViewHolder::OtherCopy(hold) => Owner::OtherCopy(hold),
         // A mapping of another process's memory opened here is held like our own memory.
-        ViewHolder::Nobody => crate::memory::ipc_mapping::mapping_holding(parsed.ptr, parsed.nbytes)
-            .map_or(Owner::Foreign, Owner::Mapping),
+        ViewHolder::Nobody => {
+            process.ipc().mapping_holding(parsed.ptr, parsed.nbytes).map_or(Owner::Foreign, Owner::Mapping)
+        }
     };
     // SAFETY: `parse_interface` and `bind_view` checked that the range is USM memory of
     // the queue's context, inside `owner` when this process allocated it (the view holds
@@ -46,7 +53,13 @@ pub fn consume(registry: &Registry, raw: &RawInterface, syclobj: SyclObj, shown:
 
 /// `syclobj` as a queue the pointer is valid in. A foreign pointer is an error here,
 /// never an abort.
-fn resolve(registry: &Registry, syclobj: SyclObj, address: Address, shown: &str) -> Result<Arc<dyn Queue>> {
+fn resolve(
+    process: &'static ProcessRuntime,
+    syclobj: SyclObj,
+    address: Address,
+    shown: &str,
+) -> Result<Arc<dyn Queue>> {
+    let registry = process.registry();
     // What `syclobj` names comes first (a filter string that names no device is that
     // error, whatever the pointer), then the pointer.
     let (queue, context) = match syclobj {
@@ -62,7 +75,7 @@ fn resolve(registry: &Registry, syclobj: SyclObj, address: Address, shown: &str)
     // cached block) is refused before the runtime is asked: whether the runtime still
     // calls such memory valid depends on how it rounds and reuses blocks, and the answer
     // must not depend on the device.
-    let ours = provenance(address);
+    let ours = provenance(process.pool(), process.others(), address);
     if let Provenance::Unowned { block_base } = ours {
         return Err(unowned(address, block_base));
     }
@@ -82,7 +95,7 @@ fn resolve(registry: &Registry, syclobj: SyclObj, address: Address, shown: &str)
     // The runtime knows the address but our book does not: it may be the runtime's
     // rounding of one of our allocations (CUDA rounds them up), which no view may touch.
     if matches!(ours, Provenance::Foreign) {
-        if let Some(block_base) = runtime_slack(context.address_range(address)) {
+        if let Some(block_base) = runtime_slack(process.pool(), context.address_range(address)) {
             return Err(unowned(address, block_base));
         }
     }
@@ -116,18 +129,19 @@ mod tests {
 
     #[test]
     fn a_view_of_our_allocation_holds_it_and_stays_inside_it() {
-        let registry = Registry::new(Vec::new(), None);
+        // A process value of this test's own: no provider, its own pool and books.
+        let process = ProcessRuntime::new(Vec::new(), None, true).leak();
         let context = FakeContext::new(2001, FakeDevice::new(1 << 34, 1 << 34));
         let queue = context.queue();
-        let base = UsmMemory::allocate(&queue, UsmKind::Host, 100, 0).unwrap();
-        let view = consume(&registry, &raw(base.address() + 10, 50, 0), SyclObj::Queue(queue.clone()), "q").unwrap();
+        let base = UsmMemory::allocate(process.pool(), &queue, UsmKind::Host, 100, 0).unwrap();
+        let view = consume(process, &raw(base.address() + 10, 50, 0), SyclObj::Queue(queue.clone()), "q").unwrap();
         assert_eq!((view.address(), view.nbytes()), (base.address() + 10, 50));
         assert!(Arc::ptr_eq(view.owner().allocation().unwrap(), base.owner().allocation().unwrap()));
-        let past = consume(&registry, &raw(base.address() + 10, 91, 0), SyclObj::Queue(queue.clone()), "q");
+        let past = consume(process, &raw(base.address() + 10, 91, 0), SyclObj::Queue(queue.clone()), "q");
         assert!(matches!(past, Err(MemoryError::OutOfBounds { .. })));
-        let slack = consume(&registry, &raw(base.address() + 100, 100, -100), SyclObj::Queue(queue.clone()), "q");
+        let slack = consume(process, &raw(base.address() + 100, 100, -100), SyclObj::Queue(queue.clone()), "q");
         assert!(matches!(slack, Err(MemoryError::Unowned { .. })), "never from a block's slack");
-        let invalid = consume(&registry, &raw(base.address(), 1, 0), SyclObj::Invalid, "null");
+        let invalid = consume(process, &raw(base.address(), 1, 0), SyclObj::Invalid, "null");
         assert!(matches!(invalid, Err(MemoryError::InterfaceMalformed { .. })));
     }
 }

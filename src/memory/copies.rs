@@ -6,7 +6,8 @@
 //! Every copy answers, for any address, what its own book says (`allocation::answer_own`: live,
 //! with the allocation's extent; unowned, for a cached or releasing block or slack; or
 //! foreign), and hands out a hold on a live allocation that keeps it alive until dropped.
-//! A copy whose own book says foreign asks the others ([`others`]) before it asks
+//! A copy whose own book says foreign asks the others (the process value's
+//! `ProcessRuntime::others`) before it asks
 //! the runtime: the owning copy's own book answers, under its own lock, so two copies
 //! always agree about which addresses are live, cached or released, and a view across
 //! copies is bounded by and holds its allocation exactly as one within a copy.
@@ -16,7 +17,7 @@
 //! objects); this module is the seam ([`OtherCopies`]; tests bring their own, in
 //! `copies_tests.rs`), and `allocation::provenance` the policy that asks it.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::runtime::Address;
 
@@ -57,24 +58,12 @@ pub trait OtherCopies: Send + Sync {
     fn lookup(&self, address: Address) -> OtherAnswer;
 }
 
-/// No other copy (until the binding installs the real finder).
-struct NoOthers;
+/// No other copy (the model's tests, and a process value until the binding gives it the
+/// real finder).
+pub struct NoOthers;
 
 impl OtherCopies for NoOthers {
     fn lookup(&self, _address: Address) -> OtherAnswer {
         OtherAnswer::Foreign
     }
-}
-
-static OTHERS: OnceLock<Box<dyn OtherCopies>> = OnceLock::new();
-
-/// Installs how this copy finds the others (the binding does, once, at load). Later
-/// calls change nothing.
-pub fn install(others: Box<dyn OtherCopies>) {
-    let _ = OTHERS.set(others);
-}
-
-/// The process's other copies ([`NoOthers`] until the binding installs its finder).
-pub fn others() -> &'static dyn OtherCopies {
-    OTHERS.get_or_init(|| Box::new(NoOthers)).as_ref()
 }

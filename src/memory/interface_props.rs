@@ -17,11 +17,12 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, RngSeed};
 
 use crate::error::{ErrorClass, MemoryError};
-use crate::memory::allocation::{bind_view, provenance, Allocation, Provenance, ViewHolder};
+use crate::memory::allocation::{bind_view, provenance_in, Allocation, Provenance, ViewHolder};
+use crate::memory::copies::NoOthers;
 use crate::memory::interface::{
     check_bounds, parse_interface, pointer_not_bound, typestr_itemsize, IfaceValue, RawInterface, MAX_SAFE_INTEGER,
 };
-use crate::memory::pool::{pool, size_class, MAX_POOLED_ALIGNMENT};
+use crate::memory::pool::{size_class, test_pool, MAX_POOLED_ALIGNMENT};
 use crate::runtime::fake::{FakeContext, FakeDevice};
 use crate::runtime::UsmKind;
 use crate::runtime::{Context, Queue};
@@ -451,8 +452,8 @@ impl Allocations {
     }
 
     fn allocate(&mut self, kind: UsmKind, nbytes: u64, alignment: u64) {
-        let a = Allocation::new(&self.queue, kind, nbytes, alignment).unwrap();
-        let pooled = pool().enabled() && alignment <= MAX_POOLED_ALIGNMENT && nbytes <= MAX_BLOCK;
+        let a = Allocation::new(test_pool(), &self.queue, kind, nbytes, alignment).unwrap();
+        let pooled = test_pool().enabled() && alignment <= MAX_POOLED_ALIGNMENT && nbytes <= MAX_BLOCK;
         let block = if pooled { size_class(nbytes) } else { nbytes };
         assert_eq!(a.nbytes(), nbytes);
         assert_eq!(a.block_size(), block, "the block is the size class when pooled, else the request");
@@ -496,12 +497,12 @@ impl Allocations {
     /// whose interface names `base`.
     fn check_view(&self, base: u64, ptr: u64, nbytes: u64) -> Result<(), TestCaseError> {
         let expected = self.classify(base);
-        match (&expected, provenance(base)) {
+        match (&expected, provenance_in(test_pool(), base)) {
             (Where::Owned(i), Provenance::Owned(a)) => prop_assert!(Arc::ptr_eq(&a, &self.slots[*i].handles[0])),
             (Where::Unowned, Provenance::Unowned { .. }) | (Where::Foreign, Provenance::Foreign) => {}
             (want, got) => prop_assert!(false, "provenance({base:#x}) is {got:?}, the model says {want:?}"),
         }
-        let result = bind_view(&*self.context, base, ptr, nbytes);
+        let result = bind_view(test_pool(), &NoOthers, &*self.context, base, ptr, nbytes);
         match expected {
             Where::Owned(i) => {
                 let slot = &self.slots[i];

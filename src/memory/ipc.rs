@@ -25,7 +25,7 @@
 use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
-use crate::memory::ipc_mapping::{book, with_book, Book, IpcMapping};
+use crate::memory::ipc_mapping::{IpcBook, IpcMapping};
 use crate::memory::usm::{Owner, UsmMemory};
 use crate::runtime::ipc::Ipc;
 use crate::runtime::UsmKind;
@@ -52,7 +52,7 @@ fn not_exportable(why: &str) -> MemoryError {
 
 /// The handle bytes of `memory` for another process. From now on the allocation under
 /// it is freed, never pooled, when it goes.
-pub fn export(memory: &UsmMemory) -> Result<Vec<u8>> {
+pub fn export(book: &IpcBook, memory: &UsmMemory) -> Result<Vec<u8>> {
     let device = memory.queue().device();
     let kind = memory.usm_type(None);
     if kind != UsmKind::Device {
@@ -85,23 +85,29 @@ pub fn export(memory: &UsmMemory) -> Result<Vec<u8>> {
     // Marked first: once the runtime has made a handle, the block must never be cached.
     allocation.mark_exported();
     let handle = ipc.export(allocation.address())?;
-    with_book(|book| {
-        book.exported.retain(|_, allocation| allocation.strong_count() > 0);
-        book.exported.insert(handle.clone(), Arc::downgrade(allocation));
-    });
+    let mut book = book.lock();
+    book.exported.retain(|_, allocation| allocation.strong_count() > 0);
+    book.exported.insert(handle.clone(), Arc::downgrade(allocation));
+    drop(book);
     Ok(handle)
 }
 
 /// Memory another process exported, opened from its handle bytes into `queue`'s context
 /// on its device: the first `nbytes` of it.
 #[cfg(test)]
-pub fn open(handle: &[u8], queue: &Arc<dyn Queue>, nbytes: u64) -> Result<UsmMemory> {
-    open_with(handle.len(), |bytes| bytes.copy_from_slice(handle), queue, nbytes)
+pub fn open(book: &'static IpcBook, handle: &[u8], queue: &Arc<dyn Queue>, nbytes: u64) -> Result<UsmMemory> {
+    open_with(book, handle.len(), |bytes| bytes.copy_from_slice(handle), queue, nbytes)
 }
 
 /// Opens a handle of `len` bytes that `read` writes into the buffer it is given, once the
 /// length is known to be right (so bytes of a wrong length are never copied).
-pub fn open_with(len: usize, read: impl FnOnce(&mut [u8]), queue: &Arc<dyn Queue>, nbytes: u64) -> Result<UsmMemory> {
+pub fn open_with(
+    ipc_book: &'static IpcBook,
+    len: usize,
+    read: impl FnOnce(&mut [u8]),
+    queue: &Arc<dyn Queue>,
+    nbytes: u64,
+) -> Result<UsmMemory> {
     let device = queue.device();
     let context = queue.context();
     let ipc = capability(context.as_ref(), device.as_ref())?;
@@ -115,8 +121,8 @@ pub fn open_with(len: usize, read: impl FnOnce(&mut [u8]), queue: &Arc<dyn Queue
     if nbytes == 0 {
         return Err(MemoryError::ZeroSize);
     }
-    let mut guard = book();
-    let book = guard.get_or_insert_with(Book::default);
+    let mut guard = ipc_book.lock();
+    let book = &mut *guard;
     if book.exported.get(handle).is_some_and(|allocation| allocation.strong_count() > 0) {
         return Err(MemoryError::IpcHandleInvalid {
             message:
@@ -135,7 +141,7 @@ pub fn open_with(len: usize, read: impl FnOnce(&mut [u8]), queue: &Arc<dyn Queue
         let _ = unsafe { ipc.close(mapped.address) };
         return Err(MemoryError::IpcOutOfBounds { nbytes, size: mapped.size });
     }
-    let mapping = Arc::new(IpcMapping::new(handle.to_vec(), mapped.address, mapped.size, context.clone()));
+    let mapping = Arc::new(IpcMapping::new(ipc_book, handle.to_vec(), mapped.address, mapped.size, context.clone()));
     book.open.insert(handle.to_vec(), Arc::downgrade(&mapping));
     // A range of the book there is a mapping closed meanwhile (the runtime maps no two
     // open ones over each other): it makes room.

@@ -20,23 +20,27 @@ pub(crate) struct Book {
     pub(crate) mapped: RangeBook<Weak<IpcMapping>>,
 }
 
-static BOOK: Mutex<Option<Book>> = Mutex::new(None);
-
-pub(crate) fn book() -> MutexGuard<'static, Option<Book>> {
-    crate::sync::lock(&BOOK)
+/// The process's IPC book: what it exported and opened (one per
+/// [`ProcessRuntime`](crate::memory::process::ProcessRuntime); tests make their own).
+#[derive(Default)]
+pub struct IpcBook {
+    book: Mutex<Book>,
 }
 
-pub(crate) fn with_book<R>(f: impl FnOnce(&mut Book) -> R) -> R {
-    f(book().get_or_insert_with(Book::default))
-}
+impl IpcBook {
+    /// The book, locked.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Book> {
+        crate::sync::lock(&self.book)
+    }
 
-/// The open mapping holding all of `address..address + nbytes`, for views made from an interface
-/// over a mapping (they hold it, as views of our own allocations hold those).
-pub fn mapping_holding(address: Address, nbytes: u64) -> Option<Arc<IpcMapping>> {
-    address.checked_add(nbytes)?;
-    let guard = book();
-    let range = guard.as_ref()?.mapped.holding(address)?;
-    range.covers(address, nbytes).then(|| range.value.upgrade()).flatten()
+    /// The open mapping holding all of `address..address + nbytes`, for views made from an
+    /// interface over a mapping (they hold it, as views of our own allocations hold those).
+    pub fn mapping_holding(&self, address: Address, nbytes: u64) -> Option<Arc<IpcMapping>> {
+        address.checked_add(nbytes)?;
+        let guard = self.lock();
+        let range = guard.mapped.holding(address)?;
+        range.covers(address, nbytes).then(|| range.value.upgrade()).flatten()
+    }
 }
 
 /// An open mapping of another process's memory, closed when the last holder drops it.
@@ -46,6 +50,8 @@ pub struct IpcMapping {
     size: u64,
     /// The context it is mapped into (and closed through).
     context: Arc<dyn Context>,
+    /// The book it is in (taken out of it at the close).
+    book: &'static IpcBook,
 }
 
 impl std::fmt::Debug for IpcMapping {
@@ -57,8 +63,14 @@ impl std::fmt::Debug for IpcMapping {
 impl IpcMapping {
     /// The mapping `memory::ipc::open_with` opened: `size` bytes at `address` in
     /// `context`, from `handle`. Its last holder closes it.
-    pub(crate) fn new(handle: Vec<u8>, address: Address, size: u64, context: Arc<dyn Context>) -> Self {
-        IpcMapping { handle, address, size, context }
+    pub(crate) fn new(
+        book: &'static IpcBook,
+        handle: Vec<u8>,
+        address: Address,
+        size: u64,
+        context: Arc<dyn Context>,
+    ) -> Self {
+        IpcMapping { handle, address, size, context, book }
     }
 
     /// Where the mapping starts in this process.
@@ -76,13 +88,12 @@ impl Drop for IpcMapping {
     fn drop(&mut self) {
         // Out of the book, and closed, under the book's lock: no view can be bound to it
         // meanwhile, and an open of the same handle waits until it is closed.
-        let mut guard = book();
-        if let Some(book) = guard.as_mut() {
-            if book.open.get(&self.handle).is_some_and(|m| m.strong_count() == 0) {
-                book.open.remove(&self.handle);
-            }
-            book.mapped.remove_if(self.address, |m| m.strong_count() == 0);
+        let mut guard = self.book.lock();
+        let book = &mut *guard;
+        if book.open.get(&self.handle).is_some_and(|m| m.strong_count() == 0) {
+            book.open.remove(&self.handle);
         }
+        book.mapped.remove_if(self.address, |m| m.strong_count() == 0);
         if let Some(ipc) = self.context.ipc() {
             // SAFETY: the mapping was opened by this context's `open` (`ipc::open_with`),
             // and this is its last holder, so it is closed once and nothing uses it after.

@@ -7,14 +7,19 @@ use std::sync::Arc;
 
 use super::*;
 use crate::error::ErrorCode;
-use crate::memory::allocation::{provenance, Provenance};
-use crate::memory::ipc_mapping::mapping_holding;
-use crate::memory::pool::pool;
+use crate::memory::allocation::{provenance_in, Provenance};
+use crate::memory::ipc_mapping::IpcBook;
+use crate::memory::pool::test_pool;
 use crate::runtime::fake::{FakeContext, FakeDevice, FAKE_HANDLE_LEN};
 use crate::runtime::ipc::Ipc;
 use crate::runtime::{Address, Queue};
 
 const KIB: u64 = 1 << 10;
+
+/// An IPC book of this test's own (as the process value's, never dropped).
+fn own_book() -> &'static IpcBook {
+    Box::leak(Box::default())
+}
 
 fn device() -> Arc<FakeDevice> {
     FakeDevice::new(1 << 34, 1 << 34)
@@ -41,17 +46,18 @@ fn code(result: Result<impl std::fmt::Debug>) -> ErrorCode {
 
 #[test]
 fn open_maps_the_exported_memory_and_the_last_holder_closes_it() {
+    let book = own_book();
     let (local, queue, remote) = pair(3000);
     let (_, handle) = remote_handle(&remote, 4 * KIB);
-    let memory = open(&handle, &queue, 4 * KIB).unwrap();
+    let memory = open(book, &handle, &queue, 4 * KIB).unwrap();
     assert_eq!((memory.nbytes(), memory.usm_type(None)), (4 * KIB, UsmKind::Device));
     assert!(matches!(memory.owner(), Owner::Mapping(_)));
     assert_eq!(local.counts().opens, 1);
     let address = memory.address();
     assert_eq!(local.counts().mapped.get(&address), Some(&(4 * KIB)));
     // A view made from an interface over the mapping holds it, as a view of ours would.
-    let held = mapping_holding(address + 16, 64).unwrap();
-    assert!(mapping_holding(address + 4 * KIB - 8, 64).is_none(), "past the end of the mapping");
+    let held = book.mapping_holding(address + 16, 64).unwrap();
+    assert!(book.mapping_holding(address + 4 * KIB - 8, 64).is_none(), "past the end of the mapping");
     let view = memory.clone();
     drop(memory);
     drop(view);
@@ -61,49 +67,54 @@ fn open_maps_the_exported_memory_and_the_last_holder_closes_it() {
     assert_eq!((counts.opens, counts.closes, counts.bad_closes), (1, 1, 0));
     assert!(counts.mapped.is_empty());
     drop(counts);
-    assert!(mapping_holding(address, 1).is_none());
+    assert!(book.mapping_holding(address, 1).is_none());
     // Closed, the handle opens again.
-    let again = open(&handle, &queue, 1).unwrap();
+    let again = open(book, &handle, &queue, 1).unwrap();
     drop(again);
     assert_eq!(local.counts().closes, 2);
 }
 
 #[test]
 fn a_handle_open_in_this_process_is_refused_until_its_mapping_closes() {
+    let book = own_book();
     let (local, queue, remote) = pair(3010);
     let (_, handle) = remote_handle(&remote, KIB);
-    let first = open(&handle, &queue, KIB).unwrap();
-    assert_eq!(code(open(&handle, &queue, KIB)), ErrorCode::IpcHandleOpen);
+    let first = open(book, &handle, &queue, KIB).unwrap();
+    assert_eq!(code(open(book, &handle, &queue, KIB)), ErrorCode::IpcHandleOpen);
     assert_eq!(local.counts().opens, 1, "the runtime was not asked a second time");
     drop(first);
-    drop(open(&handle, &queue, KIB).unwrap());
+    drop(open(book, &handle, &queue, KIB).unwrap());
     let counts = local.counts();
     assert_eq!((counts.opens, counts.closes), (2, 2));
 }
 
 #[test]
 fn bad_handles_are_coded_errors_and_open_nothing() {
+    let book = own_book();
     let (local, queue, remote) = pair(3020);
     let (address, handle) = remote_handle(&remote, KIB);
     for len in [0, 1, FAKE_HANDLE_LEN - 1, FAKE_HANDLE_LEN + 1, 4096] {
         let bytes = vec![0u8; len];
-        let e = open(&bytes, &queue, 1).unwrap_err();
+        let e = open(book, &bytes, &queue, 1).unwrap_err();
         assert_eq!(e, MemoryError::IpcHandleLength { len: len as u64, expected: FAKE_HANDLE_LEN as u64 });
     }
-    assert_eq!(code(open(&[0xffu8; FAKE_HANDLE_LEN], &queue, 1)), ErrorCode::IpcHandleInvalid, "not a handle");
-    assert_eq!(code(open(&handle, &queue, 0)), ErrorCode::InvalidSize);
+    assert_eq!(code(open(book, &[0xffu8; FAKE_HANDLE_LEN], &queue, 1)), ErrorCode::IpcHandleInvalid, "not a handle");
+    assert_eq!(code(open(book, &handle, &queue, 0)), ErrorCode::InvalidSize);
     // nbytes beyond the export: refused, and the mapping made to learn its size closed.
-    assert_eq!(open(&handle, &queue, KIB + 1).unwrap_err(), MemoryError::IpcOutOfBounds { nbytes: KIB + 1, size: KIB });
+    assert_eq!(
+        open(book, &handle, &queue, KIB + 1).unwrap_err(),
+        MemoryError::IpcOutOfBounds { nbytes: KIB + 1, size: KIB }
+    );
     let counts = local.counts();
     assert_eq!((counts.opens, counts.closes), (1, 1));
     drop(counts);
     // A handle of memory its exporter freed.
     crate::runtime::fake::free_raw(remote.as_ref(), address).unwrap();
-    assert_eq!(code(open(&handle, &queue, 1)), ErrorCode::IpcHandleInvalid);
+    assert_eq!(code(open(book, &handle, &queue, 1)), ErrorCode::IpcHandleInvalid);
     // A handle of another device.
     let other = FakeContext::with_ipc(3022, device());
     let (_, foreign) = remote_handle(&other, KIB);
-    assert_eq!(code(open(&foreign, &queue, 1)), ErrorCode::IpcHandleInvalid);
+    assert_eq!(code(open(book, &foreign, &queue, 1)), ErrorCode::IpcHandleInvalid);
     let counts = local.counts();
     assert_eq!((counts.opens, counts.closes, counts.bad_closes), (1, 1, 0));
     assert!(counts.mapped.is_empty());
@@ -111,40 +122,43 @@ fn bad_handles_are_coded_errors_and_open_nothing() {
 
 #[test]
 fn without_the_capability_export_and_open_are_unavailable() {
+    let book = own_book();
     let context = FakeContext::new(3030, device());
     let queue = context.queue();
-    let memory = UsmMemory::allocate(&queue, UsmKind::Device, KIB, 0).unwrap();
-    assert_eq!(code(export(&memory)), ErrorCode::IpcUnavailable);
-    assert_eq!(code(open(&[0; FAKE_HANDLE_LEN], &queue, 1)), ErrorCode::IpcUnavailable);
+    let memory = UsmMemory::allocate(test_pool(), &queue, UsmKind::Device, KIB, 0).unwrap();
+    assert_eq!(code(export(book, &memory)), ErrorCode::IpcUnavailable);
+    assert_eq!(code(open(book, &[0; FAKE_HANDLE_LEN], &queue, 1)), ErrorCode::IpcUnavailable);
     assert!(!available(context.device.as_ref()), "a fake device has no default context");
 }
 
 #[test]
 fn only_device_memory_owning_its_whole_allocation_is_exported() {
+    let book = own_book();
     let (local, queue, remote) = pair(3040);
     for kind in [UsmKind::Host, UsmKind::Shared] {
-        let memory = UsmMemory::allocate(&queue, kind, KIB, 0).unwrap();
-        assert_eq!(code(export(&memory)), ErrorCode::IpcNotExportable, "{kind:?}");
+        let memory = UsmMemory::allocate(test_pool(), &queue, kind, KIB, 0).unwrap();
+        assert_eq!(code(export(book, &memory)), ErrorCode::IpcNotExportable, "{kind:?}");
     }
-    let memory = UsmMemory::allocate(&queue, UsmKind::Device, KIB, 0).unwrap();
+    let memory = UsmMemory::allocate(test_pool(), &queue, UsmKind::Device, KIB, 0).unwrap();
     let whole = memory.clone();
-    let handle = export(&whole).unwrap();
+    let handle = export(book, &whole).unwrap();
     assert_eq!(handle, Ipc::export(local.as_ref(), memory.address()).unwrap(), "exactly the runtime's handle");
     assert_eq!(local.counts().exports, 2);
     // Opened in this process: refused (a runtime opens other processes' handles only).
-    assert_eq!(code(open(&handle, &queue, 1)), ErrorCode::IpcHandleInvalid);
+    assert_eq!(code(open(book, &handle, &queue, 1)), ErrorCode::IpcHandleInvalid);
     assert_eq!(local.counts().opens, 0);
     // A mapping is not exported again.
     let (_, remote_bytes) = remote_handle(&remote, KIB);
-    let mapped = open(&remote_bytes, &queue, KIB).unwrap();
-    assert_eq!(code(export(&mapped)), ErrorCode::IpcNotExportable);
+    let mapped = open(book, &remote_bytes, &queue, KIB).unwrap();
+    assert_eq!(code(export(book, &mapped)), ErrorCode::IpcNotExportable);
 }
 
 #[test]
 fn a_view_of_part_of_an_allocation_is_not_exported() {
+    let book = own_book();
     let (_, queue, _) = pair(3050);
-    let memory = UsmMemory::allocate(&queue, UsmKind::Device, KIB, 0).unwrap();
-    let Provenance::Owned(allocation) = provenance(memory.address()) else { panic!("owned") };
+    let memory = UsmMemory::allocate(test_pool(), &queue, UsmKind::Device, KIB, 0).unwrap();
+    let Provenance::Owned(allocation) = provenance_in(test_pool(), memory.address()) else { panic!("owned") };
     // SAFETY: views inside the allocation, which they hold.
     let (half, tail) = unsafe {
         (
@@ -165,46 +179,48 @@ fn a_view_of_part_of_an_allocation_is_not_exported() {
         )
     };
     assert_eq!(half.usm_type(None), UsmKind::Device);
-    assert_eq!(code(export(&half)), ErrorCode::IpcNotExportable);
-    assert_eq!(code(export(&tail)), ErrorCode::IpcNotExportable);
-    assert!(export(&memory).is_ok());
+    assert_eq!(code(export(book, &half)), ErrorCode::IpcNotExportable);
+    assert_eq!(code(export(book, &tail)), ErrorCode::IpcNotExportable);
+    assert!(export(book, &memory).is_ok());
 }
 
 #[test]
 fn an_exported_allocation_is_freed_never_pooled() {
+    let book = own_book();
     let (local, queue, _) = pair(3060);
-    let cached = UsmMemory::allocate(&queue, UsmKind::Device, 3 * KIB, 0).unwrap();
+    let cached = UsmMemory::allocate(test_pool(), &queue, UsmKind::Device, 3 * KIB, 0).unwrap();
     let cached_at = cached.address();
     drop(cached);
-    if pool().enabled() {
+    if test_pool().enabled() {
         assert!(local.counts().frees.is_empty(), "an ordinary block is cached");
-        assert!(pool().cached_range(cached_at).is_some());
+        assert!(test_pool().cached_range(cached_at).is_some());
     }
-    let exported = UsmMemory::allocate(&queue, UsmKind::Device, 5 * KIB, 0).unwrap();
+    let exported = UsmMemory::allocate(test_pool(), &queue, UsmKind::Device, 5 * KIB, 0).unwrap();
     let address = exported.address();
-    export(&exported).unwrap();
+    export(book, &exported).unwrap();
     let view = exported.clone();
     drop(exported);
     assert!(local.counts().live.contains_key(&address), "a holder is left");
     drop(view);
     assert_eq!(local.counts().frees, vec![address], "freed to the runtime at once");
-    assert!(pool().cached_range(address).is_none(), "and never cached");
-    assert!(matches!(provenance(address), Provenance::Foreign), "out of the book");
-    let again = UsmMemory::allocate(&queue, UsmKind::Device, 5 * KIB, 0).unwrap();
+    assert!(test_pool().cached_range(address).is_none(), "and never cached");
+    assert!(matches!(provenance_in(test_pool(), address), Provenance::Foreign), "out of the book");
+    let again = UsmMemory::allocate(test_pool(), &queue, UsmKind::Device, 5 * KIB, 0).unwrap();
     assert_ne!(again.address(), address, "no new owner receives the exported block");
 }
 
 #[test]
 fn a_thousand_cycles_leave_nothing_open() {
+    let book = own_book();
     let (local, queue, remote) = pair(3070);
     let (_, handle) = remote_handle(&remote, 64 * KIB);
     for _ in 0..1000 {
-        let memory = open(&handle, &queue, 64 * KIB).unwrap();
+        let memory = open(book, &handle, &queue, 64 * KIB).unwrap();
         drop(memory);
     }
     let counts = local.counts();
     assert_eq!((counts.opens, counts.closes, counts.bad_closes), (1000, 1000, 0));
     assert!(counts.mapped.is_empty());
     drop(counts);
-    assert!(!book().as_ref().unwrap().open.contains_key(&handle), "out of the book");
+    assert!(!book.lock().open.contains_key(&handle), "out of the book");
 }

@@ -15,6 +15,7 @@ pub(crate) mod ipc_mapping;
 pub(crate) mod observe;
 pub(crate) mod peer;
 pub(crate) mod pool;
+pub(crate) mod process;
 pub(crate) mod program;
 pub(crate) mod registration;
 pub(crate) mod registry;

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::memory::pool::test_pool;
 use crate::memory::usm::UsmMemory;
 use crate::runtime::fake::{FakeContext, FakeDevice, FakePeers};
 use crate::runtime::DeviceType;
@@ -32,7 +33,7 @@ impl TwoGpus {
         self.devices[i].as_ref()
     }
     fn memory(&self, i: usize, kind: UsmKind) -> UsmMemory {
-        UsmMemory::allocate(&self.queues[i], kind, MIB, 0).unwrap()
+        UsmMemory::allocate(test_pool(), &self.queues[i], kind, MIB, 0).unwrap()
     }
     fn copies(&self) -> Vec<(&'static str, usize)> {
         std::mem::take(&mut *self.peers.copies.lock().unwrap())
@@ -85,7 +86,7 @@ fn two_contexts_of_one_device_copy_directly_without_peer_access() {
     let other = FakeContext::new(4229, gpus.devices[0].clone());
     let queue = other.queue();
     let a = gpus.memory(0, UsmKind::Device);
-    let b = UsmMemory::allocate(&queue, UsmKind::Device, MIB, 0).unwrap();
+    let b = UsmMemory::allocate(test_pool(), &queue, UsmKind::Device, MIB, 0).unwrap();
     b.copy_from_device(&a).unwrap();
     assert_eq!(gpus.copies(), [("direct", 0)]);
 }
@@ -102,8 +103,8 @@ fn memory_that_is_not_device_memory_or_devices_without_the_capability_are_staged
     // Two devices of a runtime without the capability (SYCL Level Zero here).
     let plain: Vec<Arc<dyn Queue>> =
         (0..2).map(|i| FakeContext::new(4235 + i, FakeDevice::on("level_zero", DeviceType::Gpu)).queue()).collect();
-    let a = UsmMemory::allocate(&plain[0], UsmKind::Device, MIB, 0).unwrap();
-    let b = UsmMemory::allocate(&plain[1], UsmKind::Device, MIB, 0).unwrap();
+    let a = UsmMemory::allocate(test_pool(), &plain[0], UsmKind::Device, MIB, 0).unwrap();
+    let b = UsmMemory::allocate(test_pool(), &plain[1], UsmKind::Device, MIB, 0).unwrap();
     assert_eq!(route(b.side(), a.side()), Route::HostStaged);
     b.copy_from_device(&a).unwrap();
 }
@@ -111,7 +112,7 @@ fn memory_that_is_not_device_memory_or_devices_without_the_capability_are_staged
 #[test]
 fn a_copy_between_two_devices_still_checks_sizes_first() {
     let gpus = two_gpus(4241, "cuda");
-    let small = UsmMemory::allocate(&gpus.queues[1], UsmKind::Device, MIB / 2, 0).unwrap();
+    let small = UsmMemory::allocate(test_pool(), &gpus.queues[1], UsmKind::Device, MIB / 2, 0).unwrap();
     let big = gpus.memory(0, UsmKind::Device);
     assert_eq!(small.copy_from_device(&big).unwrap_err().code(), "ERR_SOURCE_TOO_LARGE");
     assert!(gpus.copies().is_empty(), "refused before any copy");

@@ -484,15 +484,26 @@ fn fresh(queue: &Arc<dyn Queue>, kind: UsmKind, size: u64, alignment: u64) -> Re
     Ok(address)
 }
 
-/// The caching allocator. The process has one ([`pool`]); tests make their own.
+/// What a pool asks of the state that owns it (the process value): the memory other
+/// parts keep idle, and how its messages name a device.
+pub trait PoolOwner: Send + Sync {
+    /// Frees other idle memory (host scratch, the providers' staging); the bytes freed.
+    fn trim_spare(&self) -> u64;
+    /// How an error message names `device` (its filter string, as `devices()` lists it).
+    fn device_name(&self, device: &dyn Device) -> String;
+}
+
+/// The caching allocator. The process has one (its
+/// [`ProcessRuntime`](crate::memory::process::ProcessRuntime)'s); tests make their own.
 pub struct Pool {
     enabled: bool,
     limits: Limits,
     /// Where every allocation, free and block given back is reported.
     sink: Arc<Sink>,
     state: Mutex<State>,
-    /// Frees other idle memory (host scratch) on `trim`; returns the bytes freed.
-    spare: fn() -> u64,
+    /// Frees other idle memory on `trim` and names devices in messages. Set once, by the
+    /// process value that owns the pool; a pool without one frees only its own blocks.
+    owner: OnceLock<&'static dyn PoolOwner>,
     /// The last reading of a context's free device memory: (context, when, bytes).
     free_memory_seen: Mutex<Option<(usize, Instant, u64)>>,
 }
@@ -500,28 +511,25 @@ pub struct Pool {
 /// How long a reading of a device's free memory stands for the large-block rule.
 const FREE_MEMORY_REFRESH: Duration = Duration::from_millis(100);
 
-fn no_spare() -> u64 {
-    0
-}
-
 impl Pool {
-    /// A pool that caches only when `enabled`; the process's own is `pool()`, tests make
-    /// more.
+    /// A pool that caches only when `enabled`; the process's own is its
+    /// [`ProcessRuntime`](crate::memory::process::ProcessRuntime)'s, tests make more.
     pub fn new(enabled: bool, limits: Limits) -> Self {
         Pool {
             enabled,
             limits,
             state: Mutex::new(State::default()),
             sink: Arc::new(Sink::default()),
-            spare: no_spare,
+            owner: OnceLock::new(),
             free_memory_seen: Mutex::new(None),
         }
     }
 
-    /// The pool whose `trim` also runs `spare` (memory idle elsewhere that a refused
-    /// allocation, or `poolTrim()`, should get back).
-    pub fn with_spare(self, spare: fn() -> u64) -> Self {
-        Pool { spare, ..self }
+    /// Sets the state that owns this pool, once (a later call changes nothing): its
+    /// `trim` also frees what the owner keeps idle (memory that a refused allocation, or
+    /// `poolTrim()`, should get back).
+    pub fn set_owner(&self, owner: &'static dyn PoolOwner) {
+        let _ = self.owner.set(owner);
     }
 
     /// The pool that reports to `sink`.
@@ -695,9 +703,9 @@ impl Pool {
         };
         self.sink.refused(device, kind, nbytes, Action::Oom, retried_after.is_some());
         let info = device.info();
-        let name = crate::memory::registry::loaded().map_or_else(
+        let name = self.owner.get().map_or_else(
             || format!("{}:{}", info.backend, info.device_type.name()),
-            |registry| registry.filter_string_of(device.as_ref()),
+            |owner| owner.device_name(device.as_ref()),
         );
         let report = OutOfMemory {
             requested: nbytes,
@@ -783,7 +791,7 @@ impl Pool {
     pub fn trim(&self) -> u64 {
         let mut deferred = Deferred::default();
         self.lock().drain_all(&mut deferred);
-        let freed = deferred.run(self).saturating_add((self.spare)());
+        let freed = deferred.run(self).saturating_add(self.owner.get().map_or(0, |owner| owner.trim_spare()));
         self.sink.trimmed(freed);
         freed
     }
@@ -894,23 +902,12 @@ impl Pool {
     }
 }
 
-/// Host memory kept for copies elsewhere: idle scratch of async copies and what the
-/// providers stage through.
-fn trim_spare() -> u64 {
-    let providers = crate::memory::registry::loaded().map_or(0, |registry| registry.trim_spare());
-    crate::host::Scratch::trim_idle().saturating_add(providers)
-}
-
-static GLOBAL: OnceLock<Pool> = OnceLock::new();
-
-/// The process's pool, made at first use ([`ENV_VAR`] is read then, once).
-pub fn pool() -> &'static Pool {
-    GLOBAL.get_or_init(|| {
-        let bypassed = Sink::bypassed_by(std::env::var_os(crate::memory::observe::ENV_VAR).as_deref());
-        Pool::new(enabled_from(std::env::var_os(ENV_VAR).as_deref()), Limits::default())
-            .with_spare(trim_spare)
-            .with_sink(Arc::new(Sink::new(bypassed)))
-    })
+/// The pool the model's tests allocate from where a test needs no pool of its own (as
+/// the process's, on unless [`ENV_VAR`] turns it off).
+#[cfg(test)]
+pub fn test_pool() -> &'static Pool {
+    static TESTS: OnceLock<Pool> = OnceLock::new();
+    TESTS.get_or_init(|| Pool::new(enabled_from(std::env::var_os(ENV_VAR).as_deref()), Limits::default()))
 }
 
 #[cfg(test)]
@@ -1293,21 +1290,33 @@ mod tests {
     #[test]
     fn trim_also_frees_the_spare_memory_and_a_refusal_retries_after_it() {
         use std::sync::atomic::{AtomicU64, Ordering};
-        static CALLS: AtomicU64 = AtomicU64::new(0);
-        fn spare() -> u64 {
-            CALLS.fetch_add(1, Ordering::SeqCst);
-            1000
+        #[derive(Default)]
+        struct Owner {
+            calls: AtomicU64,
         }
-        let pool = Pool::new(true, Limits::default()).with_spare(spare);
+        impl PoolOwner for Owner {
+            fn trim_spare(&self) -> u64 {
+                self.calls.fetch_add(1, Ordering::SeqCst);
+                1000
+            }
+            fn device_name(&self, _device: &dyn Device) -> String {
+                "fake:gpu:0".into()
+            }
+        }
+        let owner: &'static Owner = Box::leak(Box::default());
+        let pool = Pool::new(true, Limits::default());
+        pool.set_owner(owner);
         let (ctx, queue) = setup(18);
         assert_eq!(pool.trim(), 1000);
-        assert_eq!(CALLS.load(Ordering::SeqCst), 1);
+        assert_eq!(owner.calls.load(Ordering::SeqCst), 1);
         ctx.counts().capacity = Some(MIB);
         for (nbytes, alignment) in [(2 * MIB, 0), (2 * MIB, 4096), (512 * MIB, 0)] {
             let err = pool.acquire(&queue, UsmKind::Device, nbytes, alignment).unwrap_err();
             assert_refused(&err, nbytes);
         }
-        assert_eq!(CALLS.load(Ordering::SeqCst), 4, "each refused request trimmed once");
+        assert_eq!(owner.calls.load(Ordering::SeqCst), 4, "each refused request trimmed once");
+        let err = pool.acquire(&queue, UsmKind::Device, 2 * MIB, 0).unwrap_err();
+        assert!(err.to_string().contains("fake:gpu:0"), "the owner names the device: {err}");
     }
 
     #[test]

@@ -577,7 +577,7 @@ mod tests {
         let (context, queue) = fake(true);
         let host = vec![0u8; 256];
         let pool = Box::leak(Box::new(crate::memory::pool::Pool::new(false, crate::memory::pool::Limits::default())));
-        let allocation = Allocation::new_in(pool, &queue, crate::runtime::UsmKind::Host, 256, 0).unwrap();
+        let allocation = Allocation::new(pool, &queue, crate::runtime::UsmKind::Host, 256, 0).unwrap();
         let first = register_as(&queue, &host, Holder::of(Some(&allocation), false), 1).unwrap();
         assert!(register_as(&queue, &host, Holder::Sole, 2).is_err(), "the allocation lives: a real overlap");
         drop(allocation);

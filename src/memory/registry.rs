@@ -3,7 +3,7 @@
 //! and one cached queue per device (dpctl's `get_device_cached_queue`).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use crate::error::{MemoryError, Result};
 use crate::memory::filter;
@@ -28,19 +28,6 @@ pub struct Registry {
     /// The providers that loaded (their spare memory is trimmed through them).
     providers: Vec<Arc<dyn Provider>>,
     cached_queues: Mutex<HashMap<usize, Arc<dyn Queue>>>,
-}
-
-static REGISTRY: OnceLock<Registry> = OnceLock::new();
-
-/// The process's registry, made from what `load` returns on first use (the binding passes
-/// `provider::load_all`; the model never names a provider).
-pub fn registry_with(load: impl FnOnce() -> Vec<ProviderLoad>) -> &'static Registry {
-    REGISTRY.get_or_init(|| Registry::new(load(), std::env::var("ONEAPI_DEVICE_SELECTOR").ok().as_deref()))
-}
-
-/// The process's registry, if it was made.
-pub fn loaded() -> Option<&'static Registry> {
-    REGISTRY.get()
 }
 
 impl Registry {

@@ -146,12 +146,15 @@ impl Book {
     }
 }
 
-/// The table of shares (one per process: [`shares`]; tests make their own).
+/// The table of shares (one per process, the
+/// [`ProcessRuntime`](crate::memory::process::ProcessRuntime)'s; tests make their own).
 pub struct ShareTable {
     book: Mutex<Book>,
     /// Wakes the reaper when a share has an earlier deadline than every other.
     wake: Condvar,
     key: RandomState,
+    /// The reaper thread, started at the first share (or why it could not start).
+    reaper: OnceLock<std::result::Result<(), String>>,
 }
 
 /// What [`ShareTable::share`] tells its caller beyond the token.
@@ -167,6 +170,7 @@ impl Default for ShareTable {
             book: Mutex::new(Book { next: 1, ..Book::default() }),
             wake: Condvar::new(),
             key: RandomState::new(),
+            reaper: OnceLock::new(),
         }
     }
 }
@@ -312,43 +316,37 @@ fn closed_error(closed: Option<Closed>, issued: bool) -> MemoryError {
     }
 }
 
-static SHARES: OnceLock<ShareTable> = OnceLock::new();
-static REAPER: OnceLock<std::result::Result<(), String>> = OnceLock::new();
-
-/// The process-wide table, with its reaper thread (started at the first share).
-pub fn shares() -> &'static ShareTable {
-    SHARES.get_or_init(ShareTable::default)
-}
-
-/// Shares `memory` in the process-wide table (`timeout_ms`: `None` for the default).
-pub fn share(memory: &UsmMemory, timeout_ms: Option<f64>) -> Result<ShareToken> {
-    let timeout = timeout_of(timeout_ms)?;
-    let table = shares();
-    let reaper = REAPER.get_or_init(|| {
-        std::thread::Builder::new()
-            .name("dpctl-memory-share-reaper".into())
-            .spawn(move || table.reap())
-            .map(drop)
-            .map_err(|err| err.to_string())
-    });
-    if let Err(why) = reaper {
-        return Err(MemoryError::ShareReaperUnavailable { why: why.clone() });
+impl ShareTable {
+    /// Shares `memory` now (`timeout_ms`: `None` for the default), with this table's
+    /// reaper thread (started at the first share) to give it back at its timeout.
+    pub fn share_token(&'static self, memory: &UsmMemory, timeout_ms: Option<f64>) -> Result<ShareToken> {
+        let timeout = timeout_of(timeout_ms)?;
+        let reaper = self.reaper.get_or_init(|| {
+            std::thread::Builder::new()
+                .name("dpctl-memory-share-reaper".into())
+                .spawn(move || self.reap())
+                .map(drop)
+                .map_err(|err| err.to_string())
+        });
+        if let Err(why) = reaper {
+            return Err(MemoryError::ShareReaperUnavailable { why: why.clone() });
+        }
+        let shared = self.share(memory, timeout, Instant::now())?;
+        if shared.wake_reaper {
+            self.wake.notify_one();
+        }
+        Ok(shared.token)
     }
-    let shared = table.share(memory, timeout, Instant::now())?;
-    if shared.wake_reaper {
-        table.wake.notify_one();
+
+    /// Opens a token's text now.
+    pub fn open_token(&self, token: &str, kind: UsmKind, nbytes: u64) -> Result<UsmMemory> {
+        self.open(&ShareToken::parse(token)?, kind, nbytes, Instant::now())
     }
-    Ok(shared.token)
-}
 
-/// Opens a token of the process-wide table.
-pub fn open(token: &str, kind: UsmKind, nbytes: u64) -> Result<UsmMemory> {
-    shares().open(&ShareToken::parse(token)?, kind, nbytes, Instant::now())
-}
-
-/// Revokes a token of the process-wide table.
-pub fn revoke(token: &str) -> Result<bool> {
-    shares().revoke(&ShareToken::parse(token)?, Instant::now())
+    /// Revokes a token's text now.
+    pub fn revoke_token(&self, token: &str) -> Result<bool> {
+        self.revoke(&ShareToken::parse(token)?, Instant::now())
+    }
 }
 
 #[cfg(test)]
@@ -357,7 +355,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::memory::pool::pool;
+    use crate::memory::pool::test_pool;
     use crate::runtime::fake::{FakeContext, FakeDevice};
 
     fn context(id: u64) -> Arc<FakeContext> {
@@ -379,12 +377,12 @@ mod tests {
         let queue = context.queue();
         let table = ShareTable::default();
         let now = Instant::now();
-        let sender = UsmMemory::allocate(&queue, UsmKind::Shared, 4096, 0).unwrap();
+        let sender = UsmMemory::allocate(test_pool(), &queue, UsmKind::Shared, 4096, 0).unwrap();
         let address = sender.address();
         let token = table.share(&sender, SECOND, now).unwrap().token;
         drop(sender); // the sender frees before the receiver opens
         assert!(context.counts().frees.is_empty());
-        assert_eq!(pool().cached_range(address), None, "the token holds the allocation");
+        assert_eq!(test_pool().cached_range(address), None, "the token holds the allocation");
         let parsed = ShareToken::parse(&token.text()).unwrap();
         assert_eq!(parsed, token);
         let received = table.open(&parsed, UsmKind::Shared, 4096, now).unwrap();
@@ -394,8 +392,8 @@ mod tests {
         assert_eq!(table.pending(), 0);
         assert!(!table.revoke(&parsed, now).unwrap(), "an opened token has nothing to revoke");
         drop(received);
-        let pooled = pool().enabled();
-        assert_eq!(pool().cached_range(address).is_some(), pooled, "the last holder gave it back");
+        let pooled = test_pool().enabled();
+        assert_eq!(test_pool().cached_range(address).is_some(), pooled, "the last holder gave it back");
         assert_eq!(context.counts().bad_frees, 0);
     }
 
@@ -405,7 +403,7 @@ mod tests {
         let queue = context.queue();
         let table = ShareTable::default();
         let now = Instant::now();
-        let memory = UsmMemory::allocate(&queue, UsmKind::Host, 100, 4096).unwrap(); // unpooled
+        let memory = UsmMemory::allocate(test_pool(), &queue, UsmKind::Host, 100, 4096).unwrap(); // unpooled
         let address = memory.address();
         let long = table.share(&memory, SECOND, now).unwrap();
         assert!(long.wake_reaper, "the reaper was waiting for nothing");
@@ -431,7 +429,7 @@ mod tests {
         let queue = context.queue();
         let table = ShareTable::default();
         let now = Instant::now();
-        let memory = UsmMemory::allocate(&queue, UsmKind::Device, 64, 0).unwrap();
+        let memory = UsmMemory::allocate(test_pool(), &queue, UsmKind::Device, 64, 0).unwrap();
         let token = table.share(&memory, SECOND, now).unwrap().token;
         // Altered kind or size: refused, and the share stays open for the real receiver.
         assert_eq!(code(table.open(&token, UsmKind::Host, 64, now)), "ERR_SHARE_TOKEN_INVALID");
@@ -497,7 +495,7 @@ mod tests {
         let queue = context.queue();
         let table = ShareTable::default();
         let now = Instant::now();
-        let memory = UsmMemory::allocate(&queue, UsmKind::Host, 8, 0).unwrap();
+        let memory = UsmMemory::allocate(test_pool(), &queue, UsmKind::Host, 8, 0).unwrap();
         let first = table.share(&memory, SECOND, now).unwrap().token;
         drop(table.open(&first, UsmKind::Host, 8, now).unwrap());
         for _ in 0..CLOSED_KEPT {
@@ -511,26 +509,27 @@ mod tests {
     }
 
     #[test]
-    fn share_the_process_table_reaper_releases_an_unopened_token_by_itself() {
+    fn share_a_table_reaper_releases_an_unopened_token_by_itself() {
         let context = context(3006);
         let queue = context.queue();
-        let memory = UsmMemory::allocate(&queue, UsmKind::Host, 100, 8192).unwrap(); // unpooled
+        let memory = UsmMemory::allocate(test_pool(), &queue, UsmKind::Host, 100, 8192).unwrap(); // unpooled
         let address = memory.address();
-        let token = share(&memory, Some(20.0)).unwrap();
-        let kept = share(&memory, Some(MAX_TIMEOUT_MS as f64)).unwrap();
+        let table: &'static ShareTable = Box::leak(Box::default());
+        let token = table.share_token(&memory, Some(20.0)).unwrap();
+        let kept = table.share_token(&memory, Some(MAX_TIMEOUT_MS as f64)).unwrap();
         drop(memory);
         let start = Instant::now();
-        let closed = || shares().book().closed.get(&token.id).copied();
+        let closed = || table.book().closed.get(&token.id).copied();
         // The bound only ends a wait for a reaper that never comes.
         while closed().is_none() && start.elapsed() < Duration::from_secs(120) {
             std::thread::sleep(Duration::from_millis(5));
         }
         // Nothing here touched the token: only the reaper can have closed it.
         assert_eq!(closed(), Some(Closed::Expired));
-        assert_eq!(code(shares().open(&token, UsmKind::Host, 100, Instant::now())), "ERR_SHARE_TOKEN_EXPIRED");
+        assert_eq!(code(table.open(&token, UsmKind::Host, 100, Instant::now())), "ERR_SHARE_TOKEN_EXPIRED");
         assert!(context.counts().frees.is_empty(), "the other token still holds it");
-        assert!(revoke(&kept.text()).unwrap());
+        assert!(table.revoke_token(&kept.text()).unwrap());
         assert_eq!(context.counts().frees, vec![address]);
-        assert_eq!(code(open(&kept.text(), UsmKind::Host, 100)), "ERR_SHARE_TOKEN_REVOKED");
+        assert_eq!(code(table.open_token(&kept.text(), UsmKind::Host, 100)), "ERR_SHARE_TOKEN_REVOKED");
     }
 }

@@ -107,8 +107,8 @@ mod tests {
         let context = FakeContext::new(3000, FakeDevice::new(1 << 34, 1 << 34));
         let queue = context.queue();
         let device = queue.device();
-        let a = Allocation::new_in(pool, &queue, UsmKind::Device, 5000, 0).unwrap();
-        let b = Allocation::new_in(pool, &queue, UsmKind::Host, 100, 0).unwrap();
+        let a = Allocation::new(pool, &queue, UsmKind::Device, 5000, 0).unwrap();
+        let b = Allocation::new(pool, &queue, UsmKind::Host, 100, 0).unwrap();
         let stats = pool.sink().stats_of(device.as_ref());
         let dev = stats.kinds[0];
         assert_eq!(
@@ -124,7 +124,7 @@ mod tests {
             (0, 5120),
             "cached"
         );
-        let c = Allocation::new_in(pool, &queue, UsmKind::Device, 4200, 0).unwrap();
+        let c = Allocation::new(pool, &queue, UsmKind::Device, 4200, 0).unwrap();
         let dev = pool.sink().stats_of(device.as_ref()).kinds[0];
         assert_eq!((dev.pool_hits, dev.reserved_bytes.current, dev.allocations.allocated), (1, 5120, 2));
         drop(c);
@@ -145,11 +145,11 @@ mod tests {
         let pool = own_pool();
         let context = FakeContext::new(3001, FakeDevice::new(1 << 34, 1 << 34));
         let queue = context.queue();
-        let before = Allocation::new_in(pool, &queue, UsmKind::Shared, 64, 0).unwrap();
+        let before = Allocation::new(pool, &queue, UsmKind::Shared, 64, 0).unwrap();
         pool.sink().record(Some(HistoryConfig { max_entries: 100, stacks: true }));
         pool.sink().set_next_stack("at alloc (app.js:7:3)");
-        let a = Allocation::new_in(pool, &queue, UsmKind::Host, 1000, 0).unwrap();
-        let b = Allocation::new_in(pool, &queue, UsmKind::Host, 2000, 0).unwrap();
+        let a = Allocation::new(pool, &queue, UsmKind::Host, 1000, 0).unwrap();
+        let b = Allocation::new(pool, &queue, UsmKind::Host, 2000, 0).unwrap();
         drop(b);
         let snapshot = take(pool);
         assert_eq!(snapshot.live.len(), 2);
@@ -173,10 +173,10 @@ mod tests {
         let context = FakeContext::new(3002, FakeDevice::new(1 << 34, 1 << 34));
         context.counts().capacity = Some(3 << 20);
         let queue = context.queue();
-        let a = Allocation::new_in(pool, &queue, UsmKind::Device, 1 << 20, 0).unwrap();
-        let b = Allocation::new_in(pool, &queue, UsmKind::Device, 1 << 20, 0).unwrap();
+        let a = Allocation::new(pool, &queue, UsmKind::Device, 1 << 20, 0).unwrap();
+        let b = Allocation::new(pool, &queue, UsmKind::Device, 1 << 20, 0).unwrap();
         drop(b);
-        let err = Allocation::new_in(pool, &queue, UsmKind::Device, 3 << 20, 0).unwrap_err();
+        let err = Allocation::new(pool, &queue, UsmKind::Device, 3 << 20, 0).unwrap_err();
         let crate::error::MemoryError::UsmAllocation { message } = &err else { panic!("{err:?}") };
         for part in [
             "3.00 MiB (3145728 bytes) of device memory on fake:",
@@ -189,7 +189,7 @@ mod tests {
         let stats = pool.sink().stats_of(queue.device().as_ref()).kinds[0];
         assert_eq!((stats.ooms, stats.alloc_retries, stats.pool_trims), (1, 1, 1));
         // Nothing cached: no retry, and the message says so.
-        let err = Allocation::new_in(pool, &queue, UsmKind::Device, 3 << 20, 0).unwrap_err();
+        let err = Allocation::new(pool, &queue, UsmKind::Device, 3 << 20, 0).unwrap_err();
         assert!(err.to_string().contains("nothing cached to give back"), "{err}");
         drop(a);
         let _ = Sink::take_next_stack();
@@ -207,8 +207,8 @@ mod tests {
                 std::thread::spawn(move || {
                     for i in 0..400u64 {
                         let size = (1 + (i * 7 + t) % 13) * 50_000;
-                        let a = Allocation::new_in(pool, &queue, UsmKind::Host, size, 0).unwrap();
-                        let b = Allocation::new_in(pool, &queue, UsmKind::Device, size / 3 + 1, 0).unwrap();
+                        let a = Allocation::new(pool, &queue, UsmKind::Host, size, 0).unwrap();
+                        let b = Allocation::new(pool, &queue, UsmKind::Device, size / 3 + 1, 0).unwrap();
                         if i % 50 == 0 {
                             pool.trim();
                         }

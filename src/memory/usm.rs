@@ -8,6 +8,7 @@ use crate::error::{MemoryError, Result};
 use crate::memory::allocation::Allocation;
 use crate::memory::ipc_mapping::IpcMapping;
 use crate::memory::peer::{staged_copy, Side};
+use crate::memory::pool::Pool;
 use crate::memory::registration::{host_copy, HostSide, Registration};
 use crate::runtime::hints::{Advice, HintOutcome, Location};
 use crate::runtime::UsmKind;
@@ -102,9 +103,15 @@ impl std::fmt::Debug for UsmMemory {
 }
 
 impl UsmMemory {
-    /// A fresh allocation owned by the new object.
-    pub fn allocate(queue: &Arc<dyn Queue>, kind: UsmKind, nbytes: u64, alignment: u64) -> Result<Self> {
-        let allocation = Allocation::new(queue, kind, nbytes, alignment)
+    /// A fresh allocation from `pool`, owned by the new object.
+    pub fn allocate(
+        pool: &'static Pool,
+        queue: &Arc<dyn Queue>,
+        kind: UsmKind,
+        nbytes: u64,
+        alignment: u64,
+    ) -> Result<Self> {
+        let allocation = Allocation::new(pool, queue, kind, nbytes, alignment)
             .map_err(|error| beyond_device_limit(error, queue, nbytes))?;
         Ok(UsmMemory {
             address: allocation.address(),
@@ -350,7 +357,13 @@ impl UsmMemory {
     /// `new MemoryUSM<Kind>(usmObj, { copy, queue })` make it: `source` itself when it
     /// is of that kind (zero-copy); with `copy`, a new allocation of `kind` on `queue`
     /// holding a copy of it (given back at once if the copy fails); else an error.
-    pub fn adopt(source: UsmMemory, kind: UsmKind, copy: bool, queue: &Arc<dyn Queue>) -> Result<Adopted> {
+    pub fn adopt(
+        pool: &'static Pool,
+        source: UsmMemory,
+        kind: UsmKind,
+        copy: bool,
+        queue: &Arc<dyn Queue>,
+    ) -> Result<Adopted> {
         let source_kind = source.usm_type(None);
         if source_kind == kind {
             return Ok(Adopted::View(source));
@@ -362,7 +375,7 @@ impl UsmMemory {
                 actual: source_kind.name(),
             });
         }
-        let memory = UsmMemory::allocate(queue, kind, source.nbytes(), 0)?;
+        let memory = UsmMemory::allocate(pool, queue, kind, source.nbytes(), 0)?;
         memory.copy_from_device(&source)?;
         Ok(Adopted::Copy(memory))
     }
@@ -443,7 +456,7 @@ mod tests {
         let context = FakeContext::new(3101, FakeDevice::new(1 << 34, 1 << 34));
         let queue = context.queue();
         let nbytes = 4 * DIRECT_HOST_COPY_MAX;
-        let memory = UsmMemory::allocate(&queue, UsmKind::Shared, nbytes, 0).unwrap();
+        let memory = UsmMemory::allocate(crate::memory::pool::test_pool(), &queue, UsmKind::Shared, nbytes, 0).unwrap();
         let address = memory.address();
         // SAFETY: the fake never touches memory; these stand for the memory's own
         // zero-copy buffer, shifted by one byte.
@@ -463,7 +476,9 @@ mod tests {
         context.counts().capacity = Some(1 << 17);
         let queue = context.queue();
         for kind in [UsmKind::Host, UsmKind::Device, UsmKind::Shared] {
-            let Err(MemoryError::UsmAllocation { message }) = UsmMemory::allocate(&queue, kind, 1 << 18, 0) else {
+            let Err(MemoryError::UsmAllocation { message }) =
+                UsmMemory::allocate(crate::memory::pool::test_pool(), &queue, kind, 1 << 18, 0)
+            else {
                 panic!("the fake refuses beyond its capacity");
             };
             assert!(
@@ -473,9 +488,10 @@ mod tests {
             assert!(message.contains("more than the device's maxMemAllocSize, 65536 bytes"), "{message}");
         }
         // Refused within the limit: the runtime's message alone (the limit is not why).
-        let _held = UsmMemory::allocate(&queue, UsmKind::Device, 1 << 16, 0).unwrap();
-        let _also = UsmMemory::allocate(&queue, UsmKind::Device, 1 << 16, 0).unwrap();
-        let Err(MemoryError::UsmAllocation { message }) = UsmMemory::allocate(&queue, UsmKind::Device, 1 << 16, 0)
+        let _held = UsmMemory::allocate(crate::memory::pool::test_pool(), &queue, UsmKind::Device, 1 << 16, 0).unwrap();
+        let _also = UsmMemory::allocate(crate::memory::pool::test_pool(), &queue, UsmKind::Device, 1 << 16, 0).unwrap();
+        let Err(MemoryError::UsmAllocation { message }) =
+            UsmMemory::allocate(crate::memory::pool::test_pool(), &queue, UsmKind::Device, 1 << 16, 0)
         else {
             panic!("the fake is full");
         };
@@ -488,8 +504,8 @@ mod tests {
         // past its checks would go to the runtime and be recorded.
         let context = FakeContext::new(3102, FakeDevice::new(1 << 34, 1 << 34));
         let queue = context.queue();
-        let memory = UsmMemory::allocate(&queue, UsmKind::Device, 64, 0).unwrap();
-        let larger = UsmMemory::allocate(&queue, UsmKind::Device, 65, 0).unwrap();
+        let memory = UsmMemory::allocate(crate::memory::pool::test_pool(), &queue, UsmKind::Device, 64, 0).unwrap();
+        let larger = UsmMemory::allocate(crate::memory::pool::test_pool(), &queue, UsmKind::Device, 65, 0).unwrap();
         let mut short = [0u8; 63];
         let long = [0u8; 65];
         assert_eq!(memory.check_copy_to_host(63), memory.copy_to_host(WriteBytes::of_slice(&mut short)));
