@@ -46,3 +46,20 @@ typed('index.d.ts declares exactly the values the package exports at run time', 
     .sort();
   t.deepEqual(values, Object.keys(require('../index.js')).sort());
 });
+
+// lib/binding.d.ts, which lib/*.js are checked against (`tsc -p lib` in npm test), names
+// exactly the functions the native binding exports.
+const BINDING_DTS = `${ROOT}lib/binding.d.ts`;
+typed('lib/binding.d.ts declares exactly the functions of the native binding', (t) => {
+  const program = ts.createProgram([BINDING_DTS], { strict: true, types: ['node'] });
+  const checker = program.getTypeChecker();
+  const symbol = checker.getSymbolAtLocation(program.getSourceFile(BINDING_DTS));
+  const declared = checker
+    .getExportsOfModule(symbol)
+    .filter((s) => s.flags & ts.SymbolFlags.Function)
+    .map((s) => s.name)
+    .sort();
+  const { native } = require('../lib/native.js');
+  const exported = Object.getOwnPropertyNames(native).filter((name) => typeof native[name] === 'function').sort();
+  t.deepEqual(declared, exported);
+});

@@ -1,8 +1,9 @@
+// @ts-check
 'use strict';
 // `SyclDevice`, `SyclContext`, `SyclQueue`, `getDevices`: the subset of dpctl's device
 // model that memory needs, as plain JS classes over the binding's handles.
 const { native, own, release, DEVICE_HANDLE, CONTEXT_HANDLE, QUEUE_HANDLE } = require('./native.js');
-const { typeError, fromNative, CLONE_GUARD } = require('./errors.js');
+const { typeError, fromNative, invalidThis, CLONE_GUARD } = require('./errors.js');
 const { display, typeName, stringArg, listOf, onlyOption } = require('./values.js');
 const peerAccess = require('./peer.js');
 
@@ -50,7 +51,7 @@ class SyclDevice {
 
   static #factsOf(self, member) {
     if (typeof self !== 'object' || self === null || !(#facts in self)) {
-      throw typeError(`SyclDevice.prototype.${member} called on an object that is not a SyclDevice`, 'ERR_INVALID_THIS');
+      throw invalidThis('SyclDevice', member);
     }
     return self.#facts;
   }
@@ -201,7 +202,7 @@ class SyclContext {
 
   static #handleOf(self, member) {
     if (typeof self !== 'object' || self === null || !(#handle in self)) {
-      throw typeError(`SyclContext.prototype.${member} called on an object that is not a SyclContext`, 'ERR_INVALID_THIS');
+      throw invalidThis('SyclContext', member);
     }
     return self.#handle;
   }
@@ -295,7 +296,7 @@ class SyclQueue {
 
   static #handleOf(self, member) {
     if (typeof self !== 'object' || self === null || !(#handle in self)) {
-      throw typeError(`SyclQueue.prototype.${member} called on an object that is not a SyclQueue`, 'ERR_INVALID_THIS');
+      throw invalidThis('SyclQueue', member);
     }
     return self.#handle;
   }

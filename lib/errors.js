@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // The error classes and the one translation of the binding's errors: every error this
 // package throws is made here, in the realm that loaded the package, with a `code`.

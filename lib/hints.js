@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // The arguments of `MemoryUSMShared`'s `prefetch()` and `memAdvise()`, read into plain
 // values before the binding is called, and their result.
@@ -37,7 +38,10 @@ function prefetchArgs(options) {
   return locationArg(onlyOption(options, 'to', 'prefetch'), 'to');
 }
 
-/** `memAdvise(advice, { location })`: `[advice, locationIsHost]`. */
+/**
+ * `memAdvise(advice, { location })`: `[advice, locationIsHost]`.
+ * @returns {[string, boolean]}
+ */
 function adviseArgs(advice, options) {
   if (typeof advice !== 'string') throw typeError(`advice must be a string, not ${typeName(advice)}`);
   if (!apply(arrayIncludes, ADVICE, [advice])) throw invalidValue(`advice must be one of ${ADVICE_LIST}, not ${display(advice)}`);

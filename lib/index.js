@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // The public surface: every export, defined once here.
 const errors = require('./errors.js');

@@ -1,9 +1,10 @@
+// @ts-check
 'use strict';
 // Sharing device memory with other processes (dpctl's IPC handles): `IPCMemoryHandle`,
 // made of device memory that owns its allocation, and `MemoryIPCDevice`, the memory a
 // handle of another process opens into. The policy lives in the binding's model
 // (src/memory/ipc.rs); this file reads the arguments and makes the objects.
-const { native, release, DEVICE_HANDLE } = require('./native.js');
+const { native, release, DEVICE_HANDLE, KIND } = require('./native.js');
 const { ErrorCode, typeError, fromNative, invalidThis, IPC_CLONE_GUARD } = require('./errors.js');
 const { display, nbytesArg, isArray, isRevoked, shortName } = require('./values.js');
 const devices = require('./device.js');
@@ -17,7 +18,7 @@ const apply = Reflect.apply;
 const typedArraySet = Object.getPrototypeOf(Uint8Array.prototype).set;
 const inspect = Symbol.for('nodejs.util.inspect.custom');
 const typedArrayTag = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag).get;
-const DEVICE = 1;
+const { DEVICE } = KIND;
 
 /** Module-private: lets only `IPCMemoryHandle.open` make a `MemoryIPCDevice`. */
 const OPENED = Symbol('dpctl-memory IPC mapping');
@@ -93,7 +94,7 @@ class IPCMemoryHandle {
     const bytes = new Uint8Array(elements.length);
     apply(typedArraySet, bytes, [elements]);
     this.#bytes = bytes;
-    this.#nbytes = from.facts[0];
+    this.#nbytes = from.facts.nbytes;
   }
 
   static #live(self, member) {
@@ -126,7 +127,7 @@ class IPCMemoryHandle {
     } catch (error) {
       throw fromNative(error);
     }
-    return new MemoryIPCDevice(OPENED, { handle, queue, reference: null, facts: [nbytes, undefined, DEVICE, false] });
+    return new MemoryIPCDevice(OPENED, { handle, queue, reference: null, facts: { nbytes, pointer: undefined, kind: DEVICE, readOnly: false } });
   }
 
   /** Whether memory on `device` (default: the default device) can be shared with other processes. */

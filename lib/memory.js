@@ -1,10 +1,11 @@
+// @ts-check
 'use strict';
 // `_Memory` and its subclasses `MemoryUSMDevice`, `MemoryUSMHost`, `MemoryUSMShared`,
 // and `asUsmMemory`: plain JS classes over the binding's memory handles. Facts that
 // never change (nbytes, kind, pointer, the zero-copy buffer once made) are fields;
 // options and `__sycl_usm_array_interface__` dictionaries are read here, before the
 // binding is called, so no user code runs while the binding holds a raw pointer.
-const { native, own, MEMORY_HANDLE } = require('./native.js');
+const { native, own, MEMORY_HANDLE, KIND, KIND_NAMES } = require('./native.js');
 const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis, MEMORY_CLONE_GUARD } = require('./errors.js');
 const { isHostBuffer, display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg, onlyOption, isArray, isRevoked, listOf, shortName } = require('./values.js');
 const devices = require('./device.js');
@@ -24,10 +25,7 @@ const bigintToString = BigInt.prototype.toString;
 const { allocUnsafeSlow } = require('node:buffer').Buffer;
 
 const SUAI = '__sycl_usm_array_interface__';
-const KIND_NAMES = ['unknown', 'device', 'shared', 'host'];
-const DEVICE = 1;
-const SHARED = 2;
-const HOST = 3;
+const { DEVICE, SHARED, HOST } = KIND;
 const MAX_BUFFER_LENGTH = native.maxBufferLength();
 const MAX_LIST = 1024;
 const inspect = Symbol.for('nodejs.util.inspect.custom');
@@ -147,10 +145,16 @@ function consumeInterface(exporter) {
   return { handle, queue: queueObject, reference: exporter, facts: factsOf(handle), temporary: true };
 }
 
-/** `[nbytes, pointer, kind, readOnly]` of a memory handle. */
+/**
+ * `{ nbytes, pointer, kind, readOnly }` of a memory handle (the binding's `memFacts` is
+ * `[nbytes, kind, readOnly]`: the pointer comes from `memPointer`). `pointer` may be
+ * `undefined` where it is read later.
+ * @typedef {{ nbytes: number, pointer: bigint | undefined, kind: number, readOnly: boolean }} MemoryFacts
+ * @returns {MemoryFacts}
+ */
 function factsOf(handle) {
   const facts = native.memFacts(handle);
-  return [facts[0], native.memPointer(handle), facts[1], facts[2] === 1];
+  return { nbytes: facts[0], pointer: native.memPointer(handle), kind: facts[1], readOnly: facts[2] === 1 };
 }
 
 /**
@@ -266,7 +270,7 @@ class _Memory {
       release(from);
     }
     // The binding copies exactly when the kinds differ.
-    const copied = from.facts[2] !== kind;
+    const copied = from.facts.kind !== kind;
     this.#adopt({
       handle,
       queue: copied ? queue : from.queue,
@@ -280,9 +284,9 @@ class _Memory {
     tieLater(this);
     this.#queue = queue;
     this.#reference = reference;
-    this.#nbytes = facts[0];
-    this.#pointer = facts[1];
-    this.#readOnly = facts[3];
+    this.#nbytes = facts.nbytes;
+    this.#pointer = facts.pointer;
+    this.#readOnly = facts.readOnly;
   }
 
   /** The live handle, after checking `self` is a memory object that is not freed. */
@@ -550,7 +554,7 @@ class _Memory {
     memorySource = (value) => {
       if (isMemory(value)) {
         const handle = _Memory.#live(value, 'memory source');
-        const facts = [value.#nbytes, value.#pointer ?? native.memPointer(handle), value.#kind, value.#readOnly];
+        const facts = { nbytes: value.#nbytes, pointer: value.#pointer ?? native.memPointer(handle), kind: value.#kind, readOnly: value.#readOnly };
         return { handle, queue: value.#queue, reference: value.#reference, facts, temporary: false };
       }
       if (isRevoked(value) || !(SUAI in value)) throw notUsm(value);
@@ -678,7 +682,7 @@ function ofKindClass(object, kind) {
 function asUsmMemory(obj) {
   if ((typeof obj !== 'object' || obj === null) && typeof obj !== 'function') throw notUsm(obj);
   const from = memorySource(obj);
-  const kind = from.facts[2];
+  const kind = from.facts.kind;
   const Class = CLASS_OF_KIND[kind];
   if (Class === undefined) {
     throw makeError('Error', `Could not determine the type USM allocation represented by argument ${display(obj)}`, ErrorCode.UnknownUsmType);

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // Loads the native binding: the `.node` built in a clone (`npm run build`, next to
 // index.js), else the per-platform package npm installed beside this one
@@ -5,6 +6,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
+/** @type {{ name: string, version: string, napi: { binaryName: string }, optionalDependencies?: Record<string, string> }} */
 const manifest = require('../package.json');
 
 /** This process's platform as the packages name it: `linux-x64-gnu`, `darwin-arm64`. */
@@ -14,13 +16,14 @@ function currentPlatform() {
   try {
     musl = fs.readFileSync('/usr/bin/ldd', 'utf8').includes('musl');
   } catch {
-    musl = !process.report?.getReport?.().header?.glibcVersionRuntime;
+    const report = /** @type {{ header?: { glibcVersionRuntime?: string } } | undefined} */ (process.report?.getReport?.());
+    musl = !report?.header?.glibcVersionRuntime;
   }
   return `${process.platform}-${process.arch}-${musl ? 'musl' : 'gnu'}`;
 }
 
 function noBinary(message, cause) {
-  const error = new Error(message);
+  const error = /** @type {Error & { code?: string }} */ (new Error(message));
   error.code = 'ERR_NO_NATIVE_BINARY';
   if (cause) error.cause = cause;
   return error;
@@ -59,7 +62,8 @@ function load() {
   }
 }
 
-const native = load();
+/** The binding, as `binding.d.ts` declares it. */
+const native = /** @type {typeof import('./binding')} */ (load());
 
 /**
  * Gives a handle back when the JS object holding it is collected (memory never freed,
@@ -70,7 +74,7 @@ const DEVICE_HANDLE = 0;
 const CONTEXT_HANDLE = 1;
 const QUEUE_HANDLE = 2;
 const MEMORY_HANDLE = 3;
-const registries = [DEVICE_HANDLE, CONTEXT_HANDLE, QUEUE_HANDLE, MEMORY_HANDLE].map(
+const registries = /** @type {import('./binding').HandleKind[]} */ ([DEVICE_HANDLE, CONTEXT_HANDLE, QUEUE_HANDLE, MEMORY_HANDLE]).map(
   (kind) => new FinalizationRegistry((id) => native.releaseHandle(kind, id)),
 );
 
@@ -86,4 +90,11 @@ function own(owner, kind, id) {
 /** Gives back a handle no object owns (one made for a single call). */
 const release = (kind, id) => native.releaseHandle(kind, id);
 
-module.exports = { native, own, release, DEVICE_HANDLE, CONTEXT_HANDLE, QUEUE_HANDLE, MEMORY_HANDLE };
+/**
+ * USM kinds as they cross the binding: dpctl's `DPCTLSyclUSMType` values (the one
+ * encoding; `UsmKind::from_allocated_value` decodes them), and their names by value.
+ */
+const KIND = Object.freeze({ UNKNOWN: 0, DEVICE: 1, SHARED: 2, HOST: 3 });
+const KIND_NAMES = Object.freeze(['unknown', 'device', 'shared', 'host']);
+
+module.exports = { native, own, release, DEVICE_HANDLE, CONTEXT_HANDLE, QUEUE_HANDLE, MEMORY_HANDLE, KIND, KIND_NAMES };

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // `poolStats()` and `poolTrim()`: the caching pool's figures, as plain objects of this
 // realm (parsed from the binding's JSON, so no prototype setter can intercept a field).

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // `registerHost(buffer, { queue })` and `HostRegistration`: an ArrayBuffer or
 // SharedArrayBuffer of the user's (or a view of one) registered with the runtime so that
@@ -6,7 +7,7 @@
 // collected with it); the binding checks at every copy that the buffer still holds the
 // registered bytes, and the registration ends when this object is collected.
 const { native } = require('./native.js');
-const { ErrorCode, typeError, fromNative, CLONE_GUARD } = require('./errors.js');
+const { ErrorCode, typeError, fromNative, invalidThis, CLONE_GUARD } = require('./errors.js');
 const { display, hostArg, onlyOption } = require('./values.js');
 const { cachedQueue, queueHandle, isQueue } = require('./device.js');
 
@@ -44,7 +45,7 @@ class HostRegistration {
 
   static #check(self, member) {
     if (typeof self !== 'object' || self === null || !(#id in self)) {
-      throw typeError(`HostRegistration.prototype.${member} called on an object that is not a HostRegistration`, ErrorCode.InvalidThis);
+      throw invalidThis('HostRegistration', member);
     }
   }
 

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // Sharing memory with other threads of this process: `mem.share()` makes a token (a
 // frozen plain object that `postMessage` carries), `openShared` opens it into a memory
@@ -5,7 +6,7 @@
 // policy (single open, timeout, forged tokens) lives in the binding's model
 // (src/memory/share.rs); this file reads the arguments and tokens. The memory classes
 // themselves are `memory.js`'s, which calls in here.
-const { native } = require('./native.js');
+const { native, KIND } = require('./native.js');
 const { ErrorCode, typeError, fromNative, MEMORY_CLONE_GUARD } = require('./errors.js');
 const { display, typeName, onlyOption, isArray, isRevoked } = require('./values.js');
 const { INTERNAL, SyclQueue, cachedQueueObject } = require('./device.js');
@@ -17,9 +18,7 @@ const apply = Reflect.apply;
 // Called through `apply`: a replaced Map.prototype.get/set changes nothing.
 const mapGet = Map.prototype.get;
 const mapSet = Map.prototype.set;
-const DEVICE = 1;
-const SHARED = 2;
-const HOST = 3;
+const { DEVICE, SHARED, HOST } = KIND;
 
 /** Whether a token is a memory object instead (its own clone guard says so: no getter runs). */
 const isMemory = (value) => getOwnPropertyDescriptor(value, '__dpctlMemoryCloneGuard__')?.value === MEMORY_CLONE_GUARD;
@@ -87,7 +86,7 @@ function openToken(token) {
     queue = cachedKey === 0 ? new SyclQueue(INTERNAL, queueId) : cachedQueueObject(queueId);
     if (cachedKey !== 0) apply(mapSet, sharedCachedQueues, [cachedKey, queue]);
   }
-  return { kind, handle: id, queue, reference: null, facts: [nbytes, undefined, kind, readOnly] };
+  return { kind, handle: id, queue, reference: null, facts: { nbytes, pointer: undefined, kind, readOnly } };
 }
 
 /**

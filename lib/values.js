@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // Argument checks: JS values to checked primitives, each failure an error with its code.
 // Intrinsics are taken at load, so later changes to globals change nothing here.
@@ -50,7 +51,7 @@ const isRevoked = (value) => ((typeof value === 'object' && value !== null) || t
  * of `Array.prototype` runs), read through no iterator and made by no species.
  */
 function listOf(length, element) {
-  return arrayFrom({ __proto__: null, length }, (_, i) => element(i));
+  return arrayFrom(/** @type {ArrayLike<unknown>} */ ({ __proto__: null, length }), (_, i) => element(i));
 }
 
 /** The first 64 characters of a name for a message (`String.prototype.slice` as at load). */

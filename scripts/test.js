@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// Runs every test: the Rust lints (rustfmt, clippy, rustdoc's link check), the cargo tests of the Rust model and
-// providers, then the ava suite, streaming each runner's output as it comes. Ends with one
-// line "N passed, N failed, N skipped" that counts them all (each lint counts as one test),
+// Runs every test: the Rust lints (rustfmt, clippy, rustdoc's link check), the cargo tests
+// of the Rust model and providers, the type check of lib/ against the binding's
+// declarations (tsc), then the ava suite, streaming each runner's output as it comes. Ends
+// with one line "N passed, N failed, N skipped" that counts them all (each lint counts as one test),
 // after the name of every test that failed and every runner that broke, so that a failure
 // is found at the end, not somewhere in a thousand lines.
 'use strict';
@@ -80,6 +81,18 @@ async function lint(name, args, env = {}) {
   }
 }
 
+/** `lib/*.js` type-checked against `lib/binding.d.ts` (`// @ts-check`): one test. */
+async function typecheck() {
+  const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  const status = await stream(process.execPath, [tsc, '--noEmit', '-p', path.join('lib', 'tsconfig.json')], () => {});
+  if (status === 0) totals.passed += 1;
+  else {
+    totals.failed += 1;
+    console.log('lint failed: tsc (tsc --noEmit -p lib/tsconfig.json)');
+    failures.push('lint tsc: `npx tsc --noEmit -p lib/tsconfig.json`');
+  }
+}
+
 // Files named `*.alone.spec.mjs` measure what other processes move too (a device's free
 // memory, which every test process's CUDA context takes from): they run after the rest,
 // one file at a time, in an ava run of their own.
@@ -146,6 +159,7 @@ function summary() {
     });
     await cargo();
   }
+  await typecheck();
   await avaSuite();
   summary();
   process.exit(broken || totals.failed > 0 ? 1 : 0);

@@ -1,0 +1,237 @@
+// The native binding as `lib/` calls it: every function the `.node` exports, written by
+// hand (the napi-rs functions as `npm run build` declares them in target/binding.d.ts,
+// and the fast calls `src/js/memory.rs` defines itself). `lib/*.js` are checked against
+// it (`// @ts-check`, `tsc -p lib` in `npm test`); __test__/types.spec.mjs checks that it
+// names exactly what the binding exports.
+
+/** A host buffer as the JS layer hands it over: an ArrayBuffer, or a view (a SharedArrayBuffer as a Uint8Array over it). */
+export type HostBuffer = ArrayBuffer | ArrayBufferView;
+
+/** A handle kind of `releaseHandle`: 0 device, 1 context, 2 queue, 3 memory. */
+export type HandleKind = 0 | 1 | 2 | 3;
+
+// --- The fast calls (`src/js/memory.rs`, `define_fast_calls`) --------------------------
+
+/** A new allocation of `nbytes` of `kind` (dpctl's enum value: 1 device, 2 shared, 3 host) on the queue. */
+export function memAllocate(queueId: number, kind: number, nbytes: number, alignment: number): number
+
+/** Releases the memory now and gives the handle back (a freed handle: no-op). */
+export function memFree(memoryId: number): void
+
+/** `copyToHost(dst)`: the whole memory into the start of `dst`. */
+export function memCopyToHost(memoryId: number, dst: HostBuffer): void
+
+/** `copyFromHost(src)`: `src` into the start of the memory. */
+export function memCopyFromHost(memoryId: number, src: HostBuffer): void
+
+/** `copyFromDevice(src)`: another memory object into the start of this one. */
+export function memCopyFromDevice(memoryId: number, sourceId: number): void
+
+/** `memset(value)`: every byte of the memory. */
+export function memMemset(memoryId: number, value: number): void
+
+/** The address, as a bigint. */
+export function memPointer(memoryId: number): bigint
+
+/** Gives back the handle of a JS object that is gone (a handle already given back: no-op). */
+export function releaseHandle(kind: HandleKind, id: number): void
+
+// --- The napi-rs functions --------------------------------------------------------------
+
+
+/** The default context of the default device (`new SyclContext()`). */
+export function contextDefault(): number
+
+/** Handles of the devices of a context. */
+export function contextDevices(contextId: number): Float64Array
+
+/** Whether two context handles name the same context. */
+export function contextEquals(a: number, b: number): boolean
+
+/** A new context of its own for the device (`new SyclContext(device)`). */
+export function deviceCreateContext(deviceId: number): number
+
+/** The context every default queue of the device shares. */
+export function deviceDefaultContext(deviceId: number): number
+
+/** Whether two device handles name the same device (`SyclDevice` equality). */
+export function deviceEquals(a: number, b: number): boolean
+
+/**
+ * What never changes about a device, as JSON: `{ name, vendor, backend, deviceType,
+ * driverVersion, filterString, globalMemSize, maxMemAllocSize, aspects }`.
+ */
+export function deviceFacts(deviceId: number): string
+
+/**
+ * Bytes of memory free now on the device, where its runtime can tell (CUDA:
+ * `cuMemGetInfo`), else `null`: what the IPC tests and the bench compare with a baseline.
+ */
+export function deviceFreeMemory(deviceId: number): number | null
+
+/** Handles of the devices `getDevices(filter)` lists. */
+export function deviceList(filter?: string | undefined | null): Float64Array
+
+/** The device a filter string selects (the default device without one). */
+export function deviceSelect(filter?: string | undefined | null): number
+
+/**
+ * The table of error codes (`crate::error::ErrorCode`) for the JS layer, as JSON:
+ * `[{ "name": "UsmFreed", "code": "ERR_USM_FREED", "classes": ["Error"] }, ...]`.
+ * `lib/errors.js` builds the exported `ErrorCode` from it, and `__test__/docs.spec.mjs`
+ * checks the typings and the README against it.
+ */
+export function errorCodes(): string
+
+/**
+ * Registers the bytes of a host buffer (the JS layer passes an `ArrayBuffer`, a view,
+ * or a `Uint8Array` over a `SharedArrayBuffer`) with the runtime of the queue.
+ * Returns `[id, registered (0 or 1), byteLength]`.
+ */
+export function hostRegister(queueId: number, host: HostBuffer): Float64Array
+
+/**
+ * Ends a registration (`unregister()`, `[Symbol.dispose]`, or its object's collection).
+ * A copy that uses it still holds it: the runtime lets go when that copy is done. An id
+ * already ended is a no-op.
+ */
+export function hostUnregister(id: number): void
+
+/** Whether memory on the device can be shared with other processes (IPC handles). */
+export function ipcAvailable(deviceId: number): boolean
+
+/** The largest `ArrayBuffer` this engine makes, for the JS layer's size checks. */
+export function maxBufferLength(): number
+
+/**
+ * The memory of `source_id` as memory of `kind`: a view when it is of that kind, a new
+ * allocation on `queue_id` holding a copy when `copy`, else `ERR_USM_KIND_MISMATCH`.
+ */
+export function memAdopt(sourceId: number, kind: number, copy: boolean, queueId: number): number
+
+/** `advice` is one of `Advice::NAMES` (the JS layer checked it). */
+export function memAdvise(memoryId: number, advice: string, toHost: boolean): Promise<boolean>
+
+/** The zero-copy `ArrayBuffer` over host or shared memory (the JS layer makes it once). */
+export function memBuffer(memoryId: number): ArrayBuffer
+
+/**
+ * Consumes an interface. The fields are the JS layer's own plain copies; `syclobj`
+ * came as a queue or context handle, a filter string, or neither (`shown`: how
+ * messages write what it was).
+ */
+export function memConsume(offset: unknown, version: unknown, data: unknown, shape: unknown, typestr: unknown, strides: unknown, syclobjPresent: boolean, syclobjQueue: number | undefined | null, syclobjContext: number | undefined | null, syclobjFilter: string | undefined | null, shown: string): number
+
+/** `copyFromDeviceAsync(src)`, on the libuv thread pool. */
+export function memCopyFromDeviceAsync(memoryId: number, sourceId: number): Promise<void>
+
+/** `copyFromHostAsync(src)`, on the libuv thread pool. */
+export function memCopyFromHostAsync(memoryId: number, src: HostBuffer): Promise<void>
+
+/**
+ * `copyToHost` off the main thread. The JS layer keeps `dst` and the memory object
+ * alive until the Promise settles; the task holds the allocation itself.
+ */
+export function memCopyToHostAsync(memoryId: number, dst: HostBuffer): Promise<void>
+
+/** `[nbytes, kind, readOnly ? 1 : 0]` of live memory (the pointer: `memPointer`). */
+export function memFacts(memoryId: number): Float64Array
+
+/**
+ * The IPC handle of the memory: its bytes, one per element (the JS layer makes the
+ * `Uint8Array` in its own realm).
+ */
+export function memIpcExport(memoryId: number): Float64Array
+
+/**
+ * Opens IPC handle bytes (a host buffer) into `nbytes` of memory used through the queue
+ * `queue_id`; returns its memory handle.
+ */
+export function memIpcOpen(bytes: HostBuffer, queueId: number, nbytes: number): number
+
+/** dpctl's kind enum of the memory in the context `context_id` (its own without one). */
+export function memKind(memoryId: number, contextId?: number | undefined | null): number
+
+/** `memsetAsync(value)`, on the libuv thread pool. */
+export function memMemsetAsync(memoryId: number, value: number): Promise<void>
+
+/**
+ * Opens a share token (made in any thread) into memory of this environment, which
+ * holds the allocation from now on; returns its memory handle (`memSharedFacts` and
+ * `memQueue` tell the rest: a returned typed array would cost more than the open).
+ */
+export function memOpenShared(token: string, kind: number, nbytes: number): number
+
+/**
+ * Migrates shared memory to the device (`to_host` false) or the host; resolves `true`
+ * when the runtime acted on it.
+ */
+export function memPrefetch(memoryId: number, toHost: boolean): Promise<boolean>
+
+/** The queue the memory is used through. */
+export function memQueue(memoryId: number): number
+
+/**
+ * Revokes a share token still pending (`true`); `false` when it was already opened,
+ * revoked or expired.
+ */
+export function memRevokeShared(token: string): boolean
+
+/**
+ * Holds the memory under a new share token and returns the token's text; `timeout_ms`
+ * `None` gives the default timeout.
+ */
+export function memShare(memoryId: number, timeoutMs?: number | undefined | null): string
+
+/**
+ * `cachedQueueKey * 2 + (readOnly ? 1 : 0)` of memory opened from a token. The key is 0
+ * unless the memory's queue is its device's cached queue; then it is a number that
+ * stands for that queue for the life of the process (the address of the registry's
+ * queue, below 2^48), so the JS layer can give it this realm's one object for that
+ * queue without making a queue handle or looking the device up.
+ */
+export function memSharedFacts(memoryId: number): number
+
+/** A second handle on the same memory (zero-copy; views share the allocation). */
+export function memView(memoryId: number): number
+
+/** The pool's statistics as JSON: `{ enabled, device, host, shared, scratch }`. */
+export function poolStats(): string
+
+/**
+ * Frees every block held in the caching pool and every idle scratch buffer of async
+ * copies (memory in use is untouched) and returns the number of bytes released. The
+ * pool fills again as memory is freed; it also trims itself, and retries once, when the
+ * runtime refuses an allocation (cached or not).
+ */
+export function poolTrim(): number
+
+/**
+ * The cached queue of a device (the default device without one): the queue every
+ * allocation made without a queue uses.
+ */
+export function queueCached(deviceId?: number | undefined | null): number
+
+/** The context of a queue. */
+export function queueContext(queueId: number): number
+
+/**
+ * `new SyclQueue(...)`: in the context `context_id` if given, on the device `device_id`
+ * or the device `filter` names, else on the default device (or the context's first).
+ */
+export function queueCreate(contextId?: number | undefined | null, deviceId?: number | undefined | null, filter?: string | undefined | null): number
+
+/** The device of a queue. */
+export function queueDevice(queueId: number): number
+
+/** Whether two queue handles name the same queue. */
+export function queueEquals(a: number, b: number): boolean
+
+/** Waits for the queue's work, reporting its asynchronous errors. */
+export function queueWait(queueId: number): void
+
+/**
+ * Why no device is available from each runtime that did not load (empty when all
+ * did), as a JSON array of strings.
+ */
+export function runtimeDiagnostics(): string
