@@ -83,6 +83,21 @@ export function deviceSelect(filter?: string | undefined | null): number
  */
 export function errorCodes(): string
 
+/** `[submit, start, end]` nanoseconds as decimal strings (the JS layer makes BigInts). */
+export function eventProfile(eventId: number): Array<string>
+
+/** `'submitted'`, `'running'` or `'complete'`. */
+export function eventStatus(eventId: number): string
+
+/**
+ * The Promise of an asynchronous submission's event, once (`undefined` after): the
+ * event lets go of it here.
+ */
+export function eventTakePromise(eventId: number): unknown | null
+
+/** Waits for the event's work. */
+export function eventWait(eventId: number): void
+
 /**
  * Registers the bytes of a host buffer (the JS layer passes an `ArrayBuffer`, a view,
  * or a `Uint8Array` over a `SharedArrayBuffer`) with the runtime of the queue.
@@ -99,6 +114,12 @@ export function hostUnregister(id: number): void
 
 /** Whether memory on the device can be shared with other processes (IPC handles). */
 export function ipcAvailable(deviceId: number): boolean
+
+/** What the runtime says of a kernel, as JSON. */
+export function kernelFacts(kernelId: number): string
+
+/** Gives back a handle of a collected object: `kind` 0 program, 1 kernel, 2 event. */
+export function kernelsRelease(kind: number, id: number): void
 
 /** The largest `ArrayBuffer` this engine makes, for the JS layer's size checks. */
 export function maxBufferLength(): number
@@ -207,6 +228,22 @@ export function poolStats(): string
 export function poolTrim(): number
 
 /**
+ * Builds a program for the queue's device: `format` 1 OpenCL C, 2 SPIR-V, 3 PTX, 4 CUDA
+ * C; `source` a string or host bytes. JSON: `{ id, log, names }`, or `{ failed, log }`
+ * for a build failure (the JS layer throws `SyclProgramCompilationError`).
+ */
+export function programBuild(queueId: number, format: number, source: unknown, options: string): string
+
+/** Whether the program has a kernel `name`. */
+export function programHasKernel(programId: number, name: string): boolean
+
+/** The kernel `name` of a program (`ERR_KERNEL_NOT_FOUND` when it has none). */
+export function programKernel(programId: number, name: string): number
+
+/** `queue.submitBarrier(deps?)`: an event after `deps` (after everything so far when empty). */
+export function queueBarrier(queueId: number, deps: Float64Array): number
+
+/**
  * The cached queue of a device (the default device without one): the queue every
  * allocation made without a queue uses.
  */
@@ -221,11 +258,29 @@ export function queueContext(queueId: number): number
  */
 export function queueCreate(contextId?: number | undefined | null, deviceId?: number | undefined | null, filter?: string | undefined | null): number
 
+/** `new SyclQueue(..., { property })`: as `queueCreate`, with dpctl's property names. */
+export function queueCreateWith(contextId: number | undefined | null, deviceId: number | undefined | null, filter: string | undefined | null, properties: Array<string>): number
+
 /** The device of a queue. */
 export function queueDevice(queueId: number): number
 
 /** Whether two queue handles name the same queue. */
 export function queueEquals(a: number, b: number): boolean
+
+/** `queue.fill(dst, pattern, count)` / `fillAsync` (and `memset`: a 1-byte pattern). */
+export function queueFill(queueId: number, dstId: number, pattern: unknown, count: number, deps: Float64Array, asynchronous: boolean): number
+
+/** `queue.memcpy(dst, src, nbytes)` / `memcpyAsync` between memory objects. */
+export function queueMemcpy(queueId: number, dstId: number, srcId: number, nbytes: number, deps: Float64Array, asynchronous: boolean): number
+
+/** `(in order ? 1 : 0) | (profiling ? 2 : 0)` of a queue. */
+export function queuePropertyFlags(queueId: number): number
+
+/**
+ * `queue.submit` (waits) and `queue.submitAsync`: the event handle (an asynchronous
+ * one's Promise: `eventTakePromise`).
+ */
+export function queueSubmit(queueId: number, kernelId: number, spec: Float64Array, bits: Uint32Array, global: Float64Array, local: Float64Array | undefined | null, deps: Float64Array, asynchronous: boolean): number
 
 /** Waits for the queue's work, reporting its asynchronous errors. */
 export function queueWait(queueId: number): void

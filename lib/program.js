@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // Kernels (dpctl's `dpctl.program` and `SyclQueue.submit`): programs built from OpenCL C,
 // SPIR-V, PTX or CUDA C, their kernels, typed kernel arguments, submissions and their
