@@ -158,6 +158,9 @@ export function memCopyToHostAsync(memoryId: number, dst: HostBuffer): Promise<v
 /** `[nbytes, kind, readOnly ? 1 : 0]` of live memory (the pointer: `memPointer`). */
 export function memFacts(memoryId: number): Float64Array
 
+/** The hand-off value of a memory handle (`memoryId` < 0: of a freed object): a type-tagged external that native addons read through `include/dpctl_memory.h`. */
+export function memHandoff(memoryId: number): object
+
 /**
  * The IPC handle of the memory: its bytes, one per element (the JS layer makes the
  * `Uint8Array` in its own realm).
@@ -215,6 +218,21 @@ export function memSharedFacts(memoryId: number): number
 
 /** A second handle on the same memory (zero-copy; views share the allocation). */
 export function memView(memoryId: number): number
+
+/** The stack of this thread's next allocation (while a recording with stacks runs). */
+export function observeNextStack(stack: string): void
+
+/** Starts a recording of `maxEntries` events (stacks sent by the JS layer when `stacks`), dropping an earlier one; `enabled` false ends the recording. */
+export function observeRecord(enabled: boolean, maxEntries: number, stacks: boolean): void
+
+/** Sets the peaks of a device (of every device without one) to the current figures. */
+export function observeResetPeaks(deviceId?: number | undefined | null): void
+
+/** `memorySnapshot()`: the process's live and cached blocks, figures and recording, as JSON. */
+export function observeSnapshot(): string
+
+/** The figures of a device (the default device without one) as JSON. */
+export function observeStats(deviceId?: number | undefined | null): string
 
 /** The pool's statistics as JSON: `{ enabled, device, host, shared, scratch }`. */
 export function poolStats(): string
@@ -290,3 +308,56 @@ export function queueWait(queueId: number): void
  * did), as a JSON array of strings.
  */
 export function runtimeDiagnostics(): string
+
+// --- The transport (`src/js/transport.rs`): UCX workers, endpoints, maps, remote keys ---
+
+/** `{ available, message }` as JSON: whether UCX loads here, and from where (or what to install). */
+export function ucxAvailable(): string
+
+/** Starts this thread's worker (once) with `drain`, the JS function the worker's fd wakes; returns the worker's token. */
+export function ucxStart(drain: () => void): number
+
+/** What the worker's library is, whether it moves CUDA memory, and its counts, as JSON: `{ library, cudaMemory, inFlight, endpoints, listeners, maps, rkeys }`. */
+export function ucxInfo(token: number): string
+
+/** Progresses the worker and returns what happened, as JSON: `[{ op, error?, length, tag }, { accepted: endpoint, listener, peer }, ...]` (tags as decimal strings). */
+export function ucxProgress(token: number): string
+
+/** Listens on `host`:`port`; returns `[listenerId, port]`. */
+export function ucxListen(token: number, host: string, port: number): Float64Array
+
+/** Stops a listener. */
+export function ucxCloseListener(token: number, id: number): void
+
+/** Connects to `host`:`port`; returns `[endpointId, opId]` (the op completes when the connection is up). */
+export function ucxConnect(token: number, host: string, port: number): Float64Array
+
+/** Closes an endpoint (flushing unless `force`); returns the op that completes when it is closed, or -1 when it was closed already. */
+export function ucxClose(token: number, endpoint: number, force: boolean): number
+
+/** Flushes an endpoint; returns the op that completes when every earlier operation has. */
+export function ucxFlush(token: number, endpoint: number): number
+
+/** Sends a memory object (`memoryId`, or -1 with `host`) or a host buffer with a tag (`tagHi`, `tagLo`); returns the op. */
+export function ucxSend(token: number, endpoint: number, memoryId: number, host: HostBuffer | undefined | null, tagHi: number, tagLo: number): number
+
+/** Receives into a memory object or a host buffer a message whose tag matches under the mask; returns the op. */
+export function ucxRecv(token: number, endpoint: number, memoryId: number, host: HostBuffer | undefined | null, tagHi: number, tagLo: number, maskHi: number, maskLo: number): number
+
+/** Maps a memory object for remote access; returns the map's id (its key's bytes come from `ucxMapKey`). */
+export function ucxMapMemory(token: number, memoryId: number): number
+
+/** The remote key bytes of a map, for a peer's `ucxUnpack`. */
+export function ucxMapKey(token: number, mapId: number): Buffer
+
+/** Unmaps a map and lets go of its memory. */
+export function ucxUnmap(token: number, mapId: number): void
+
+/** Unpacks a remote key's bytes for an endpoint; returns `[rkeyId, nbytes]`. */
+export function ucxUnpack(token: number, endpoint: number, bytes: HostBuffer): Float64Array
+
+/** Destroys an unpacked remote key. */
+export function ucxDestroyRkey(token: number, rkey: number): void
+
+/** `put` (`write`) or `get` of a memory object or host buffer at `offset` into a remote key's range; returns the op. */
+export function ucxRma(token: number, write: boolean, rkey: number, offset: number, memoryId: number, host?: HostBuffer | undefined | null): number

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // The native hand-off (include/dpctl_memory.h): every memory object's
 // `__dpctl_memory_handoff__` getter gives another addon a type-tagged external value from

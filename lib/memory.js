@@ -193,6 +193,12 @@ function tieAll() {
   untiedCount = 0;
 }
 
+/**
+ * The memory behind a memory object or an interface: its handle, queue, what keeps it
+ * alive, its facts, and whether the handle was made for this one use.
+ * @typedef {{ handle: number, queue: object, reference: unknown, facts: MemoryFacts, temporary: boolean }} MemorySource
+ * @type {(value: any) => MemorySource}
+ */
 let memorySource;
 let isMemory;
 let liveHandle;
@@ -257,10 +263,10 @@ class _Memory {
     const queue = opts.queue ?? defaultQueue();
     let handle;
     try {
-      if (opts.copy && from.facts[2] !== kind && observe.watching()) {
+      if (opts.copy && from.facts.kind !== kind && observe.watching()) {
         // A conversion allocates.
         const queueId = queueHandle(queue);
-        handle = observe.allocation(() => native.memAdopt(from.handle, kind, true, queueId), kind, from.facts[0], queue, new.target);
+        handle = observe.allocation(() => native.memAdopt(from.handle, kind, true, queueId), kind, from.facts.nbytes, queue, new.target);
       } else {
         handle = native.memAdopt(from.handle, kind, opts.copy, queueHandle(queue));
       }
@@ -409,7 +415,7 @@ class _Memory {
     const handle = _Memory.#live(this, 'copyFromDevice');
     const from = deviceSource(src);
     try {
-      if (observe.subscribed(observe.channels.copy)) observe.traceCopy('copyFromDevice', this, from.facts[0], () => native.memCopyFromDevice(handle, from.handle));
+      if (observe.subscribed(observe.channels.copy)) observe.traceCopy('copyFromDevice', this, from.facts.nbytes, () => native.memCopyFromDevice(handle, from.handle));
       else native.memCopyFromDevice(handle, from.handle);
     } catch (error) {
       throw fromNative(error);
@@ -457,7 +463,7 @@ class _Memory {
     const from = deviceSource(src);
     try {
       if (observe.subscribed(observe.channels.copy)) {
-        return observe.tracePromise('copyFromDeviceAsync', this, from.facts[0], () => settle(() => native.memCopyFromDeviceAsync(handle, from.handle), undefined, this, src));
+        return observe.tracePromise('copyFromDeviceAsync', this, from.facts.nbytes, () => settle(() => native.memCopyFromDeviceAsync(handle, from.handle), undefined, this, src));
       }
       return settle(() => native.memCopyFromDeviceAsync(handle, from.handle), undefined, this, src);
     } finally {

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // Seeing memory: statistics per device and kind (`memoryStats`, `resetPeakStats`), the
 // history and snapshots (`recordMemoryHistory`, `memorySnapshot`), out-of-memory

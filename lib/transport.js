@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // Memory across machines over UCX: `ucx.listen`, `ucx.connect`, `UcxEndpoint`
 // (tagged send/recv, put/get through remote keys), `ucx.mapMemory` (a memory object

@@ -408,7 +408,7 @@ pub fn ucx_close(env: &Env, token: f64, endpoint: f64, force: bool) -> napi::Res
     })
 }
 
-/// The peer of an endpoint, as it was given or accepted.
+/// Flushes an endpoint; returns the op that completes when every earlier operation on it has.
 #[napi]
 pub fn ucx_flush(env: &Env, token: f64, endpoint: f64) -> napi::Result<f64> {
     let endpoint = endpoint as u64;
