@@ -48,11 +48,20 @@ export function contextDevices(contextId: number): Float64Array
 /** Whether two context handles name the same context. */
 export function contextEquals(a: number, b: number): boolean
 
+/** `device.canAccessPeer(peer, value)`: whether the device can reach the peer's memory (`atomics`: dpctl's `'atomics_supported'`). */
+export function deviceCanAccessPeer(deviceId: number, peerId: number, atomics: boolean): boolean
+
 /** A new context of its own for the device (`new SyclContext(device)`). */
 export function deviceCreateContext(deviceId: number): number
 
 /** The context every default queue of the device shares. */
 export function deviceDefaultContext(deviceId: number): number
+
+/** `device.disablePeerAccess(peer)`. */
+export function deviceDisablePeerAccess(deviceId: number, peerId: number): void
+
+/** `device.enablePeerAccess(peer)`. */
+export function deviceEnablePeerAccess(deviceId: number, peerId: number): void
 
 /** Whether two device handles name the same device (`SyclDevice` equality). */
 export function deviceEquals(a: number, b: number): boolean

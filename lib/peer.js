@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // Peer access between devices (dpctl 0.20+'s `can_access_peer`, `enable_peer_access`,
 // `disable_peer_access`): the argument checks and the binding calls behind the
