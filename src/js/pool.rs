@@ -49,7 +49,7 @@ pub fn pool_trim() -> f64 {
 /// `byDevice`: `[{ filterString, name, device, host, shared }]`, every device that
 /// allocated through the pool, from the memory statistics' counters (`memory::stats`).
 fn by_device() -> String {
-    let figures = pool().sink().figures();
+    let figures = process().sink().figures();
     json::array(figures.iter().map(|f| {
         let [device, host, shared] = f.counters.kinds.map(|c| kind_stats(c.pool_figures()));
         json::object(&[
