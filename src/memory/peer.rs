@@ -24,7 +24,7 @@
 //! **Copies between two contexts** ([`route`]): device memory of two devices of one
 //! runtime with the peer capability goes device to device when a direct path exists (the
 //! same device, or peer access enabled either way: the copy runs on the queue of the side
-//! that can reach the other), else through pinned host memory, pipelined, by that runtime.
+//! that can reach the other), else staged through host memory by that runtime itself.
 //! Every other pair (two runtimes, memory that is not device memory on one side) is
 //! staged through host memory of our own, as before.
 
@@ -102,7 +102,7 @@ pub enum Route {
     /// Device to device, run on the source's queue (peer access enabled from the source's
     /// device to the destination's only).
     DirectOnSource,
-    /// Through pinned host memory, pipelined, by the runtime of both sides (no peer
+    /// Staged through host memory by the runtime of both sides, in one call (no peer
     /// access either way).
     PinnedStaged,
     /// Through host memory of our own, one runtime copy on each side (two runtimes, or

@@ -44,9 +44,10 @@ pub trait PeerAccess: Send + Sync {
         src_queue: &dyn Queue,
         src: ReadBytes<'_>,
     ) -> Result<()>;
-    /// The same copy between two devices without peer access: staged through pinned host
-    /// memory, pipelined so that one chunk's copy to the host overlaps the previous
-    /// chunk's copy to the device. Returns when the copy is complete.
+    /// The same copy between two devices without peer access: staged by the runtime
+    /// through host memory of its own (pinned, and pipelined so that one chunk's copy to
+    /// the host overlaps the previous chunk's copy to the device, where it can; CUDA's
+    /// driver does it in one call). Returns when the copy is complete.
     fn copy_staged(
         &self,
         dst_queue: &dyn Queue,

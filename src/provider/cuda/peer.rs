@@ -9,9 +9,11 @@
 //! - **Copies** are `cuMemcpyPeerAsync` on the stream of the queue the route chose, then
 //!   synchronised: device to device where peer access is enabled or both contexts are of
 //!   one device. Between two devices without peer access the same call is staged by the
-//!   driver through its own pinned host buffers, pipelined (the CUDA programming guide:
-//!   a peer copy without peer access "is staged through the host"); that is the staged
-//!   route here, one driver call instead of two copies through our pageable scratch.
+//!   driver through host buffers of its own (the CUDA programming guide: with peer access
+//!   a peer copy "no longer needs to be staged through the host"); that is the staged
+//!   route here, one driver call instead of two copies through our pageable scratch. Its
+//!   pipelining is the driver's and undocumented: `bench/multigpu.js` measures it against
+//!   a pinned host round trip.
 
 use std::any::Any;
 
