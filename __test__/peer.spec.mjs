@@ -136,6 +136,17 @@ cudaTest(1, 'two contexts of one GPU: host and shared memory copy to and from de
   }
 });
 
+cudaTest(1, 'a queue\'s memcpy refuses memory of another context of its GPU; copyFromDevice copies it', (t, [gpu]) => {
+  const own = new SyclQueue(new SyclContext(gpu), gpu);
+  const n = MiB + 1;
+  const a = new MemoryUSMDevice(n, { queue: queueFor(gpu) });
+  const b = new MemoryUSMDevice(n, { queue: own });
+  throwsExactly(t, () => queueFor(gpu).memcpy(b, a, n), Error, 'ERR_KERNEL_QUEUE_MISMATCH');
+  throwsExactly(t, () => own.memcpy(b, a, n), Error, 'ERR_KERNEL_QUEUE_MISMATCH');
+  roundTrip(t, b, a, n, 'copyFromDevice instead');
+  freeAll(a, b);
+});
+
 const cpu = DEVICES.find((d) => d.backend !== 'cuda');
 if (cpu === undefined || CUDA_DEVICES.length === 0) {
   test.skip(`device memory of a GPU and of a SYCL device copies both ways [needs a CUDA and a non-CUDA device (devices here: ${PRESENT}): skipped]`, () => {});
@@ -255,23 +266,23 @@ for (const on of [false, true]) {
   });
 }
 
-for (const on of [false, true]) {
-  cudaTest(2, `a queue's memcpy between two GPUs, on either GPU's queue, peer access ${on ? 'on' : 'off'}`, (t, gpus) => {
+// A queue's memcpy takes memory its context reaches (the kernels' rule): memory of
+// another GPU, or of another context of the same GPU, is refused with a code, never
+// copied by a driver call that cannot reach it; copyFromDevice is the copy between them.
+cudaTest(2, 'a queue\'s memcpy refuses memory of the other GPU, with or without peer access; copyFromDevice copies it', (t, gpus) => {
+  for (const on of [false, true]) {
     withPeerAccess(gpus, on, () => {
-      const n = 8 * MiB + 3;
+      const n = 4 * MiB + 3;
       const a = new MemoryUSMDevice(n, { queue: queueFor(gpus[0]) });
       const b = new MemoryUSMDevice(n, { queue: queueFor(gpus[1]) });
-      for (const [i, queue] of [queueFor(gpus[0]), queueFor(gpus[1])].entries()) {
-        const bytes = pattern(n, seed++);
-        a.copyFromHost(bytes);
-        b.copyFromHost(bytes.map((x) => ~x & 0xff));
-        queue.memcpy(b, a, n).wait();
-        t.true(Buffer.from(b.copyToHost()).equals(Buffer.from(bytes)), `GPU 0 -> GPU 1 on GPU ${i}'s queue`);
+      for (const queue of [queueFor(gpus[0]), queueFor(gpus[1])]) {
+        throwsExactly(t, () => queue.memcpy(b, a, n), Error, 'ERR_KERNEL_QUEUE_MISMATCH', `peer access ${on}`);
       }
+      roundTrip(t, b, a, n, `copyFromDevice instead, peer access ${on}`);
       freeAll(a, b);
     });
-  });
-}
+  }
+});
 
 cudaTest(2, 'copyFromDeviceAsync between two GPUs', async (t, gpus) => {
   const n = 32 * MiB + 1;
