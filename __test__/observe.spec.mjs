@@ -141,6 +141,34 @@ register('recordMemoryHistory() records allocations with their JS stacks; memory
   t.is(memorySnapshot().events.length, 0, 'and records nothing more');
 });
 
+function allocateThere(nbytes) {
+  return new MemoryUSMHost(nbytes, { queue });
+}
+
+register('each call site has its own stack, sent once and named again by its id, across recordings', (t) => {
+  const stackOf = (snapshot, m) => snapshot.stacks[snapshot.liveBlocks.find((b) => b.address === `0x${m.pointer.toString(16)}`).stack];
+  for (let recording = 0; recording < 2; recording++) {
+    recordMemoryHistory({ maxEntries: 1000 });
+    try {
+      const here = [];
+      const there = [];
+      for (let i = 0; i < 5; i++) {
+        here.push(allocateHere('host', 64));
+        there.push(allocateThere(64));
+      }
+      const snapshot = memorySnapshot();
+      t.is(snapshot.stacks.length, 2, 'two call sites, two stacks, however many calls');
+      t.regex(stackOf(snapshot, here[4]), /^ {4}at allocateHere \(.*observe\.spec\.mjs:\d+:\d+\)\n {4}at /);
+      t.regex(stackOf(snapshot, there[4]), /^ {4}at allocateThere \(.*observe\.spec\.mjs:\d+:\d+\)/);
+      t.true(here.every((m) => stackOf(snapshot, m) === stackOf(snapshot, here[0])));
+      t.true(there.every((m) => stackOf(snapshot, m) === stackOf(snapshot, there[0])));
+      for (const m of [...here, ...there]) m.free();
+    } finally {
+      recordMemoryHistory({ enabled: false });
+    }
+  }
+});
+
 register('the ring keeps the newest maxEntries events; stacks: false records none', (t) => {
   recordMemoryHistory({ maxEntries: 4, stacks: false });
   try {

@@ -228,8 +228,12 @@ export function memSharedFacts(memoryId: number): number
 /** A second handle on the same memory (zero-copy; views share the allocation). */
 export function memView(memoryId: number): number
 
-/** The stack of this thread's next allocation (while a recording with stacks runs). */
-export function observeNextStack(stack: string): void
+/** The stack of this thread's next allocation (while a recording with stacks runs): its id in the recording, or -1. */
+export function observeNextStack(stack: string): number
+/** The stack of this thread's next allocation by the id `observeNextStack` gave in recording `generation`; false once that recording is over. */
+export function observeNextStackId(id: number, generation: number): boolean
+/** The generation of the recording now. */
+export function observeStackGeneration(): number
 
 /** Starts a recording of `maxEntries` events (stacks sent by the JS layer when `stacks`), dropping an earlier one; `enabled` false ends the recording. */
 export function observeRecord(enabled: boolean, maxEntries: number, stacks: boolean): void

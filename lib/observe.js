@@ -13,13 +13,16 @@ const { display, typeName } = require('./values.js');
 const devices = require('./device.js');
 
 // Intrinsics are taken at load, so later changes to globals change nothing here.
-const { Error, Object, Number, WeakSet, String, Reflect } = globalThis;
+const { Error, Object, Number, WeakSet, String, Reflect, Map } = globalThis;
 const { parse } = JSON;
 const keys = Object.keys;
 const apply = Reflect.apply;
 const isSafeInteger = Number.isSafeInteger;
 const captureStackTrace = Error.captureStackTrace;
 const weakSetAdd = WeakSet.prototype.add;
+const mapGet = Map.prototype.get;
+const mapSet = Map.prototype.set;
+const mapSize = Object.getOwnPropertyDescriptor(Map.prototype, 'size').get;
 const weakSetHas = WeakSet.prototype.has;
 const stringIndexOf = String.prototype.indexOf;
 const stringSlice = String.prototype.slice;
@@ -138,6 +141,8 @@ function recordMemoryHistory(options) {
     }
   }
   native.observeRecord(enabled, maxEntries, enabled && withStacks);
+  // The ids of this thread's stacks named the last recording's texts.
+  stackIds = new Map();
   recording = enabled;
   stacks = enabled && withStacks;
   stackDepth = depth;
@@ -179,8 +184,90 @@ function onOutOfMemory(callback) {
   };
 }
 
-/** The stack of the JS call that allocates, without the frames of this package. */
-function captureStack(above) {
+// A stack is taken as V8's call sites, and its text is made only the first time this
+// thread sees it: formatting every allocation's stack costs several times the capture.
+// The sites are named by file and position (a number per file, so a key is short), and
+// the key names the recording's id of the text, sent once.
+const asCallSites = (_error, sites) => sites;
+
+/** The call sites of the JS call that allocates (`above` and what it called left out). */
+function callSites(above) {
+  const holder = { __proto__: null };
+  const limit = Error.stackTraceLimit;
+  const prepare = Error.prepareStackTrace;
+  Error.stackTraceLimit = stackDepth;
+  Error.prepareStackTrace = asCallSites;
+  try {
+    captureStackTrace(holder, above);
+    return holder.stack;
+  } finally {
+    Error.prepareStackTrace = prepare;
+    Error.stackTraceLimit = limit;
+  }
+}
+
+// CallSite's methods, from a CallSite taken at load (later changes to them change nothing).
+const siteMethods = (() => {
+  const sites = callSites(undefined);
+  const proto = Object.getPrototypeOf(sites[0]);
+  return { getFileName: proto.getFileName, getPosition: proto.getPosition, toString: proto.toString };
+})();
+
+/** A file's number in this thread's stack keys. */
+const fileIds = new Map();
+/** This thread's stack keys -> their ids in recording `stackGeneration`. */
+let stackIds = new Map();
+let stackGeneration = -1;
+
+/** The key of a stack: each site's file number and position, or its text. */
+function stackKey(sites) {
+  let key = '';
+  for (let i = 0; i < sites.length; i++) {
+    const site = sites[i];
+    const file = apply(siteMethods.getFileName, site, []);
+    if (typeof file !== 'string') {
+      key += `\0${apply(siteMethods.toString, site, [])}\n`;
+      continue;
+    }
+    let id = apply(mapGet, fileIds, [file]);
+    if (id === undefined) {
+      id = apply(mapSize, fileIds, []);
+      apply(mapSet, fileIds, [file, id]);
+    }
+    key += `${id}:${apply(siteMethods.getPosition, site, [])},`;
+  }
+  return key;
+}
+
+/** A stack's text, as Node prints the frames of an error's stack. */
+function stackText(sites) {
+  let text = '';
+  for (let i = 0; i < sites.length; i++) text += `${i === 0 ? '' : '\n'}    at ${apply(siteMethods.toString, sites[i], [])}`;
+  return text;
+}
+
+/** Tells the binding the stack of this thread's next allocation (the call above `above`). */
+function sendStack(above) {
+  // Source maps (--enable-source-maps) change what a frame says: Node's own formatting.
+  if (process.sourceMapsEnabled) {
+    native.observeNextStack(formattedStack(above));
+    return;
+  }
+  const sites = callSites(above);
+  const key = stackKey(sites);
+  const id = apply(mapGet, stackIds, [key]);
+  if (id !== undefined && native.observeNextStackId(id, stackGeneration)) return;
+  if (id !== undefined || apply(mapSize, stackIds, []) === 0) {
+    // A new recording (or the first stack): the ids of the last one name nothing now.
+    stackIds = new Map();
+    stackGeneration = native.observeStackGeneration();
+  }
+  const fresh = native.observeNextStack(stackText(sites));
+  if (fresh >= 0) apply(mapSet, stackIds, [key, fresh]);
+}
+
+/** The stack of the JS call above `above`, formatted by Node (and its source maps). */
+function formattedStack(above) {
   const holder = { __proto__: null };
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = stackDepth;
@@ -231,7 +318,7 @@ function tellObservers(error, kind, nbytes, queue) {
  * throw (converted).
  */
 function allocation(call, kind, nbytes, queue, above) {
-  if (stacks) native.observeNextStack(captureStack(above));
+  if (stacks) sendStack(above);
   const tracing = channels.alloc;
   const traced = subscribed(tracing);
   const context = traced ? { kind: KIND_NAMES[kind], nbytes, device: queue.syclDevice.filterString, pointer: undefined } : undefined;

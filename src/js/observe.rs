@@ -109,9 +109,24 @@ pub fn observe_record(enabled: bool, max_entries: f64, stacks: bool) {
 }
 
 /// The stack of this thread's next allocation (while a recording with stacks runs).
+/// Returns its id in the recording (for `observeNextStackId`), or -1 (none).
 #[napi]
-pub fn observe_next_stack(stack: String) {
-    sink().set_next_stack(&stack);
+pub fn observe_next_stack(stack: String) -> f64 {
+    sink().set_next_stack(&stack).map_or(-1.0, f64::from)
+}
+
+/// The stack of this thread's next allocation by its id in recording `generation`, which
+/// `observeNextStack` returned. `false` when that recording is over (send the text again).
+#[napi]
+pub fn observe_next_stack_id(id: u32, generation: u32) -> bool {
+    sink().set_next_stack_id(generation, id)
+}
+
+/// The generation of the recording now (taken before `observeNextStack`, so that an id is
+/// never kept with a newer recording's generation).
+#[napi]
+pub fn observe_stack_generation() -> u32 {
+    sink().recording_generation()
 }
 
 fn kind_name(kind: UsmKind) -> &'static str {

@@ -384,16 +384,37 @@ impl Sink {
     }
 
     /// Interns `stack` in the recording and marks it as the stack of this thread's next
-    /// allocation. Nothing while no recording with stacks runs.
-    pub fn set_next_stack(&self, stack: &str) {
+    /// allocation. Returns its id in the recording, for [`Sink::set_next_stack_id`];
+    /// `None` while no recording with stacks runs or once its table is full.
+    pub fn set_next_stack(&self, stack: &str) -> Option<u32> {
         let mut state = self.lock();
-        let Some(history) = state.history.as_mut().filter(|h| h.config.stacks) else {
-            return;
-        };
+        let history = state.history.as_mut().filter(|h| h.config.stacks)?;
         let id = history.intern(stack);
         let generation = history.generation;
         drop(state);
         NEXT_STACK.with(|next| next.set(Some((generation, id))));
+        (id != NO_STACK).then_some(id)
+    }
+
+    /// Marks stack `id` of recording `generation` (as [`Sink::set_next_stack`] returned it)
+    /// as the stack of this thread's next allocation. `false` when that recording is over:
+    /// the caller sends the text again.
+    pub fn set_next_stack_id(&self, generation: u32, id: u32) -> bool {
+        let state = self.lock();
+        let known = state
+            .history
+            .as_ref()
+            .is_some_and(|h| h.config.stacks && h.generation == generation && (id as usize) < h.stacks().len());
+        drop(state);
+        if known {
+            NEXT_STACK.with(|next| next.set(Some((generation, id))));
+        }
+        known
+    }
+
+    /// The generation of the recording now (what [`Sink::set_next_stack_id`] compares).
+    pub fn recording_generation(&self) -> u32 {
+        self.lock().generation
     }
 
     /// Takes the stack [`Sink::set_next_stack`] left for this thread's next allocation.
@@ -508,6 +529,26 @@ mod tests {
         let o = sink.allocated(&a, UsmKind::Host, 0x1000, 100, 512, Source::Runtime, None);
         assert_eq!(o, Origin::NONE);
         assert!(sink.figures().is_empty());
+    }
+
+    #[test]
+    fn a_stack_is_sent_once_and_named_by_its_id_while_its_recording_lasts() {
+        let sink = Sink::new(false);
+        assert_eq!(sink.set_next_stack("at f (a.js:1:1)"), None, "no recording");
+        assert!(!sink.set_next_stack_id(sink.recording_generation(), 0));
+        sink.record(Some(HistoryConfig { max_entries: 8, stacks: true }));
+        let generation = sink.recording_generation();
+        let id = sink.set_next_stack("at f (a.js:1:1)").unwrap();
+        assert_eq!(Sink::take_next_stack(), Some((generation, id)));
+        assert!(sink.set_next_stack_id(generation, id));
+        assert_eq!(Sink::take_next_stack(), Some((generation, id)), "the id names the stack again");
+        assert!(!sink.set_next_stack_id(generation, id + 1), "an id the recording never gave");
+        assert_eq!(Sink::take_next_stack(), None);
+        sink.record(Some(HistoryConfig { max_entries: 8, stacks: true }));
+        assert!(!sink.set_next_stack_id(generation, id), "an id of an ended recording");
+        assert_eq!(Sink::take_next_stack(), None);
+        sink.record(Some(HistoryConfig { max_entries: 8, stacks: false }));
+        assert!(!sink.set_next_stack_id(sink.recording_generation(), 0), "stacks off");
     }
 
     #[test]
