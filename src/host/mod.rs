@@ -61,6 +61,8 @@ pub(crate) struct Scratch {
     /// Every byte initialised: `block.len()` is the whole block, of which `len` are used.
     block: Vec<u8>,
     len: usize,
+    /// Where the block goes back to when dropped.
+    store: &'static ScratchStore,
 }
 
 /// How many bytes the kept blocks may hold in all, how many blocks may be kept (a burst
@@ -169,15 +171,27 @@ impl Kept {
 }
 
 /// The kept blocks, the condition their reaper sleeps on, and whether it was started.
-struct Store {
+/// The process value holds the process's one (`memory::registration::HostCopies`);
+/// tests make their own.
+pub struct ScratchStore {
     kept: Mutex<Kept>,
     wake: Condvar,
     reaper: OnceLock<bool>,
 }
 
-impl Store {
-    const fn new(max: usize, max_blocks: usize, idle: Duration) -> Store {
-        Store { kept: Mutex::new(Kept::new(max, max_blocks, idle)), wake: Condvar::new(), reaper: OnceLock::new() }
+impl Default for ScratchStore {
+    fn default() -> Self {
+        ScratchStore::new(SCRATCH_KEPT_MAX, SCRATCH_KEPT_BLOCKS, SCRATCH_IDLE)
+    }
+}
+
+impl ScratchStore {
+    const fn new(max: usize, max_blocks: usize, idle: Duration) -> ScratchStore {
+        ScratchStore {
+            kept: Mutex::new(Kept::new(max, max_blocks, idle)),
+            wake: Condvar::new(),
+            reaper: OnceLock::new(),
+        }
     }
 
     fn take(&self, len: usize) -> Option<Vec<u8>> {
@@ -209,16 +223,16 @@ impl Store {
         self.start_reaper();
     }
 
-    /// Frees every kept block; returns the bytes freed.
-    fn trim(&self) -> usize {
+    /// Frees every idle (kept) block; returns the bytes freed. Blocks in use are untouched.
+    pub(crate) fn trim_idle(&self) -> u64 {
         let blocks = lock(&self.kept).drain();
-        blocks.iter().map(Vec::len).sum()
+        blocks.iter().map(Vec::len).sum::<usize>() as u64
     }
 
-    /// `(blocks, bytes)` kept now.
-    fn stats(&self) -> (usize, usize) {
+    /// `(blocks, bytes)` of idle blocks kept for reuse now.
+    pub(crate) fn idle_stats(&self) -> (u64, u64) {
         let kept = lock(&self.kept);
-        (kept.blocks(), kept.bytes)
+        (kept.blocks() as u64, kept.bytes as u64)
     }
 
     /// One thread per store, asleep until the oldest block expires (or for good while
@@ -262,44 +276,35 @@ impl Store {
     }
 }
 
-static SCRATCH: Store = Store::new(SCRATCH_KEPT_MAX, SCRATCH_KEPT_BLOCKS, SCRATCH_IDLE);
-
 impl Scratch {
-    /// `len` bytes of scratch memory, or `None` when there is no such memory. Neither a
-    /// reused nor a fresh block is written here (fresh pages come zeroed from the OS).
-    pub(crate) fn new(len: usize) -> Option<Scratch> {
+    /// `len` bytes of scratch memory from `store`, or `None` when there is no such memory.
+    /// Neither a reused nor a fresh block is written here (fresh pages come zeroed from
+    /// the OS).
+    pub(crate) fn new(store: &'static ScratchStore, len: usize) -> Option<Scratch> {
         if len == 0 {
-            return Some(Scratch { block: Vec::new(), len });
+            return Some(Scratch { block: Vec::new(), len, store });
         }
-        let block = match SCRATCH.take(len) {
+        let block = match store.take(len) {
             Some(block) => block,
             // Out of memory: the idle blocks may be what is in the way.
-            None => zeroed_bytes(len).or_else(|| (Scratch::trim_idle() > 0).then(|| zeroed_bytes(len)).flatten())?,
+            None => zeroed_bytes(len).or_else(|| (store.trim_idle() > 0).then(|| zeroed_bytes(len)).flatten())?,
         };
-        Some(Scratch { block, len })
+        Some(Scratch { block, len, store })
     }
 
     /// `nbytes` of scratch memory for a copy, or the error that there is no such memory.
-    pub(crate) fn for_copy(nbytes: u64) -> Result<Scratch> {
-        usize::try_from(nbytes).ok().and_then(Scratch::new).ok_or(MemoryError::HostAllocation { nbytes })
+    pub(crate) fn for_copy(store: &'static ScratchStore, nbytes: u64) -> Result<Scratch> {
+        usize::try_from(nbytes)
+            .ok()
+            .and_then(|len| Scratch::new(store, len))
+            .ok_or(MemoryError::HostAllocation { nbytes })
     }
 
     /// A copy of `src` (over several threads when large).
-    pub(crate) fn copy_of(src: ReadBytes<'_>) -> Option<Scratch> {
-        let mut scratch = Scratch::new(usize::try_from(src.len()).ok()?)?;
+    pub(crate) fn copy_of(store: &'static ScratchStore, src: ReadBytes<'_>) -> Option<Scratch> {
+        let mut scratch = Scratch::new(store, usize::try_from(src.len()).ok()?)?;
         host_memcpy_parallel(WriteBytes::of_slice(&mut scratch), src);
         Some(scratch)
-    }
-
-    /// Frees every idle (kept) block; returns the bytes freed. Blocks in use are untouched.
-    pub(crate) fn trim_idle() -> u64 {
-        SCRATCH.trim() as u64
-    }
-
-    /// `(blocks, bytes)` of idle blocks kept for reuse now.
-    pub(crate) fn idle_stats() -> (u64, u64) {
-        let (blocks, bytes) = SCRATCH.stats();
-        (blocks as u64, bytes as u64)
     }
 }
 
@@ -320,7 +325,7 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let block = std::mem::take(&mut self.block);
         if !block.is_empty() {
-            SCRATCH.put(block);
+            self.store.put(block);
         }
     }
 }
@@ -400,44 +405,47 @@ mod tests {
     #[test]
     fn heap_copies_are_exact_and_zeroed_blocks_are_zero() {
         let src: Vec<u8> = (0..(9 << 20)).map(|i| (i % 253) as u8).collect();
-        assert!(Scratch::copy_of(ReadBytes::of_slice(&src)).is_some_and(|copy| *copy == src[..]));
+        let store = own_store();
+        assert!(Scratch::copy_of(store, ReadBytes::of_slice(&src)).is_some_and(|copy| *copy == src[..]));
         // A reused block serves a shorter request with the right length.
-        assert!(Scratch::new(8 << 20).is_some_and(|block| block.len() == 8 << 20));
+        assert!(Scratch::new(store, 8 << 20).is_some_and(|block| block.len() == 8 << 20));
         assert!(zeroed_bytes(5 << 20).is_some_and(|zeros| zeros.len() == 5 << 20 && zeros.iter().all(|&b| b == 0)));
         assert!(zeroed_bytes(0).is_some_and(|empty| empty.is_empty()));
         assert!(zeroed_bytes(usize::MAX).is_none(), "an impossible size is None, not an abort");
     }
 
-    /// Serialises the tests that look at the process-wide store.
-    static GLOBAL: Mutex<()> = Mutex::new(());
+    /// A store of the test's own (no process-wide store: the tests run in parallel).
+    fn own_store() -> &'static ScratchStore {
+        Box::leak(Box::default())
+    }
 
     #[test]
     fn a_block_reused_for_a_short_request_serves_its_full_size_again() {
-        let _serial = lock(&GLOBAL);
-        // Sizes no other test of this binary takes (the store is process-wide).
+        let store = own_store();
         let full = (24 << 20) + 5;
-        let first = Scratch::new(full).map(|s| s.as_ptr() as usize);
-        let short = Scratch::new(13 << 20).map(|s| (s.as_ptr() as usize, s.len()));
+        let first = Scratch::new(store, full).map(|s| s.as_ptr() as usize);
+        let short = Scratch::new(store, 13 << 20).map(|s| (s.as_ptr() as usize, s.len()));
         assert_eq!(short.map(|(p, _)| Some(p)), Some(first), "the short request reuses the block");
         assert_eq!(short.map(|(_, len)| len), Some(13 << 20));
-        let again = Scratch::new(full).map(|s| (s.as_ptr() as usize, s.len()));
+        let again = Scratch::new(store, full).map(|s| (s.as_ptr() as usize, s.len()));
         assert_eq!(again, first.map(|p| (p, full)), "and the full size reuses it too");
     }
 
     #[test]
     fn trim_frees_every_idle_block_and_counts_it() {
-        let _serial = lock(&GLOBAL);
-        let blocks: Vec<Scratch> = [(31 << 20) + 1, 3 << 20].into_iter().filter_map(Scratch::new).collect();
+        let store = own_store();
+        let blocks: Vec<Scratch> =
+            [(31 << 20) + 1, 3 << 20].into_iter().filter_map(|len| Scratch::new(store, len)).collect();
         assert_eq!(blocks.len(), 2);
-        let (count, bytes) = Scratch::idle_stats();
+        assert_eq!(store.idle_stats(), (0, 0), "in use: none idle");
         drop(blocks);
-        assert_eq!(Scratch::idle_stats(), (count + 2, bytes + (34 << 20) + 1));
-        assert_eq!(Scratch::trim_idle(), bytes + (34 << 20) + 1);
-        assert_eq!(Scratch::idle_stats(), (0, 0));
-        let in_use = Scratch::new(1 << 20);
-        assert_eq!(Scratch::trim_idle(), 0, "a block in use is not idle");
+        assert_eq!(store.idle_stats(), (2, (34 << 20) + 1));
+        assert_eq!(store.trim_idle(), (34 << 20) + 1);
+        assert_eq!(store.idle_stats(), (0, 0));
+        let in_use = Scratch::new(store, 1 << 20);
+        assert_eq!(store.trim_idle(), 0, "a block in use is not idle");
         drop(in_use);
-        assert_eq!(Scratch::idle_stats(), (1, 1 << 20));
+        assert_eq!(store.idle_stats(), (1, 1 << 20));
     }
 
     #[test]
@@ -487,44 +495,45 @@ mod tests {
 
     #[test]
     fn the_reaper_frees_idle_blocks_on_its_own() {
-        static STORE: Store = Store::new(1 << 30, 64, Duration::from_millis(100));
+        let store: &'static ScratchStore =
+            Box::leak(Box::new(ScratchStore::new(1 << 30, 64, Duration::from_millis(100))));
         // Before the put: the block is stamped after this, so it is freed no sooner than
         // its idle time after it, however loaded the machine. The waits' bounds only end
         // a wait for a reaper that never comes.
         let start = Instant::now();
-        STORE.put(zeroed_bytes(4 << 20).unwrap());
-        assert_eq!(STORE.stats(), (1, 4 << 20));
-        while STORE.stats() != (0, 0) && start.elapsed() < Duration::from_secs(120) {
+        store.put(zeroed_bytes(4 << 20).unwrap());
+        assert_eq!(store.idle_stats(), (1, 4 << 20));
+        while store.idle_stats() != (0, 0) && start.elapsed() < Duration::from_secs(120) {
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert_eq!(STORE.stats(), (0, 0), "freed with nothing taken or returned");
+        assert_eq!(store.idle_stats(), (0, 0), "freed with nothing taken or returned");
         assert!(start.elapsed() >= Duration::from_millis(100));
         // It sleeps again with nothing kept, and wakes for the next block.
         std::thread::sleep(Duration::from_millis(50));
-        STORE.put(zeroed_bytes(1 << 20).unwrap());
+        store.put(zeroed_bytes(1 << 20).unwrap());
         let start = Instant::now();
-        while STORE.stats() != (0, 0) && start.elapsed() < Duration::from_secs(120) {
+        while store.idle_stats() != (0, 0) && start.elapsed() < Duration::from_secs(120) {
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert_eq!(STORE.stats(), (0, 0));
+        assert_eq!(store.idle_stats(), (0, 0));
     }
 
     #[test]
     fn a_block_taken_and_returned_again_and_again_does_not_wake_the_reaper_each_time() {
-        static STORE: Store = Store::new(1 << 30, 64, Duration::from_secs(60));
-        STORE.put(zeroed_bytes(1 << 16).unwrap());
+        let store: &'static ScratchStore = Box::leak(Box::new(ScratchStore::new(1 << 30, 64, Duration::from_secs(60))));
+        store.put(zeroed_bytes(1 << 16).unwrap());
         // Until the reaper has looked once: it sleeps until the block's deadline, 60 s on.
         let start = Instant::now();
-        while lock(&STORE.kept).reaper_rounds == 0 && start.elapsed() < Duration::from_secs(30) {
+        while lock(&store.kept).reaper_rounds == 0 && start.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(Duration::from_millis(1));
         }
-        let before = lock(&STORE.kept).wakes;
+        let before = lock(&store.kept).wakes;
         for _ in 0..100 {
-            let block = STORE.take(1 << 16).unwrap();
-            STORE.put(block);
+            let block = store.take(1 << 16).unwrap();
+            store.put(block);
         }
         // (At most one more: a spurious wake-up of the reaper may find the block in use.)
-        assert!(lock(&STORE.kept).wakes - before <= 2, "one copy after another: the reaper sleeps on");
+        assert!(lock(&store.kept).wakes - before <= 2, "one copy after another: the reaper sleeps on");
     }
 
     #[test]

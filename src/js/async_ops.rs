@@ -61,7 +61,7 @@ impl HostSide {
             return Ok(direct);
         }
         let copy = bytes
-            .with_bytes(|src| Scratch::copy_of(src.as_read()))
+            .with_bytes(|src| Scratch::copy_of(&process().host_copies().scratch, src.as_read()))
             .ok_or_else(|| to_js_error(env, MemoryError::HostAllocation { nbytes: bytes.byte_length() as u64 }))?;
         Ok(HostSide::Bounce(Some(copy)))
     }
@@ -92,8 +92,8 @@ impl UsmTask {
 
 /// The task's own buffer for a destination, made and filled on the worker.
 fn bounce_into(memory: &UsmMemory, staging: &mut Option<Scratch>) -> Result<(), MemoryError> {
-    let scratch = staging.insert(Scratch::for_copy(memory.nbytes())?);
-    memory.copy_to_host(WriteBytes::of_slice(scratch))
+    let scratch = staging.insert(Scratch::for_copy(&process().host_copies().scratch, memory.nbytes())?);
+    memory.copy_to_host(process().host_copies(), WriteBytes::of_slice(scratch))
 }
 
 impl<'task> ScopedTask<'task> for UsmTask {
@@ -103,17 +103,19 @@ impl<'task> ScopedTask<'task> for UsmTask {
     fn compute(&mut self) -> napi::Result<Self::Output> {
         Ok(match &mut self.operation {
             Operation::ToHost { memory, host: HostSide::Direct { bytes, registration, .. } } => {
-                bytes.with_bytes(|dst| memory.copy_to_host_via(dst, registration.as_deref()))
+                bytes.with_bytes(|dst| memory.copy_to_host_via(process().host_copies(), dst, registration.as_deref()))
             }
             Operation::ToHost { memory, host: HostSide::Bounce(staging) } => bounce_into(memory, staging),
             Operation::FromHost { memory, host: HostSide::Direct { bytes, registration, .. } } => {
-                bytes.with_bytes(|src| memory.copy_from_host_via(src.as_read(), registration.as_deref()))
+                bytes.with_bytes(|src| {
+                    memory.copy_from_host_via(process().host_copies(), src.as_read(), registration.as_deref())
+                })
             }
             Operation::FromHost { memory, host: HostSide::Bounce(Some(copy)) } => {
-                memory.copy_from_host(ReadBytes::of_slice(copy))
+                memory.copy_from_host(process().host_copies(), ReadBytes::of_slice(copy))
             }
             Operation::FromHost { host: HostSide::Bounce(None), .. } => Ok(()),
-            Operation::FromDevice { memory, source } => memory.copy_from_device(source),
+            Operation::FromDevice { memory, source } => memory.copy_from_device(process().host_copies(), source),
             Operation::Memset { memory, value } => memory.memset(*value),
         })
     }

@@ -58,10 +58,11 @@ pub fn mem_view(env: &Env, memory_id: f64) -> napi::Result<f64> {
 pub fn mem_adopt(env: &Env, source_id: f64, kind: u32, copy: bool, queue_id: f64) -> napi::Result<f64> {
     let (source, queue) = lookup(env, |h| Ok((h.memory(source_id)?, h.queue(queue_id)?)))?;
     let kind = UsmKind::from_allocated_value(kind).or_throw(env)?;
-    let handle = match UsmMemory::adopt(process().pool(), source, kind, copy, &queue).or_throw(env)? {
-        Adopted::View(memory) => MemoryHandle::new(memory),
-        Adopted::Copy(memory) => MemoryHandle::allocated(env, memory),
-    };
+    let handle =
+        match UsmMemory::adopt(process().pool(), process().host_copies(), source, kind, copy, &queue).or_throw(env)? {
+            Adopted::View(memory) => MemoryHandle::new(memory),
+            Adopted::Copy(memory) => MemoryHandle::allocated(env, memory),
+        };
     lookup(env, |h| h.add_memory(handle))
 }
 
@@ -226,7 +227,7 @@ pub fn mem_copy_to_host(env: &Env, memory_id: f64, dst: Unknown) -> napi::Result
     let memory = lookup(env, |h| h.memory(memory_id))?;
     let bytes = host_bytes(env, &dst, "dst")?;
     let registration = crate::js::registration::vouched(env, &bytes)?;
-    bytes.with_bytes(|dst| memory.copy_to_host_via(dst, registration.as_deref())).or_throw(env)
+    bytes.with_bytes(|dst| memory.copy_to_host_via(process().host_copies(), dst, registration.as_deref())).or_throw(env)
 }
 
 /// `copyFromHost(src)`: a host buffer into the start of the memory.
@@ -234,13 +235,15 @@ pub fn mem_copy_from_host(env: &Env, memory_id: f64, src: Unknown) -> napi::Resu
     let memory = lookup(env, |h| h.memory(memory_id))?;
     let bytes = host_bytes(env, &src, "src")?;
     let registration = crate::js::registration::vouched(env, &bytes)?;
-    bytes.with_bytes(|src| memory.copy_from_host_via(src.as_read(), registration.as_deref())).or_throw(env)
+    bytes
+        .with_bytes(|src| memory.copy_from_host_via(process().host_copies(), src.as_read(), registration.as_deref()))
+        .or_throw(env)
 }
 
 /// `copyFromDevice(src)`: another memory object into the start of this one.
 pub fn mem_copy_from_device(env: &Env, memory_id: f64, source_id: f64) -> napi::Result<()> {
     let (memory, source) = lookup(env, |h| Ok((h.memory(memory_id)?, h.memory(source_id)?)))?;
-    memory.copy_from_device(&source).or_throw(env)
+    memory.copy_from_device(process().host_copies(), &source).or_throw(env)
 }
 
 /// `memset(value)`: every byte of the memory.

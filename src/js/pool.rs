@@ -4,7 +4,6 @@
 
 use napi_derive::napi;
 
-use crate::host::Scratch;
 use crate::js::json;
 use crate::js::state::process;
 use crate::memory::pool::KindStats;
@@ -24,7 +23,7 @@ fn kind_stats(stats: KindStats) -> String {
 #[napi]
 pub fn pool_stats() -> String {
     let stats = process().pool().stats();
-    let (blocks, bytes) = Scratch::idle_stats();
+    let (blocks, bytes) = process().host_copies().scratch.idle_stats();
     json::object(&[
         ("enabled", stats.enabled.to_string()),
         ("device", kind_stats(stats.device)),

@@ -248,7 +248,7 @@ fn arguments(env: &Env, spec: &[f64], bits: &[u32]) -> napi::Result<Vec<KernelAr
 fn settle_later(env: &Env, submission: Submission) -> napi::Result<f64> {
     let (deferred, promise) = env.create_deferred::<(), _>()?;
     let reference = JsRef::new(&promise.to_unknown())?;
-    let event = submission.when_done(move |result| {
+    let event = submission.when_done(crate::js::state::process().completions(), move |result| {
         deferred.resolve(move |env| result.map_err(|err| to_js_error(&env, err)));
     });
     insert_event(env, event, Some(reference))

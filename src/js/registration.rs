@@ -105,7 +105,13 @@ pub fn host_register(env: &Env, queue_id: f64, host: Unknown) -> napi::Result<Fl
     // be the buffer's.
     let registration = bytes
         .with_bytes(|range| unsafe {
-            Registration::new(&queue, ReadBytes::from_raw(range.address(), range.len()), holder, this_thread())
+            Registration::new(
+                process().registrations(),
+                &queue,
+                ReadBytes::from_raw(range.address(), range.len()),
+                holder,
+                this_thread(),
+            )
         })
         .or_throw(env)?;
     let registered = f64::from(u8::from(registration.registered()));

@@ -435,7 +435,8 @@ fn operand(env: &Env, memory_id: f64, host: Option<Unknown>, writes: bool) -> na
             HostSide::Direct { .. } => (bytes.address(), len, Held::Direct(side, TaskRef::new(&value)?)),
             HostSide::Bounce(Some(copy)) => (copy.as_ptr() as u64, len, Held::BounceOut(copy)),
             HostSide::Bounce(None) => {
-                let mut scratch = Scratch::for_copy(len).or_throw(env)?;
+                let mut scratch =
+                    Scratch::for_copy(&crate::js::state::process().host_copies().scratch, len).or_throw(env)?;
                 (scratch.as_mut_ptr() as u64, len, Held::BounceIn(scratch, TaskRef::new(&value)?))
             }
         });

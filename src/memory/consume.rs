@@ -11,7 +11,6 @@ use crate::error::{MemoryError, Result};
 use crate::memory::allocation::{bind_view, provenance, runtime_slack, unowned, Provenance, ViewHolder};
 use crate::memory::interface::{parse_interface, pointer_not_bound, syclobj_invalid, RawInterface};
 use crate::memory::process::ProcessRuntime;
-use crate::memory::registration::registered_at;
 use crate::memory::usm::{Owner, UsmMemory};
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Queue};
@@ -89,7 +88,7 @@ fn resolve(
     };
     // Registered host memory is the user's, whatever a runtime calls it (CUDA's driver
     // reports it as host memory): the model's book of registrations answers.
-    if registered_at(address) || context.pointer_kind(address) == UsmKind::Unknown {
+    if process.registrations().registered_at(address) || context.pointer_kind(address) == UsmKind::Unknown {
         return Err(pointer_not_bound(address, shown));
     }
     // The runtime knows the address but our book does not: it may be the runtime's

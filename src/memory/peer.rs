@@ -31,7 +31,7 @@
 use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
-use crate::memory::registration::{host_copy, HostSide};
+use crate::memory::registration::{host_copy, HostCopies, HostSide};
 use crate::runtime::peer::{PeerAccess, PeerQuery};
 use crate::runtime::{Device, Queue, ReadBytes, UsmKind, WriteBytes};
 
@@ -137,7 +137,13 @@ pub fn route(dst: Side<'_>, src: Side<'_>) -> Route {
 /// Copies all of `src` into the start of `dst` (memory of two different contexts, not
 /// overlapping) along [`route`]; returns the route taken. The one copy between contexts
 /// that `copyFromDevice`, its async form and a queue's `memcpy` all make.
-pub fn copy_across(dst: Side<'_>, dst_bytes: WriteBytes<'_>, src: Side<'_>, src_bytes: ReadBytes<'_>) -> Result<Route> {
+pub fn copy_across(
+    host_copies: &'static HostCopies,
+    dst: Side<'_>,
+    dst_bytes: WriteBytes<'_>,
+    src: Side<'_>,
+    src_bytes: ReadBytes<'_>,
+) -> Result<Route> {
     let route = route(dst, src);
     let (dst_queue, src_queue) = (dst.queue.as_ref(), src.queue.as_ref());
     let device = dst_queue.device();
@@ -150,14 +156,16 @@ pub fn copy_across(dst: Side<'_>, dst_bytes: WriteBytes<'_>, src: Side<'_>, src_
         }
         (Route::PinnedStaged, Some(peer)) => peer.copy_staged(dst_queue, dst_bytes, src_queue, src_bytes)?,
         // `route` gives the other routes only where the device has the capability.
-        _ => staged_copy(src.queue, dst.queue, dst_bytes, src_bytes)?,
+        _ => staged_copy(host_copies, src.queue, dst.queue, dst_bytes, src_bytes)?,
     }
     Ok(route)
 }
 
 /// Copies all of `src` (read through `from`) into `dst` (written through `to`) by way of
-/// host memory of our own: for ranges of two contexts, or ranges that overlap.
+/// host memory of our own: for ranges of two contexts, or ranges that overlap (`host_copies`:
+/// the registrations either runtime copy must avoid, and the scratch it stages through).
 pub(crate) fn staged_copy(
+    host_copies: &'static HostCopies,
     from: &Arc<dyn Queue>,
     to: &Arc<dyn Queue>,
     dst: WriteBytes<'_>,
@@ -165,9 +173,9 @@ pub(crate) fn staged_copy(
 ) -> Result<()> {
     let nbytes = src.copy_len(&dst)?;
     // Scratch of the async copies: reused, and never zero-filled (the copy fills it).
-    let mut staging = crate::host::Scratch::for_copy(nbytes)?;
-    host_copy(from, WriteBytes::of_slice(&mut staging), src, HostSide::Destination, None)?;
-    host_copy(to, dst, ReadBytes::of_slice(&staging), HostSide::Source, None)
+    let mut staging = crate::host::Scratch::for_copy(&host_copies.scratch, nbytes)?;
+    host_copy(host_copies, from, WriteBytes::of_slice(&mut staging), src, HostSide::Destination, None)?;
+    host_copy(host_copies, to, dst, ReadBytes::of_slice(&staging), HostSide::Source, None)
 }
 
 #[cfg(test)]

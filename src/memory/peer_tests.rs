@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::memory::pool::test_pool;
+use crate::memory::registration::HostCopies;
 use crate::memory::usm::UsmMemory;
 use crate::runtime::fake::{FakeContext, FakeDevice, FakePeers};
 use crate::runtime::DeviceType;
@@ -48,8 +49,8 @@ impl TwoGpus {
 fn without_peer_access_a_copy_between_two_devices_is_staged_by_the_runtime_never_through_our_host_memory() {
     let gpus = two_gpus(4201, "cuda");
     let (on0, on1) = (gpus.memory(0, UsmKind::Device), gpus.memory(1, UsmKind::Device));
-    on1.copy_from_device(&on0).unwrap();
-    on0.copy_from_device(&on1).unwrap();
+    on1.copy_from_device(HostCopies::leaked(), &on0).unwrap();
+    on0.copy_from_device(HostCopies::leaked(), &on1).unwrap();
     assert_eq!(gpus.copies(), [("staged", 1), ("staged", 0)], "pinned staging, on the destination's queue");
     assert_eq!(gpus.plain_copies(), 0, "no copy went through host memory of ours");
     assert_eq!(route(on1.side(), on0.side()), Route::PinnedStaged);
@@ -63,20 +64,20 @@ fn with_peer_access_a_copy_goes_device_to_device_on_the_queue_of_the_side_that_r
     enable_peer_access(gpus.device(1), gpus.device(0)).unwrap();
     assert_eq!(route(on1.side(), on0.side()), Route::DirectOnDestination);
     assert_eq!(route(on0.side(), on1.side()), Route::DirectOnSource);
-    on1.copy_from_device(&on0).unwrap(); // 0 -> 1: device 1 pulls
-    on0.copy_from_device(&on1).unwrap(); // 1 -> 0: device 1 pushes
+    on1.copy_from_device(HostCopies::leaked(), &on0).unwrap(); // 0 -> 1: device 1 pulls
+    on0.copy_from_device(HostCopies::leaked(), &on1).unwrap(); // 1 -> 0: device 1 pushes
     assert_eq!(gpus.copies(), [("direct", 1), ("direct", 1)]);
     assert_eq!(gpus.plain_copies(), 0);
 
     // Both ways enabled: each copy runs on its destination's queue.
     enable_peer_access(gpus.device(0), gpus.device(1)).unwrap();
-    on0.copy_from_device(&on1).unwrap();
+    on0.copy_from_device(HostCopies::leaked(), &on1).unwrap();
     assert_eq!(gpus.copies(), [("direct", 0)]);
 
     // Disabled again: back to staging.
     disable_peer_access(gpus.device(1), gpus.device(0)).unwrap();
     disable_peer_access(gpus.device(0), gpus.device(1)).unwrap();
-    on1.copy_from_device(&on0).unwrap();
+    on1.copy_from_device(HostCopies::leaked(), &on0).unwrap();
     assert_eq!(gpus.copies(), [("staged", 1)]);
 }
 
@@ -87,7 +88,7 @@ fn two_contexts_of_one_device_copy_directly_without_peer_access() {
     let queue = other.queue();
     let a = gpus.memory(0, UsmKind::Device);
     let b = UsmMemory::allocate(test_pool(), &queue, UsmKind::Device, MIB, 0).unwrap();
-    b.copy_from_device(&a).unwrap();
+    b.copy_from_device(HostCopies::leaked(), &a).unwrap();
     assert_eq!(gpus.copies(), [("direct", 0)]);
 }
 
@@ -96,7 +97,7 @@ fn memory_that_is_not_device_memory_or_devices_without_the_capability_are_staged
     let gpus = two_gpus(4231, "cuda");
     let (shared0, device1) = (gpus.memory(0, UsmKind::Shared), gpus.memory(1, UsmKind::Device));
     assert_eq!(route(device1.side(), shared0.side()), Route::HostStaged);
-    device1.copy_from_device(&shared0).unwrap();
+    device1.copy_from_device(HostCopies::leaked(), &shared0).unwrap();
     assert!(gpus.copies().is_empty());
     assert_eq!(gpus.plain_copies(), 2, "one runtime copy to the host, one from it");
 
@@ -106,7 +107,7 @@ fn memory_that_is_not_device_memory_or_devices_without_the_capability_are_staged
     let a = UsmMemory::allocate(test_pool(), &plain[0], UsmKind::Device, MIB, 0).unwrap();
     let b = UsmMemory::allocate(test_pool(), &plain[1], UsmKind::Device, MIB, 0).unwrap();
     assert_eq!(route(b.side(), a.side()), Route::HostStaged);
-    b.copy_from_device(&a).unwrap();
+    b.copy_from_device(HostCopies::leaked(), &a).unwrap();
 }
 
 #[test]
@@ -114,9 +115,9 @@ fn a_copy_between_two_devices_still_checks_sizes_first() {
     let gpus = two_gpus(4241, "cuda");
     let small = UsmMemory::allocate(test_pool(), &gpus.queues[1], UsmKind::Device, MIB / 2, 0).unwrap();
     let big = gpus.memory(0, UsmKind::Device);
-    assert_eq!(small.copy_from_device(&big).unwrap_err().code(), "ERR_SOURCE_TOO_LARGE");
+    assert_eq!(small.copy_from_device(HostCopies::leaked(), &big).unwrap_err().code(), "ERR_SOURCE_TOO_LARGE");
     assert!(gpus.copies().is_empty(), "refused before any copy");
-    big.copy_from_device(&small).unwrap();
+    big.copy_from_device(HostCopies::leaked(), &small).unwrap();
     assert_eq!(gpus.copies(), [("staged", 0)]);
 }
 

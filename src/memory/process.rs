@@ -1,6 +1,7 @@
 //! The process's runtime state, in one value: the device registry over the loaded
 //! providers, the caching pool (with its sink of memory events, `memory::observe`), the
-//! IPC book, the share table and the finder of the other copies of this package. The binding makes one
+//! IPC book, the share table, the host registrations and scratch of copies through host
+//! memory, and the finder of the other copies of this package. The binding makes one
 //! per process (`js::state::process`) and hands it, or the part a call needs, to the
 //! model by reference; the model keeps no process-wide state of its own. Tests make their
 //! own over the fake provider, so they run in parallel without sharing a pool or a book.
@@ -16,6 +17,8 @@ use crate::memory::copies::{NoOthers, OtherCopies};
 use crate::memory::ipc_mapping::IpcBook;
 use crate::memory::observe::{self, Sink};
 use crate::memory::pool::{enabled_from, Limits, Pool, PoolOwner, ENV_VAR};
+use crate::memory::program::Completions;
+use crate::memory::registration::{HostCopies, RegistrationBook};
 use crate::memory::registry::Registry;
 use crate::memory::share::ShareTable;
 use crate::runtime::{Device, ProviderLoad};
@@ -28,6 +31,8 @@ pub struct ProcessRuntime {
     shares: ShareTable,
     /// How this copy asks the other copies of the package (set once by the binding).
     others: OnceLock<Box<dyn OtherCopies>>,
+    host_copies: HostCopies,
+    completions: Completions,
 }
 
 impl ProcessRuntime {
@@ -51,6 +56,8 @@ impl ProcessRuntime {
             ipc: IpcBook::default(),
             shares: ShareTable::default(),
             others: OnceLock::new(),
+            host_copies: HostCopies::default(),
+            completions: Completions::default(),
         }
     }
 
@@ -105,6 +112,23 @@ impl ProcessRuntime {
         &self.shares
     }
 
+    /// The host memory registered with a runtime (`registerHost`), which every copy with a
+    /// host side consults.
+    pub fn registrations(&'static self) -> &'static RegistrationBook {
+        &self.host_copies.registrations
+    }
+
+    /// What copies through host memory consult: the registrations, and the scratch they
+    /// bounce or stage through (also the async copies' bounce buffers).
+    pub fn host_copies(&'static self) -> &'static HostCopies {
+        &self.host_copies
+    }
+
+    /// The thread that lets go of asynchronous kernel submissions' operands and settles them.
+    pub fn completions(&'static self) -> &'static Completions {
+        &self.completions
+    }
+
     /// The other copies of this package in the process (none until [`Self::set_others`]).
     pub fn others(&self) -> &dyn OtherCopies {
         self.others.get().map_or(&NoOthers, |others| others.as_ref())
@@ -119,7 +143,7 @@ impl ProcessRuntime {
 
 impl PoolOwner for ProcessRuntime {
     fn trim_spare(&self) -> u64 {
-        crate::host::Scratch::trim_idle().saturating_add(self.registry.trim_spare())
+        self.host_copies.scratch.trim_idle().saturating_add(self.registry.trim_spare())
     }
 
     fn device_name(&self, device: &dyn Device) -> String {

@@ -433,21 +433,27 @@ fn check_reachable(queue: &Arc<dyn Queue>, memories: &[&UsmMemory]) -> Result<()
 /// What the completion thread runs: drops a finished submission's operands, then tells.
 type Finished = Box<dyn FnOnce() + Send>;
 
-/// The completion thread's queue (made at the first asynchronous submission; process-wide
-/// until the process value holds it).
-static COMPLETIONS: OnceLock<Option<Mutex<mpsc::Sender<Finished>>>> = OnceLock::new();
+/// The completion thread of asynchronous submissions, started at the first one. The
+/// process value holds the process's (`ProcessRuntime::completions`).
+#[derive(Default)]
+pub struct Completions {
+    sender: OnceLock<Option<Mutex<mpsc::Sender<Finished>>>>,
+}
 
-fn completions() -> Option<mpsc::Sender<Finished>> {
-    let sender = COMPLETIONS.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Finished>();
-        let spawned = std::thread::Builder::new().name("dpctl-memory-completions".into()).spawn(move || {
-            for finished in rx {
-                finished();
-            }
+impl Completions {
+    /// The thread's queue (`None`: it could not be started).
+    fn sender(&self) -> Option<mpsc::Sender<Finished>> {
+        let sender = self.sender.get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<Finished>();
+            let spawned = std::thread::Builder::new().name("dpctl-memory-completions".into()).spawn(move || {
+                for finished in rx {
+                    finished();
+                }
+            });
+            spawned.ok().map(|_| Mutex::new(tx))
         });
-        spawned.ok().map(|_| Mutex::new(tx))
-    });
-    sender.as_ref().map(|tx| crate::sync::lock(tx).clone())
+        sender.as_ref().map(|tx| crate::sync::lock(tx).clone())
+    }
 }
 
 impl Submission {
@@ -463,11 +469,15 @@ impl Submission {
         waited.map(|()| event)
     }
 
-    /// Calls `notify` on the completion thread once the work is done, after letting go of
-    /// its operands. Returns the event at once.
-    pub fn when_done(self, notify: impl FnOnce(Result<()>) + Send + 'static) -> Arc<dyn Event> {
+    /// Calls `notify` on the thread of `completions` once the work is done, after letting
+    /// go of its operands. Returns the event at once.
+    pub fn when_done(
+        self,
+        completions: &Completions,
+        notify: impl FnOnce(Result<()>) + Send + 'static,
+    ) -> Arc<dyn Event> {
         let Submission { event, operands } = self;
-        let Some(sender) = completions() else {
+        let Some(sender) = completions.sender() else {
             // No completion thread: wait here (the operands stay held until done).
             let result = event.wait();
             drop(operands);

@@ -22,13 +22,14 @@
 //!   any thread may end another's stale registration. One in use by a copy is never
 //!   stale (the copy proves its buffer holds the bytes).
 //!
-//! Every lookup is by range in the [`RangeBook`] of live registrations: O(log n).
+//! Every lookup is by range in the [`RangeBook`] of live registrations (a
+//! [`RegistrationBook`], the process value's): O(log n).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::error::{MemoryError, Result};
-use crate::host::{host_memcpy_parallel, Scratch};
+use crate::host::{host_memcpy_parallel, Scratch, ScratchStore};
 use crate::memory::allocation::Allocation;
 use crate::runtime::ranges::RangeBook;
 use crate::runtime::registration::RegisterOutcome;
@@ -78,21 +79,54 @@ impl Entry {
     }
 }
 
-/// Every live registration of the process by range (ranges never overlap), with its
-/// count for a lock-free "none" on the copy path.
-static LIVE: Mutex<RangeBook<Entry>> = Mutex::new(RangeBook::new());
-static LIVE_COUNT: AtomicUsize = AtomicUsize::new(0);
-
-/// How many registrations are live in the process now.
-pub fn live_count() -> usize {
-    LIVE_COUNT.load(Ordering::Relaxed)
+/// Every live registration of a process by range (ranges never overlap), with its count
+/// for a lock-free "none" on the copy path. The process value holds the process's one
+/// (`ProcessRuntime::registrations`); every copy with a host side consults it.
+pub struct RegistrationBook {
+    live: Mutex<RangeBook<Entry>>,
+    count: AtomicUsize,
 }
 
-/// Whether `address` lies in host memory registered with a runtime now: memory of the
-/// user's, never USM memory of a context, whatever a runtime says of it (CUDA's driver
-/// calls registered memory host memory).
-pub fn registered_at(address: Address) -> bool {
-    live_count() > 0 && lock(&LIVE).holding(address).is_some_and(|range| range.value.pinned)
+impl Default for RegistrationBook {
+    fn default() -> Self {
+        RegistrationBook { live: Mutex::new(RangeBook::new()), count: AtomicUsize::new(0) }
+    }
+}
+
+impl RegistrationBook {
+    /// How many registrations are live now.
+    pub fn live_count(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Whether `address` lies in host memory registered with a runtime now: memory of the
+    /// user's, never USM memory of a context, whatever a runtime says of it (CUDA's driver
+    /// calls registered memory host memory).
+    pub fn registered_at(&self, address: Address) -> bool {
+        self.live_count() > 0 && lock(&self.live).holding(address).is_some_and(|range| range.value.pinned)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, RangeBook<Entry>> {
+        lock(&self.live)
+    }
+}
+
+/// What every copy through host memory consults: the registrations a runtime copy must
+/// avoid, and the scratch it bounces or stages through. The process value holds the
+/// process's (`ProcessRuntime::host_copies`); tests make their own.
+#[derive(Default)]
+pub struct HostCopies {
+    pub registrations: RegistrationBook,
+    pub scratch: ScratchStore,
+}
+
+impl HostCopies {
+    /// A value of its own for a test, for the rest of the process (scratch blocks refer
+    /// back to their store).
+    #[cfg(test)]
+    pub fn leaked() -> &'static HostCopies {
+        Box::leak(Box::default())
+    }
 }
 
 /// The state of a registration that changes after it is made.
@@ -109,6 +143,8 @@ struct State {
 /// A registration of host memory with the runtime of one context (or a reported no-op
 /// where the runtime needs none). Dropping the last `Arc` ends it, if nothing did before.
 pub struct Registration {
+    /// The book it is in while it lives.
+    book: &'static RegistrationBook,
     context: Arc<dyn Context>,
     address: Address,
     len: u64,
@@ -135,7 +171,7 @@ impl Drop for InUse<'_> {
 }
 
 impl Registration {
-    /// Registers `bytes` with the runtime of `queue`'s context, for `owner` (the caller's
+    /// Registers `bytes` with the runtime of `queue`'s context in `book`, for `owner` (the caller's
     /// number for the registering thread), the bytes held as `holder` says. Stale
     /// registrations over the bytes (see [`Holder`]) end first.
     ///
@@ -144,6 +180,7 @@ impl Registration {
     /// The registration may outlive that memory: copies use it only when vouched for (see
     /// the module).
     pub unsafe fn new(
+        book: &'static RegistrationBook,
         queue: &Arc<dyn Queue>,
         bytes: ReadBytes<'_>,
         holder: Holder,
@@ -155,6 +192,7 @@ impl Registration {
         }
         let context = queue.context();
         let registration = Arc::new(Registration {
+            book,
             context,
             address,
             len,
@@ -173,7 +211,7 @@ impl Registration {
             Ok(outcome) => {
                 state.outcome = Some(outcome);
                 drop(state);
-                if let Some(entry) = lock(&LIVE).get_mut(address) {
+                if let Some(entry) = registration.book.lock().get_mut(address) {
                     entry.pinned = outcome == RegisterOutcome::Registered;
                 }
                 Ok(registration)
@@ -194,7 +232,7 @@ impl Registration {
     fn reserve(self: &Arc<Self>) -> Result<()> {
         for attempt in 0..2 {
             let stale = {
-                let mut book = lock(&LIVE);
+                let mut book = self.book.lock();
                 let mut stale = Vec::new();
                 let mut live = None;
                 for range in book.overlapping(self.address, self.len) {
@@ -215,7 +253,7 @@ impl Registration {
                 if stale.is_empty() {
                     let entry = Entry { registration: Arc::downgrade(self), pinned: true };
                     if book.insert(self.address, self.len, entry).is_ok() {
-                        LIVE_COUNT.fetch_add(1, Ordering::Relaxed);
+                        self.book.count.fetch_add(1, Ordering::Relaxed);
                     }
                     return Ok(());
                 }
@@ -228,7 +266,7 @@ impl Registration {
             }
         }
         let (start, registered) =
-            lock(&LIVE).first_overlapping(self.address, self.len).map_or((self.address, 0), |r| (r.start, r.len));
+            self.book.lock().first_overlapping(self.address, self.len).map_or((self.address, 0), |r| (r.start, r.len));
         Err(MemoryError::RegistrationOverlap { len: self.len, address: self.address, registered, start })
     }
 
@@ -245,8 +283,8 @@ impl Registration {
 
     /// Takes the range out of the book if it is still this registration's.
     fn leave_book(&self) {
-        if lock(&LIVE).remove_if(self.address, |entry| entry.is(self)).is_some() {
-            LIVE_COUNT.fetch_sub(1, Ordering::Relaxed);
+        if self.book.lock().remove_if(self.address, |entry| entry.is(self)).is_some() {
+            self.book.count.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -335,11 +373,11 @@ enum Route {
     Bounce,
 }
 
-fn route(host: (Address, u64), vouched: Option<&Registration>) -> Route {
-    if live_count() == 0 {
+fn route(book: &RegistrationBook, host: (Address, u64), vouched: Option<&Registration>) -> Route {
+    if book.live_count() == 0 {
         return Route::Plain;
     }
-    let book = lock(&LIVE);
+    let book = book.lock();
     let mut overlapping = book.overlapping(host.0, host.1).peekable();
     if let (Some(r), Some(range)) = (vouched, overlapping.peek()) {
         // Inside the vouched registration: it is the only range the copy overlaps.
@@ -355,9 +393,11 @@ fn route(host: (Address, u64), vouched: Option<&Registration>) -> Route {
 }
 
 /// A runtime copy between host memory (the `host` side) and memory of `queue`, by the
-/// rules of this module. `vouched` is the registration the caller checked the host
-/// memory still belongs to.
+/// rules of this module, over the registrations of `host` (bouncing through its
+/// scratch). `vouched` is the registration the caller checked the host memory still
+/// belongs to.
 pub(crate) fn host_copy(
+    host_copies: &'static HostCopies,
     queue: &Arc<dyn Queue>,
     dst: WriteBytes<'_>,
     src: ReadBytes<'_>,
@@ -370,18 +410,24 @@ pub(crate) fn host_copy(
     };
     // Held for the copy: a registration found stale meanwhile cannot end under it.
     let in_use = vouched.and_then(Registration::begin_use);
-    match route(range, in_use.as_ref().map(|used| used.0)) {
+    match route(&host_copies.registrations, range, in_use.as_ref().map(|used| used.0)) {
         Route::Plain => queue.memcpy(dst, src),
         Route::Registered => queue.memcpy_registered(dst, src),
-        Route::Bounce => bounce(queue, dst, src, host),
+        Route::Bounce => bounce(host_copies, queue, dst, src, host),
     }
 }
 /// The copy through memory of our own, which the CPU copies to or from the host side.
-fn bounce(queue: &Arc<dyn Queue>, dst: WriteBytes<'_>, src: ReadBytes<'_>, host: HostSide) -> Result<()> {
+fn bounce(
+    host_copies: &'static HostCopies,
+    queue: &Arc<dyn Queue>,
+    dst: WriteBytes<'_>,
+    src: ReadBytes<'_>,
+    host: HostSide,
+) -> Result<()> {
     let nbytes = src.copy_len(&dst)?;
-    let mut scratch = Scratch::for_copy(nbytes)?;
+    let mut scratch = Scratch::for_copy(&host_copies.scratch, nbytes)?;
     let own = WriteBytes::of_slice(&mut scratch);
-    if route((own.address(), own.len()), None) != Route::Plain {
+    if route(&host_copies.registrations, (own.address(), own.len()), None) != Route::Plain {
         return Err(MemoryError::BounceInRegistration { nbytes });
     }
     match host {
@@ -403,9 +449,6 @@ mod tests {
     use super::*;
     use crate::runtime::fake::{FakeContext, FakeDevice};
 
-    /// The table is process-wide: tests that count on it run one at a time.
-    static SERIAL: Mutex<()> = Mutex::new(());
-
     fn fake(registers: bool) -> (Arc<FakeContext>, Arc<dyn Queue>) {
         let context = FakeContext::new(7, FakeDevice::new(1 << 30, 1 << 30));
         context.counts().registers = registers;
@@ -413,21 +456,29 @@ mod tests {
         (context, queue)
     }
 
-    fn register(queue: &Arc<dyn Queue>, bytes: &[u8]) -> Result<Arc<Registration>> {
-        register_as(queue, bytes, Holder::Sole, 1)
+    fn register(book: &'static RegistrationBook, queue: &Arc<dyn Queue>, bytes: &[u8]) -> Result<Arc<Registration>> {
+        register_as(book, queue, bytes, Holder::Sole, 1)
     }
 
-    fn register_as(queue: &Arc<dyn Queue>, bytes: &[u8], holder: Holder, owner: u64) -> Result<Arc<Registration>> {
+    fn register_as(
+        book: &'static RegistrationBook,
+        queue: &Arc<dyn Queue>,
+        bytes: &[u8],
+        holder: Holder,
+        owner: u64,
+    ) -> Result<Arc<Registration>> {
         // SAFETY: the test's own buffer, alive for the test.
-        unsafe { Registration::new(queue, ReadBytes::of_slice(bytes), holder, owner) }
+        unsafe { Registration::new(book, queue, ReadBytes::of_slice(bytes), holder, owner) }
     }
 
     #[test]
     fn a_registration_is_unregistered_once_when_its_last_arc_goes() {
-        let _serial = lock(&SERIAL);
+        // Registrations and scratch of this test's own: the tests run in parallel.
+        let copies = HostCopies::leaked();
+        let book = &copies.registrations;
         let (context, queue) = fake(true);
         let host = vec![1u8; 4096];
-        let registration = register(&queue, &host).unwrap();
+        let registration = register(book, &queue, &host).unwrap();
         assert!(registration.registered());
         let in_flight = registration.clone();
         drop(registration);
@@ -435,15 +486,17 @@ mod tests {
         drop(in_flight);
         assert_eq!(context.counts().unregistered, vec![host.as_ptr() as Address]);
         // The range is free again.
-        drop(register(&queue, &host).unwrap());
+        drop(register(book, &queue, &host).unwrap());
     }
 
     #[test]
     fn a_runtime_that_cannot_register_reports_a_no_op() {
-        let _serial = lock(&SERIAL);
+        // Registrations and scratch of this test's own: the tests run in parallel.
+        let copies = HostCopies::leaked();
+        let book = &copies.registrations;
         let (context, queue) = fake(false);
         let host = vec![0u8; 64];
-        let registration = register(&queue, &host).unwrap();
+        let registration = register(book, &queue, &host).unwrap();
         assert!(!registration.registered());
         drop(registration);
         assert!(context.counts().unregistered.is_empty());
@@ -451,45 +504,53 @@ mod tests {
 
     #[test]
     fn overlapping_and_empty_registrations_are_refused_with_codes() {
-        let _serial = lock(&SERIAL);
+        // Registrations and scratch of this test's own: the tests run in parallel.
+        let copies = HostCopies::leaked();
+        let book = &copies.registrations;
         let (_context, queue) = fake(true);
         let host = vec![0u8; 8192];
-        let first = register(&queue, &host[..4096]).unwrap();
-        let err = register(&queue, &host[4095..]).unwrap_err();
+        let first = register(book, &queue, &host[..4096]).unwrap();
+        let err = register(book, &queue, &host[4095..]).unwrap_err();
         assert_eq!(err.code(), "ERR_HOST_RANGE_REGISTERED");
         // Adjacent is fine.
-        let second = register(&queue, &host[4096..]).unwrap();
-        assert_eq!(register(&queue, &host[..0]).unwrap_err().code(), "ERR_INVALID_SIZE");
+        let second = register(book, &queue, &host[4096..]).unwrap();
+        assert_eq!(register(book, &queue, &host[..0]).unwrap_err().code(), "ERR_INVALID_SIZE");
         drop((first, second));
     }
 
     #[test]
     fn a_failed_runtime_registration_leaves_no_entry() {
-        let _serial = lock(&SERIAL);
+        // Registrations and scratch of this test's own: the tests run in parallel.
+        let copies = HostCopies::leaked();
+        let book = &copies.registrations;
         let (context, queue) = fake(true);
         context.counts().fail_registration = true;
         let host = vec![0u8; 64];
-        assert!(register(&queue, &host).is_err());
+        assert!(register(book, &queue, &host).is_err());
         context.counts().fail_registration = false;
-        drop(register(&queue, &host).unwrap());
+        drop(register(book, &queue, &host).unwrap());
     }
 
     #[test]
     fn only_a_vouched_copy_inside_the_registration_uses_it_and_others_bounce() {
-        let _serial = lock(&SERIAL);
+        // Registrations and scratch of this test's own: the tests run in parallel.
+        let copies = HostCopies::leaked();
+        let book = &copies.registrations;
         let (context, queue) = fake(true);
         let mut host = vec![5u8; 4096];
-        let registration = register(&queue, &host).unwrap();
+        let registration = register(book, &queue, &host).unwrap();
         let device = queue.allocate(crate::runtime::UsmKind::Device, 4096, 0).unwrap();
         // SAFETY: the fake never touches memory.
         let device_bytes = unsafe { WriteBytes::from_raw(device, 4096) };
 
-        host_copy(&queue, device_bytes, ReadBytes::of_slice(&host), HostSide::Source, Some(&registration)).unwrap();
+        host_copy(copies, &queue, device_bytes, ReadBytes::of_slice(&host), HostSide::Source, Some(&registration))
+            .unwrap();
         assert_eq!(context.counts().registered_copies, 1);
         let plain_before = context.counts().plain_copies.len();
 
         // Not vouched: through a bounce buffer, never the registered range itself.
         host_copy(
+            copies,
             &queue,
             WriteBytes::of_slice(&mut host[..100]),
             device_bytes.as_read().prefix(100).unwrap(),
@@ -506,29 +567,39 @@ mod tests {
 
         // Vouched for another registration's bytes (a range it does not cover): bounced.
         let other = vec![0u8; 64];
-        let other_registration = register(&queue, &other).unwrap();
-        host_copy(&queue, device_bytes, ReadBytes::of_slice(&host), HostSide::Source, Some(&other_registration))
-            .unwrap();
+        let other_registration = register(book, &queue, &other).unwrap();
+        host_copy(
+            copies,
+            &queue,
+            device_bytes,
+            ReadBytes::of_slice(&host),
+            HostSide::Source,
+            Some(&other_registration),
+        )
+        .unwrap();
         assert_eq!(context.counts().registered_copies, 1);
         drop((registration, other_registration));
 
         // No registration left: plain again, with the caller's own range.
-        host_copy(&queue, device_bytes, ReadBytes::of_slice(&host), HostSide::Source, None).unwrap();
+        host_copy(copies, &queue, device_bytes, ReadBytes::of_slice(&host), HostSide::Source, None).unwrap();
         let last = *context.counts().plain_copies.last().unwrap();
         assert_eq!(last.1, host.as_ptr() as Address);
     }
 
     #[test]
     fn a_no_op_registration_leaves_copies_plain() {
-        let _serial = lock(&SERIAL);
+        // Registrations and scratch of this test's own: the tests run in parallel.
+        let copies = HostCopies::leaked();
+        let book = &copies.registrations;
         let (context, queue) = fake(false);
         let host = vec![5u8; 256];
-        let registration = register(&queue, &host).unwrap();
+        let registration = register(book, &queue, &host).unwrap();
         let device = queue.allocate(crate::runtime::UsmKind::Device, 256, 0).unwrap();
         // SAFETY: the fake never touches memory.
         let device_bytes = unsafe { WriteBytes::from_raw(device, 256) };
-        host_copy(&queue, device_bytes, ReadBytes::of_slice(&host), HostSide::Source, None).unwrap();
-        host_copy(&queue, device_bytes, ReadBytes::of_slice(&host), HostSide::Source, Some(&registration)).unwrap();
+        host_copy(copies, &queue, device_bytes, ReadBytes::of_slice(&host), HostSide::Source, None).unwrap();
+        host_copy(copies, &queue, device_bytes, ReadBytes::of_slice(&host), HostSide::Source, Some(&registration))
+            .unwrap();
         let counts = context.counts();
         assert_eq!(counts.registered_copies, 0);
         assert!(counts.plain_copies.iter().all(|&(_, src)| src == host.as_ptr() as Address));
@@ -536,52 +607,58 @@ mod tests {
 
     #[test]
     fn a_sole_buffer_registered_by_another_thread_ends_the_stale_one() {
-        let _serial = lock(&SERIAL);
+        // Registrations and scratch of this test's own: the tests run in parallel.
+        let copies = HostCopies::leaked();
+        let book = &copies.registrations;
         let (context, queue) = fake(true);
         let host = vec![0u8; 4096];
         // Thread 1 registered it; the buffer went to thread 2 (transferred), which
         // registers the same bytes: thread 1's is stale and ends, unregistered once.
-        let first = register_as(&queue, &host, Holder::Sole, 1).unwrap();
-        let same_thread = register_as(&queue, &host, Holder::Sole, 1).unwrap_err();
+        let first = register_as(book, &queue, &host, Holder::Sole, 1).unwrap();
+        let same_thread = register_as(book, &queue, &host, Holder::Sole, 1).unwrap_err();
         assert_eq!(same_thread.code(), "ERR_HOST_RANGE_REGISTERED", "a live overlap of one thread is refused");
-        let second = register_as(&queue, &host, Holder::Sole, 2).unwrap();
+        let second = register_as(book, &queue, &host, Holder::Sole, 2).unwrap();
         assert!(first.ended() && !second.ended());
         assert_eq!(context.counts().unregistered, vec![host.as_ptr() as Address]);
         drop(first);
         assert_eq!(context.counts().unregistered.len(), 1, "ended once, not again when dropped");
-        assert!(registered_at(host.as_ptr() as Address), "the new one holds the range");
+        assert!(book.registered_at(host.as_ptr() as Address), "the new one holds the range");
         drop(second);
-        assert!(!registered_at(host.as_ptr() as Address));
+        assert!(!book.registered_at(host.as_ptr() as Address));
     }
 
     #[test]
     fn shared_memory_of_two_threads_is_a_real_overlap_and_one_in_use_is_never_stale() {
-        let _serial = lock(&SERIAL);
+        // Registrations and scratch of this test's own: the tests run in parallel.
+        let copies = HostCopies::leaked();
+        let book = &copies.registrations;
         let (_context, queue) = fake(true);
         let host = vec![0u8; 4096];
-        let first = register_as(&queue, &host, Holder::Shared, 1).unwrap();
-        let err = register_as(&queue, &host, Holder::Shared, 2).unwrap_err();
+        let first = register_as(book, &queue, &host, Holder::Shared, 1).unwrap();
+        let err = register_as(book, &queue, &host, Holder::Shared, 2).unwrap_err();
         assert_eq!(err.code(), "ERR_HOST_RANGE_REGISTERED", "a SharedArrayBuffer may be held by both");
         // A plain buffer over those bytes in thread 2: the shared memory was freed.
         let in_use = first.begin_use().unwrap();
-        assert!(register_as(&queue, &host, Holder::Sole, 2).is_err(), "a copy uses it: it holds its bytes");
+        assert!(register_as(book, &queue, &host, Holder::Sole, 2).is_err(), "a copy uses it: it holds its bytes");
         drop(in_use);
-        let second = register_as(&queue, &host, Holder::Sole, 2).unwrap();
+        let second = register_as(book, &queue, &host, Holder::Sole, 2).unwrap();
         assert!(first.ended() && first.begin_use().is_none(), "an ended registration serves no copy");
         drop((first, second));
     }
 
     #[test]
     fn a_registration_of_memory_whose_allocation_is_gone_is_stale_to_anyone() {
-        let _serial = lock(&SERIAL);
+        // Registrations and scratch of this test's own: the tests run in parallel.
+        let copies = HostCopies::leaked();
+        let book = &copies.registrations;
         let (context, queue) = fake(true);
         let host = vec![0u8; 256];
         let pool = Box::leak(Box::new(crate::memory::pool::Pool::new(false, crate::memory::pool::Limits::default())));
         let allocation = Allocation::new(pool, &queue, crate::runtime::UsmKind::Host, 256, 0).unwrap();
-        let first = register_as(&queue, &host, Holder::of(Some(&allocation), false), 1).unwrap();
-        assert!(register_as(&queue, &host, Holder::Sole, 2).is_err(), "the allocation lives: a real overlap");
+        let first = register_as(book, &queue, &host, Holder::of(Some(&allocation), false), 1).unwrap();
+        assert!(register_as(book, &queue, &host, Holder::Sole, 2).is_err(), "the allocation lives: a real overlap");
         drop(allocation);
-        let second = register_as(&queue, &host, Holder::Sole, 1).unwrap();
+        let second = register_as(book, &queue, &host, Holder::Sole, 1).unwrap();
         assert!(first.ended());
         assert_eq!(context.counts().unregistered, vec![host.as_ptr() as Address]);
         drop((first, second));
@@ -589,17 +666,19 @@ mod tests {
 
     #[test]
     fn a_copy_over_several_registrations_bounces_if_any_is_pinned() {
-        let _serial = lock(&SERIAL);
+        // Registrations and scratch of this test's own: the tests run in parallel.
+        let copies = HostCopies::leaked();
+        let book = &copies.registrations;
         let (pinning, queue) = fake(true);
         let (_cpu, cpu_queue) = fake(false);
         let host = vec![3u8; 8192];
-        let pinned = register(&queue, &host[..4096]).unwrap();
+        let pinned = register(book, &queue, &host[..4096]).unwrap();
         // A no-op registration of another context above it, which the copy also overlaps.
-        let no_op = register(&cpu_queue, &host[4096..]).unwrap();
+        let no_op = register(book, &cpu_queue, &host[4096..]).unwrap();
         let device = queue.allocate(crate::runtime::UsmKind::Device, 8192, 0).unwrap();
         // SAFETY: the fake never touches memory.
         let device_bytes = unsafe { WriteBytes::from_raw(device, 8192) };
-        host_copy(&queue, device_bytes, ReadBytes::of_slice(&host), HostSide::Source, None).unwrap();
+        host_copy(copies, &queue, device_bytes, ReadBytes::of_slice(&host), HostSide::Source, None).unwrap();
         let last = *pinning.counts().plain_copies.last().unwrap();
         assert_ne!(last.1, host.as_ptr() as Address, "bounced: the runtime never saw the pinned range");
         drop((pinned, no_op));
@@ -607,14 +686,16 @@ mod tests {
 
     #[test]
     fn many_registrations_cost_a_lookup_each() {
-        let _serial = lock(&SERIAL);
+        // Registrations and scratch of this test's own: the tests run in parallel.
+        let copies = HostCopies::leaked();
+        let book = &copies.registrations;
         let (_context, queue) = fake(false);
         let host = vec![0u8; 100_000];
-        let before = live_count();
-        let all: Vec<_> = (0..host.len()).map(|i| register(&queue, &host[i..=i]).unwrap()).collect();
-        assert_eq!(live_count(), before + host.len());
-        assert!(register(&queue, &host[500..501]).is_err());
+        let before = book.live_count();
+        let all: Vec<_> = (0..host.len()).map(|i| register(book, &queue, &host[i..=i]).unwrap()).collect();
+        assert_eq!(book.live_count(), before + host.len());
+        assert!(register(book, &queue, &host[500..501]).is_err());
         drop(all);
-        assert_eq!(live_count(), before);
+        assert_eq!(book.live_count(), before);
     }
 }

@@ -9,7 +9,7 @@ use crate::memory::allocation::Allocation;
 use crate::memory::ipc_mapping::IpcMapping;
 use crate::memory::peer::{staged_copy, Side};
 use crate::memory::pool::Pool;
-use crate::memory::registration::{host_copy, HostSide, Registration};
+use crate::memory::registration::{host_copy, HostCopies, HostSide, Registration};
 use crate::runtime::hints::{Advice, HintOutcome, Location};
 use crate::runtime::UsmKind;
 use crate::runtime::{Address, Context, Queue, ReadBytes, WriteBytes};
@@ -173,6 +173,7 @@ impl UsmMemory {
     /// as `memory::registration` allows.
     fn host_transfer(
         &self,
+        host_copies: &'static HostCopies,
         dst: WriteBytes<'_>,
         src: ReadBytes<'_>,
         host: HostSide,
@@ -185,9 +186,9 @@ impl UsmMemory {
         // The host side may be this memory's own bytes (its zero-copy buffer, or that of a
         // view of the same allocation): a runtime copy of overlapping ranges is undefined.
         if src.overlaps(&dst) {
-            return staged_copy(&self.queue, &self.queue, dst, src);
+            return staged_copy(host_copies, &self.queue, &self.queue, dst, src);
         }
-        host_copy(&self.queue, dst, src, host, registration)
+        host_copy(host_copies, &self.queue, dst, src, host, registration)
     }
 
     /// Where the memory starts (dpctl's `_pointer`).
@@ -230,9 +231,11 @@ impl UsmMemory {
         Ok(())
     }
 
-    /// Copies all `nbytes` into the start of `dst`, which must be at least that long.
-    pub fn copy_to_host(&self, dst: WriteBytes<'_>) -> Result<()> {
-        self.copy_to_host_via(dst, None)
+    /// Copies all `nbytes` into the start of `dst`, which must be at least that long
+    /// (`host_copies`: the process's registrations, which a runtime copy must avoid, and
+    /// its scratch).
+    pub fn copy_to_host(&self, host_copies: &'static HostCopies, dst: WriteBytes<'_>) -> Result<()> {
+        self.copy_to_host_via(host_copies, dst, None)
     }
 
     /// The argument check of `copy_to_host` into `len` bytes: the async copy makes it
@@ -263,24 +266,34 @@ impl UsmMemory {
     }
 
     /// `copy_to_host` through `registration`, which the caller checked still holds `dst`.
-    pub fn copy_to_host_via(&self, dst: WriteBytes<'_>, registration: Option<&Registration>) -> Result<()> {
+    pub fn copy_to_host_via(
+        &self,
+        host_copies: &'static HostCopies,
+        dst: WriteBytes<'_>,
+        registration: Option<&Registration>,
+    ) -> Result<()> {
         self.check_copy_to_host(dst.len())?;
-        self.host_transfer(dst, self.bytes().as_read(), HostSide::Destination, registration)
+        self.host_transfer(host_copies, dst, self.bytes().as_read(), HostSide::Destination, registration)
     }
 
     /// Writes `src` at offset 0; a shorter source leaves the tail unchanged.
-    pub fn copy_from_host(&self, src: ReadBytes<'_>) -> Result<()> {
-        self.copy_from_host_via(src, None)
+    pub fn copy_from_host(&self, host_copies: &'static HostCopies, src: ReadBytes<'_>) -> Result<()> {
+        self.copy_from_host_via(host_copies, src, None)
     }
 
     /// `copy_from_host` through `registration`, which the caller checked still holds `src`.
-    pub fn copy_from_host_via(&self, src: ReadBytes<'_>, registration: Option<&Registration>) -> Result<()> {
+    pub fn copy_from_host_via(
+        &self,
+        host_copies: &'static HostCopies,
+        src: ReadBytes<'_>,
+        registration: Option<&Registration>,
+    ) -> Result<()> {
         let len = src.len();
         self.check_copy_from_host(len)?;
         if len == 0 {
             return Ok(());
         }
-        self.host_transfer(self.bytes(), src, HostSide::Source, registration)
+        self.host_transfer(host_copies, self.bytes(), src, HostSide::Source, registration)
     }
 
     /// Copies all of `src` to offset 0 of this memory: one runtime copy in one context;
@@ -288,7 +301,7 @@ impl UsmMemory {
     /// path exists, else staged: a runtime may not reject a cross-context copy, so none is
     /// asked of it without the peer capability); through the host when they overlap (the
     /// result is then as with `memmove`).
-    pub fn copy_from_device(&self, src: &UsmMemory) -> Result<()> {
+    pub fn copy_from_device(&self, host_copies: &'static HostCopies, src: &UsmMemory) -> Result<()> {
         self.check_copy_from_device(src)?;
         if self.cpu_access.covers(src.nbytes) && src.cpu_access.covers(src.nbytes) {
             // Both sides are host memory (e.g. on a CPU device): no runtime call, and no
@@ -304,12 +317,13 @@ impl UsmMemory {
             return self.queue.memcpy(self.bytes(), src.bytes().as_read());
         }
         if overlap {
-            return staged_copy(&src.queue, &self.queue, self.bytes(), src.bytes().as_read());
+            return staged_copy(host_copies, &src.queue, &self.queue, self.bytes(), src.bytes().as_read());
         }
         // Two contexts (two devices, or two contexts of one): device to device where a
         // direct path exists (`memory::peer`).
         let (dst_side, src_side) = (self.side(), src.side());
-        crate::memory::peer::copy_across(dst_side, self.bytes(), src_side, src.bytes().as_read()).map(|_| ())
+        crate::memory::peer::copy_across(host_copies, dst_side, self.bytes(), src_side, src.bytes().as_read())
+            .map(|_| ())
     }
 
     /// The memory as one side of a copy between contexts.
@@ -359,6 +373,7 @@ impl UsmMemory {
     /// holding a copy of it (given back at once if the copy fails); else an error.
     pub fn adopt(
         pool: &'static Pool,
+        host_copies: &'static HostCopies,
         source: UsmMemory,
         kind: UsmKind,
         copy: bool,
@@ -376,7 +391,7 @@ impl UsmMemory {
             });
         }
         let memory = UsmMemory::allocate(pool, queue, kind, source.nbytes(), 0)?;
-        memory.copy_from_device(&source)?;
+        memory.copy_from_device(host_copies, &source)?;
         Ok(Adopted::Copy(memory))
     }
 
@@ -462,8 +477,8 @@ mod tests {
         // zero-copy buffer, shifted by one byte.
         let (shifted_src, shifted_dst) =
             unsafe { (ReadBytes::from_raw(address + 1, nbytes - 1), WriteBytes::from_raw(address + 1, nbytes)) };
-        memory.copy_from_host(shifted_src).unwrap();
-        memory.copy_to_host(shifted_dst).unwrap();
+        memory.copy_from_host(HostCopies::leaked(), shifted_src).unwrap();
+        memory.copy_to_host(HostCopies::leaked(), shifted_dst).unwrap();
         let copies = context.counts().plain_copies.clone();
         assert!(!copies.is_empty(), "the copies went to the runtime");
         assert!(!overlapping(&copies, nbytes), "overlapping runtime copies: {copies:x?} around {address:#x}");
@@ -508,11 +523,17 @@ mod tests {
         let larger = UsmMemory::allocate(crate::memory::pool::test_pool(), &queue, UsmKind::Device, 65, 0).unwrap();
         let mut short = [0u8; 63];
         let long = [0u8; 65];
-        assert_eq!(memory.check_copy_to_host(63), memory.copy_to_host(WriteBytes::of_slice(&mut short)));
+        assert_eq!(
+            memory.check_copy_to_host(63),
+            memory.copy_to_host(HostCopies::leaked(), WriteBytes::of_slice(&mut short))
+        );
         assert_eq!(memory.check_copy_to_host(63), Err(MemoryError::DestinationTooSmall { nbytes: 64, len: 63 }));
-        assert_eq!(memory.check_copy_from_host(65), memory.copy_from_host(ReadBytes::of_slice(&long)));
+        assert_eq!(
+            memory.check_copy_from_host(65),
+            memory.copy_from_host(HostCopies::leaked(), ReadBytes::of_slice(&long))
+        );
         assert_eq!(memory.check_copy_from_host(65), Err(MemoryError::SourceTooLarge { nbytes: 64, len: 65 }));
-        assert_eq!(memory.check_copy_from_device(&larger), memory.copy_from_device(&larger));
+        assert_eq!(memory.check_copy_from_device(&larger), memory.copy_from_device(HostCopies::leaked(), &larger));
         assert_eq!(memory.check_copy_from_device(&larger), Err(MemoryError::SourceTooLarge { nbytes: 64, len: 65 }));
         assert!(context.counts().plain_copies.is_empty(), "a refused copy reached the runtime");
         assert_eq!(memory.check_copy_to_host(64), Ok(()));
@@ -528,7 +549,10 @@ mod tests {
             unsafe { UsmMemory::from_interface(backing.as_ptr() as u64, 64, queue.clone(), Owner::Foreign, true) };
         let written = Err(MemoryError::ReadOnlyWrite { address: read_only.address() });
         assert_eq!(read_only.check_copy_from_host(8), written);
-        assert_eq!(read_only.check_copy_from_host(8), read_only.copy_from_host(ReadBytes::of_slice(&long[..8])));
+        assert_eq!(
+            read_only.check_copy_from_host(8),
+            read_only.copy_from_host(HostCopies::leaked(), ReadBytes::of_slice(&long[..8]))
+        );
         assert_eq!(read_only.check_copy_from_device(&memory), written);
         assert_eq!(read_only.check_memset(), written);
         assert_eq!(read_only.check_memset(), read_only.memset(0));

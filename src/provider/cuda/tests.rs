@@ -545,6 +545,7 @@ fn gpu_two_devices_peer_access_and_copies_both_ways() {
 #[ignore = "needs CUDA"]
 fn gpu_copies_between_two_contexts_of_one_device_take_the_route_the_model_gives() {
     use crate::memory::peer::{copy_across, Route, Side};
+    use crate::memory::registration::HostCopies;
     let (dev, ctx, q) = setup();
     let other = dev.create_context().unwrap();
     let oq = other.create_queue(&dev).unwrap();
@@ -562,10 +563,10 @@ fn gpu_copies_between_two_contexts_of_one_device_take_the_route_the_model_gives(
         )
     };
     let device = UsmKind::Device;
-    let route = copy_across(side(&oq, device), into_b, side(&q, device), from_a).unwrap();
+    let route = copy_across(HostCopies::leaked(), side(&oq, device), into_b, side(&q, device), from_a).unwrap();
     assert_eq!(route, Route::DirectOnDestination, "one device: cuMemcpyPeerAsync on the destination's stream");
     assert_eq!(read_device(&oq, b, nbytes), pattern(nbytes));
-    let route = copy_across(side(&oq, UsmKind::Host), into_h, side(&q, device), from_a).unwrap();
+    let route = copy_across(HostCopies::leaked(), side(&oq, UsmKind::Host), into_h, side(&q, device), from_a).unwrap();
     assert_eq!(route, Route::HostStaged, "host memory of the other context: through our host memory");
     assert_eq!(read_device(&oq, h, nbytes), pattern(nbytes));
     free_raw(ctx.as_ref(), a).unwrap();
