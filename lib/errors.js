@@ -99,6 +99,42 @@ const IPC_CLONE_GUARD = cloneGuard(
   'an IPCMemoryHandle cannot be cloned or posted: send handle.toBytes() and handle.nbytes, and open them with IPCMemoryHandle.open(bytes, { device, nbytes })',
 );
 
+/**
+ * The one way a binding task becomes a Promise of this realm: `start()` begins it, and
+ * the Promise resolves to `map(value)` when it settles, or rejects with the binding's
+ * error made here. `keepAlive` (the memory object, the host buffer) stays reachable
+ * until then, so nothing is collected under the task. An error `start` throws (an
+ * argument the binding checks before any work) rejects the Promise, with the
+ * synchronous method's code and message; with `throwAtStart` it is thrown instead.
+ */
+function settle(start, map, keepAlive, throwAtStart = false) {
+  let promise;
+  try {
+    promise = start();
+  } catch (error) {
+    if (throwAtStart) throw fromNative(error);
+    return rejected(fromNative(error));
+  }
+  return finish(promise, map, keepAlive);
+}
+
+/** A Promise of this realm, rejected with `error`. */
+async function rejected(error) {
+  throw error;
+}
+
+async function finish(promise, map, keepAlive) {
+  let value;
+  try {
+    value = await promise;
+  } catch (error) {
+    throw fromNative(error);
+  } finally {
+    keepAlive = undefined;
+  }
+  return map(value);
+}
+
 const invalidThis = (className, member) =>
   typeError(`${className}.prototype.${member} called on an object that is not a ${className}`, ErrorCode.InvalidThis);
 
@@ -111,6 +147,7 @@ module.exports = {
   typeError,
   rangeError,
   fromNative,
+  settle,
   invalidThis,
   CLONE_GUARD,
   MEMORY_CLONE_GUARD,

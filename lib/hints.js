@@ -2,7 +2,7 @@
 'use strict';
 // The arguments of `MemoryUSMShared`'s `prefetch()` and `memAdvise()`, read into plain
 // values before the binding is called, and their result.
-const { ErrorCode, typeError, fromNative } = require('./errors.js');
+const { ErrorCode, typeError, settle } = require('./errors.js');
 const { display, typeName, onlyOption } = require('./values.js');
 
 const { Object, Reflect, Array } = globalThis;
@@ -48,28 +48,13 @@ function adviseArgs(advice, options) {
   return [advice, locationArg(onlyOption(options, 'location', 'memAdvise'), 'location')];
 }
 
-/**
- * Starts the binding's hint task now (its errors throw at once) and resolves to
- * `{ applied }`. `memory` stays reachable until it settles.
- */
-function runHint(start, memory) {
-  let promise;
-  try {
-    promise = start();
-  } catch (error) {
-    throw fromNative(error);
-  }
-  return settleHint(promise, memory);
-}
+/** The result of a hint: whether the runtime applied it. */
+const applied = (value) => freeze({ applied: value === true });
 
-async function settleHint(promise, memory) {
-  try {
-    return freeze({ applied: (await promise) === true });
-  } catch (error) {
-    throw fromNative(error);
-  } finally {
-    memory = undefined;
-  }
-}
+/**
+ * Runs a hint's binding call: resolves to `{ applied }`; the memory object stays
+ * reachable until it settles. An error of the call itself is thrown, not a rejection.
+ */
+const runHint = (start, memory) => settle(start, applied, [memory], true);
 
 module.exports = { ADVICE, prefetchArgs, adviseArgs, runHint };

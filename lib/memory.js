@@ -6,8 +6,8 @@
 // options and `__sycl_usm_array_interface__` dictionaries are read here, before the
 // binding is called, so no user code runs while the binding holds a raw pointer.
 const { native, own, MEMORY_HANDLE, KIND, KIND_NAMES } = require('./native.js');
-const { ErrorCode, makeError, typeError, rangeError, fromNative, invalidThis, MEMORY_CLONE_GUARD } = require('./errors.js');
-const { isHostBuffer, display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg, onlyOption, isArray, isRevoked, listOf, shortName } = require('./values.js');
+const { ErrorCode, makeError, typeError, rangeError, fromNative, settle, invalidThis, MEMORY_CLONE_GUARD } = require('./errors.js');
+const { isHostBuffer, display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg, isArray, isRevoked, listOf, readOptions: readNamed } = require('./values.js');
 const devices = require('./device.js');
 const { prefetchArgs, adviseArgs, runHint } = require('./hints.js');
 const { shareToken, openToken } = require('./share.js');
@@ -18,7 +18,6 @@ const { ArrayBuffer, Uint8Array, Object, WeakMap, Symbol, Reflect, BigInt, Array
 const apply = Reflect.apply;
 const setPrototypeOf = Object.setPrototypeOf;
 const isPrototypeOf = Object.prototype.isPrototypeOf;
-const keys = Object.keys;
 // Methods of collections, called through `apply`: a replaced prototype method changes nothing.
 const weakMapSet = WeakMap.prototype.set;
 const bigintToString = BigInt.prototype.toString;
@@ -58,7 +57,23 @@ const hostDataSource = (kind) =>
     ErrorCode.NotUsm,
   );
 
+/** What an async method without a result resolves to. */
+const noValue = () => undefined;
+
 const NO_OPTIONS = Object.freeze({ alignment: 0, queue: undefined, copy: false });
+
+/** Whether an option was given a value (`undefined` and `null` mean the default). */
+const given = (value) => value !== undefined && value !== null;
+
+/** The readers of the memory constructors' options (`undefined`: the default). */
+const MEMORY_OPTIONS = Object.freeze({
+  alignment: (value) => (given(value) ? alignmentArg(value) : undefined),
+  queue: (value) => {
+    if (given(value) && !isQueue(value)) throw typeError(`queue must be a SyclQueue, not ${display(value)}`);
+    return given(value) ? value : undefined;
+  },
+  copy: (value) => (given(value) ? boolArg(value, 'copy') : undefined),
+});
 
 /** `{ alignment?, queue?, copy? }`: own enumerable properties only, unknown names refused. */
 function readOptions(options) {
@@ -73,26 +88,8 @@ function readOptions(options) {
   if (isQueue(options) || isContext(options) || isDevice(options) || isMemory(options)) {
     throw typeError('options must be a plain object such as { queue }, not a SyclQueue, SyclContext, SyclDevice or memory object');
   }
-  let alignment = 0;
-  let queue;
-  let copy = false;
-  const names = keys(options);
-  for (let i = 0; i < names.length; i++) {
-    const name = names[i];
-    const value = options[name];
-    const given = value !== undefined && value !== null;
-    if (name === 'alignment') {
-      if (given) alignment = alignmentArg(value);
-    } else if (name === 'queue') {
-      if (given && !isQueue(value)) throw typeError(`queue must be a SyclQueue, not ${display(value)}`);
-      if (given) queue = value;
-    } else if (name === 'copy') {
-      if (given) copy = boolArg(value, 'copy');
-    } else {
-      throw typeError(`unknown option '${shortName(name)}': the options are alignment, queue and copy`);
-    }
-  }
-  return { alignment, queue, copy };
+  const read = readNamed(options, MEMORY_OPTIONS, (name) => `unknown option '${name}': the options are alignment, queue and copy`);
+  return { alignment: read.alignment ?? 0, queue: read.queue, copy: read.copy ?? false };
 }
 
 /** A plain copy of an interface field the binding can read without running user code. */
@@ -444,18 +441,18 @@ class _Memory {
     const target = this.#destination(dst);
     const bytes = hostArg(target, 'dst');
     if (observe.subscribed(observe.channels.copy)) {
-      return observe.tracePromise('copyToHostAsync', this, this.#nbytes, () => settle(() => native.memCopyToHostAsync(handle, bytes), target, this, target));
+      return observe.tracePromise('copyToHostAsync', this, this.#nbytes, () => settle(() => native.memCopyToHostAsync(handle, bytes), () => target, [this, target]));
     }
-    return settle(() => native.memCopyToHostAsync(handle, bytes), target, this, target);
+    return settle(() => native.memCopyToHostAsync(handle, bytes), () => target, [this, target]);
   }
   /** `copyFromHost` off the main thread; `src` stays alive until it settles. */
   copyFromHostAsync(src) {
     const handle = _Memory.#live(this, 'copyFromHostAsync');
     const bytes = hostArg(src, 'src');
     if (observe.subscribed(observe.channels.copy)) {
-      return observe.tracePromise('copyFromHostAsync', this, bytes.byteLength, () => settle(() => native.memCopyFromHostAsync(handle, bytes), undefined, this, src));
+      return observe.tracePromise('copyFromHostAsync', this, bytes.byteLength, () => settle(() => native.memCopyFromHostAsync(handle, bytes), noValue, [this, src]));
     }
-    return settle(() => native.memCopyFromHostAsync(handle, bytes), undefined, this, src);
+    return settle(() => native.memCopyFromHostAsync(handle, bytes), noValue, [this, src]);
   }
   /** `copyFromDevice` off the main thread; both memories stay alive until it settles. */
   copyFromDeviceAsync(src) {
@@ -463,9 +460,9 @@ class _Memory {
     const from = deviceSource(src);
     try {
       if (observe.subscribed(observe.channels.copy)) {
-        return observe.tracePromise('copyFromDeviceAsync', this, from.facts.nbytes, () => settle(() => native.memCopyFromDeviceAsync(handle, from.handle), undefined, this, src));
+        return observe.tracePromise('copyFromDeviceAsync', this, from.facts.nbytes, () => settle(() => native.memCopyFromDeviceAsync(handle, from.handle), noValue, [this, src]));
       }
-      return settle(() => native.memCopyFromDeviceAsync(handle, from.handle), undefined, this, src);
+      return settle(() => native.memCopyFromDeviceAsync(handle, from.handle), noValue, [this, src]);
     } finally {
       // The task holds the source memory itself.
       release(from);
@@ -476,9 +473,9 @@ class _Memory {
     const handle = _Memory.#live(this, 'memsetAsync');
     const byte = fillValueArg(value);
     if (observe.subscribed(observe.channels.copy)) {
-      return observe.tracePromise('memsetAsync', this, this.#nbytes, () => settle(() => native.memMemsetAsync(handle, byte), undefined, this));
+      return observe.tracePromise('memsetAsync', this, this.#nbytes, () => settle(() => native.memMemsetAsync(handle, byte), noValue, [this]));
     }
-    return settle(() => native.memMemsetAsync(handle, byte), undefined, this);
+    return settle(() => native.memMemsetAsync(handle, byte), noValue, [this]);
   }
 
   /**
@@ -567,39 +564,6 @@ class _Memory {
       return consumeInterface(value);
     };
   }
-}
-
-/**
- * Starts the binding's task now and resolves to `result` when it settles. `keepAlive`
- * (the memory object, the host buffer) stays reachable until then, so neither can be
- * collected under the task. The binding checks sizes and read-only memory before any
- * work starts, with the synchronous method's checks: such an error rejects the Promise
- * at once, with the synchronous method's code and message.
- */
-function settle(start, result, ...keepAlive) {
-  let promise;
-  try {
-    promise = start();
-  } catch (error) {
-    return rejected(fromNative(error));
-  }
-  return finish(promise, result, keepAlive);
-}
-
-/** A Promise of this realm, rejected with `error`. */
-async function rejected(error) {
-  throw error;
-}
-
-async function finish(promise, result, keepAlive) {
-  try {
-    await promise;
-  } catch (error) {
-    throw fromNative(error);
-  } finally {
-    keepAlive = undefined;
-  }
-  return result;
 }
 
 /**

@@ -11,6 +11,7 @@ const isView = ArrayBuffer.isView;
 const { isSafeInteger, isInteger, isNaN } = Number;
 const { isArray: arrayCheck, from: arrayFrom } = Array;
 const keys = Object.keys;
+const hasOwn = Object.hasOwn;
 const stringSlice = String.prototype.slice;
 const { BigInt } = globalThis;
 const arrayBufferByteLength = getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
@@ -152,6 +153,25 @@ function stringArg(value, what) {
 }
 
 /**
+ * The one reader of options objects: each own enumerable key of `options` (an object
+ * the caller checked) is given to its reader in `readers`, with its value as it is
+ * (`undefined` and `null` included), and the results are returned by name; a name with
+ * no reader is refused with the message `unknown(name)` (the name shortened).
+ */
+function readOptions(options, readers, unknown) {
+  const read = { __proto__: null };
+  const names = keys(options);
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
+    if (!hasOwn(readers, name)) throw typeError(unknown(shortName(name)));
+    read[name] = readers[name](options[name]);
+  }
+  return read;
+}
+
+const asGiven = (value) => value;
+
+/**
  * The one option named `name` of a plain options object of `method` (own enumerable keys
  * only; any other name is refused); `undefined` without options.
  */
@@ -160,11 +180,7 @@ function onlyOption(options, name, method) {
   if (typeof options !== 'object' || arrayState(options) !== false) {
     throw typeError(`${method} options must be a plain object such as { ${name} }, not ${typeName(options)}`);
   }
-  const names = keys(options);
-  for (let i = 0; i < names.length; i++) {
-    if (names[i] !== name) throw typeError(`unknown option '${shortName(names[i])}': ${method} takes { ${name} }`);
-  }
-  return options[name];
+  return readOptions(options, { [name]: asGiven }, (unknown) => `unknown option '${unknown}': ${method} takes { ${name} }`)[name];
 }
 
 /**
@@ -195,5 +211,6 @@ module.exports = {
   boolArg,
   stringArg,
   hostArg,
+  readOptions,
   onlyOption,
 };
