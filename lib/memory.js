@@ -17,6 +17,7 @@ const { INTERNAL, SyclQueue, cachedQueue, cachedQueueObject, queueHandle, contex
 const { ArrayBuffer, Uint8Array, Object, WeakMap, Symbol, Reflect, BigInt, Array } = globalThis;
 const apply = Reflect.apply;
 const setPrototypeOf = Object.setPrototypeOf;
+const getPrototypeOf = Object.getPrototypeOf;
 const isPrototypeOf = Object.prototype.isPrototypeOf;
 // Methods of collections, called through `apply`: a replaced prototype method changes nothing.
 const weakMapSet = WeakMap.prototype.set;
@@ -352,7 +353,8 @@ class _Memory {
     }
     // The binding made the buffer in its own realm: give it this realm's prototype, so
     // that `instanceof ArrayBuffer` holds wherever the package was loaded (vm contexts).
-    setPrototypeOf(buffer, ArrayBuffer.prototype);
+    // Read first: setting a prototype it already has still costs a map change.
+    if (getPrototypeOf(buffer) !== ArrayBuffer.prototype) setPrototypeOf(buffer, ArrayBuffer.prototype);
     if (this.#reference !== null) apply(weakMapSet, bufferOwners, [buffer, this.#reference]);
     this.#buffer = buffer;
     return buffer;

@@ -4,6 +4,7 @@
 
 use std::ffi::c_void;
 use std::ptr;
+use std::rc::Rc;
 
 use napi::bindgen_prelude::{BigInt, Unknown};
 use napi::JsValue;
@@ -91,22 +92,25 @@ pub enum ExternalBufferError {
     Napi(napi::Error),
 }
 
-/// Makes an `ArrayBuffer` over `len` bytes at `data` without copying. `owner` is kept
-/// alive until the engine finalizes the buffer, and dropped then.
+/// Makes an `ArrayBuffer` over `len` bytes at `data` without copying. `owner` (one
+/// reference of an `Rc`, handed to the engine as the finalizer's hint, so a view costs no
+/// allocation of its own beyond the `Rc`) is kept alive until the engine finalizes the
+/// buffer, and dropped then.
 pub fn external_arraybuffer<'env, T: 'static>(
     env: &'env Env,
     data: *mut u8,
     len: usize,
-    owner: T,
+    owner: Rc<T>,
 ) -> Result<Unknown<'env>, ExternalBufferError> {
     unsafe extern "C" fn finalize<T>(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
-        // SAFETY: `hint` is the `Box<T>` leaked below, handed to exactly one finalizer call.
-        drop(unsafe { Box::from_raw(hint.cast::<T>()) });
+        // SAFETY: `hint` is the reference `Rc::into_raw` gave up below, handed to exactly
+        // one finalizer call.
+        drop(unsafe { Rc::from_raw(hint.cast::<T>().cast_const()) });
     }
     if len as u64 > MAX_BUFFER_LENGTH {
         return Err(ExternalBufferError::TooLarge);
     }
-    let hint = Box::into_raw(Box::new(owner));
+    let hint = Rc::into_raw(owner).cast_mut();
     let mut value = ptr::null_mut();
     // SAFETY: `data` points at `len` bytes that `owner` keeps valid until the finalizer
     // runs; the finalizer is called once by the engine with `hint`.
@@ -115,7 +119,7 @@ pub fn external_arraybuffer<'env, T: 'static>(
     };
     if status == sys::Status::napi_no_external_buffers_allowed {
         // SAFETY: Node refuses external buffers before it takes `hint`, so it is still ours.
-        drop(unsafe { Box::from_raw(hint) });
+        drop(unsafe { Rc::from_raw(hint.cast_const()) });
         return Err(ExternalBufferError::NotAllowed);
     }
     if status != sys::Status::napi_ok {

@@ -175,16 +175,20 @@ pub fn mem_queue(env: &Env, memory_id: f64) -> napi::Result<f64> {
 }
 
 /// The zero-copy `ArrayBuffer` over host or shared memory (the JS layer makes it once).
-#[napi]
-pub fn mem_buffer<'env>(env: &'env Env, memory_id: f64) -> napi::Result<Unknown<'env>> {
-    let memory = lookup(env, |h| h.memory(memory_id))?;
-    let (address, len) = memory.host_view(ffi::MAX_BUFFER_LENGTH).or_throw(env)?;
-    let lease: BufferLease = Rc::new(RefCell::new(Some(memory.owner().clone())));
+/// A fast call: Node's external buffer is most of the cost of a view, and napi-rs's
+/// per-call machinery would add a quarter to the rest.
+pub fn mem_buffer(env: &Env, memory_id: f64) -> napi::Result<napi::sys::napi_value> {
+    let (address, len, lease) = lookup(env, |h| {
+        let memory = h.memory(memory_id)?;
+        let (address, len) = memory.host_view(ffi::MAX_BUFFER_LENGTH)?;
+        let lease: BufferLease = Rc::new(RefCell::new(Some(memory.owner().clone())));
+        Ok((address, len, lease))
+    })?;
     let buffer = match ffi::external_arraybuffer(env, address as *mut u8, len, lease.clone()) {
         Ok(buffer) => buffer,
         Err(ExternalBufferError::NotAllowed) => return Err(MemoryError::ExternalBuffersUnsupported).or_throw(env),
         Err(ExternalBufferError::TooLarge) => {
-            return Err(too_large_for_host(memory.nbytes(), ffi::MAX_BUFFER_LENGTH)).or_throw(env)
+            return Err(too_large_for_host(len as u64, ffi::MAX_BUFFER_LENGTH)).or_throw(env)
         }
         Err(ExternalBufferError::Napi(err)) => return Err(err),
     };
@@ -193,7 +197,7 @@ pub fn mem_buffer<'env>(env: &'env Env, memory_id: f64) -> napi::Result<Unknown<
     if let Some(handle) = handles(env)?.memories.get(memory_id) {
         handle.buffer.replace(Some((lease, reference)));
     }
-    Ok(buffer)
+    Ok(buffer.raw())
 }
 
 /// Releases the memory now and gives the handle back. Its zero-copy `ArrayBuffer`, if
@@ -337,6 +341,10 @@ fn fast_mem_pointer(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::n
     ffi::js_bigint(env, address)
 }
 
+fn fast_mem_buffer(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    mem_buffer(env, ffi::f64_arg(env, &args[0])?)
+}
+
 fn fast_release_handle(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
     release_handle(env, ffi::u32_arg(env, &args[0])?, ffi::f64_arg(env, &args[1])?)?;
     ffi::js_undefined(env)
@@ -344,7 +352,7 @@ fn fast_release_handle(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys
 
 /// Puts the fast calls on `exports`.
 pub fn define_fast_calls(env: &Env, exports: &mut napi::bindgen_prelude::Object) -> napi::Result<()> {
-    let calls: [(&str, ffi::FastFn); 8] = [
+    let calls: [(&str, ffi::FastFn); 9] = [
         ("memAllocate", fast_mem_allocate),
         ("memFree", fast_mem_free),
         ("memCopyToHost", fast_mem_copy_to_host),
@@ -352,6 +360,7 @@ pub fn define_fast_calls(env: &Env, exports: &mut napi::bindgen_prelude::Object)
         ("memCopyFromDevice", fast_mem_copy_from_device),
         ("memMemset", fast_mem_memset),
         ("memPointer", fast_mem_pointer),
+        ("memBuffer", fast_mem_buffer),
         ("releaseHandle", fast_release_handle),
     ];
     for (name, function) in calls {
