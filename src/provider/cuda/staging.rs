@@ -4,18 +4,22 @@
 //! over several threads and overlapped with the DMA, is several times faster.
 //!
 //! Shape: `lanes` lanes (one on the calling thread, the others on the persistent copy
-//! workers of `provider::workers`); lane `t` copies chunks `t, t + lanes, ...`. Each lane
-//! owns two pinned buffers, each with its own stream, so one buffer's DMA overlaps the
-//! memcpy into (or out of) the other. Lanes run concurrently, so the copy engine always
-//! has work queued. Buffers and streams are made once per context and kept.
+//! workers of `host::workers`); each lane takes the next chunk no lane has taken yet, so a
+//! lane whose thread gets a core late leaves its share to the others instead of holding
+//! the copy up, and the caller waits for the chunks, not for lanes that took none. Each
+//! lane owns two pinned buffers, each with its own stream, so one buffer's DMA overlaps
+//! the memcpy into (or out of) the other. Lanes run concurrently, so the copy engine
+//! always has work queued. Buffers and streams are made once per context and kept.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use cudarc::driver::sys::CU_MEMHOSTALLOC_PORTABLE;
 
 use super::driver::{ContextHandle, CurrentContext, Driver, PinnedHost, Stream};
 use crate::error::{MemoryError, Result};
-use crate::host::workers::{run_all, workers, Job};
+use crate::host::workers::{queue_jobs, Job};
 use crate::runtime::Address;
 use crate::sync::lock;
 
@@ -121,16 +125,64 @@ pub(super) struct Stager {
     buffers: Vec<PinnedBuffer>,
 }
 
-/// The part of a copy one lane does, with raw addresses so it can cross threads.
-#[derive(Clone, Copy)]
-struct LaneJob {
-    lane: usize,
-    lanes: usize,
+/// One copy, shared by its lanes, with raw addresses so it can cross threads: the next
+/// chunk to take, and how many chunks are done (each counted when its lane has
+/// synchronised its last transfer, or given up on it).
+struct Chunks {
     chunk: usize,
     direction: Direction,
     host: usize,
     device: Address,
     nbytes: usize,
+    total: usize,
+    next: AtomicUsize,
+    done: Mutex<usize>,
+    all_done: Condvar,
+    errors: Mutex<Vec<MemoryError>>,
+}
+
+impl Chunks {
+    /// `(offset, length)` of the next chunk no lane has taken.
+    fn take(&self) -> Option<(usize, usize)> {
+        let index = self.next.fetch_add(1, Ordering::Relaxed);
+        (index < self.total).then(|| {
+            let offset = index * self.chunk;
+            (offset, self.chunk.min(self.nbytes - offset))
+        })
+    }
+
+    /// Takes every chunk left and counts it done without copying it (the copy failed).
+    fn give_up_the_rest(&self) {
+        let mut left = 0;
+        while self.take().is_some() {
+            left += 1;
+        }
+        self.count_done(left);
+    }
+
+    fn count_done(&self, chunks: usize) {
+        if chunks == 0 {
+            return;
+        }
+        let mut done = lock(&self.done);
+        *done += chunks;
+        if *done >= self.total {
+            self.all_done.notify_all();
+        }
+    }
+}
+
+/// The chunks one lane took, counted done when the lane ends, however it ends (a
+/// panicking lane included: the caller never waits forever).
+struct Taken<'a> {
+    chunks: &'a Chunks,
+    count: usize,
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        self.chunks.count_done(self.count);
+    }
 }
 
 impl Stager {
@@ -167,60 +219,98 @@ impl Stager {
     ) -> Result<()> {
         let lanes = self.buffers.len() / 2;
         let chunk = self.config.chunk_for(nbytes);
-        let used = lanes.min(nbytes.div_ceil(chunk)).max(1);
-        let results: Arc<Mutex<Vec<Result<()>>>> = Arc::new(Mutex::new(Vec::with_capacity(used)));
-        let jobs: Vec<Job> = (0..used)
+        let total = nbytes.div_ceil(chunk);
+        let used = lanes.min(total).max(1);
+        let chunks = Arc::new(Chunks {
+            chunk,
+            direction,
+            host,
+            device,
+            nbytes,
+            total,
+            next: AtomicUsize::new(0),
+            done: Mutex::new(0),
+            all_done: Condvar::new(),
+            errors: Mutex::new(Vec::new()),
+        });
+        let helpers: Vec<Job> = (1..used)
             .map(|lane| {
-                let job = LaneJob { lane, lanes: used, chunk, direction, host, device, nbytes };
-                let (stager, results) = (self.clone(), results.clone());
-                Box::new(move || {
-                    let result = stager.run_lane(job);
-                    lock(&results).push(result);
-                }) as Job
+                let (stager, chunks) = (self.clone(), chunks.clone());
+                Box::new(move || stager.run_lane(lane, &chunks)) as Job
             })
             .collect();
-        run_all(workers(), jobs);
-        let results = std::mem::take(&mut *lock(&results));
-        if results.len() != used {
-            // Only a panicking lane records nothing; no lane is known to panic.
-            return Err(MemoryError::CudaDriver { message: "a staging lane did not finish".into() });
+        // Queued, not awaited: a helper that starts after the last chunk was taken takes
+        // none and touches nothing.
+        queue_jobs(helpers);
+        // Lane 0 runs here and takes chunks until none is left, so every chunk is taken by
+        // a lane that runs. A panic here must not end the wait early (other lanes may
+        // still be copying into the caller's memory): it unwinds after the wait.
+        let here = catch_unwind(AssertUnwindSafe(|| self.run_lane(0, &chunks)));
+        if here.is_err() {
+            chunks.give_up_the_rest();
         }
-        results.into_iter().collect()
+        {
+            let mut done = lock(&chunks.done);
+            while *done < total {
+                done = chunks.all_done.wait(done).unwrap_or_else(|poisoned| poisoned.into_inner());
+            }
+        }
+        if let Err(payload) = here {
+            std::panic::resume_unwind(payload);
+        }
+        let errors = std::mem::take(&mut *lock(&chunks.errors));
+        match errors.into_iter().next() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
     }
 
-    fn run_lane(&self, job: LaneJob) -> Result<()> {
+    /// Lane `lane`: takes chunks until none is left, through its two buffers.
+    /// A lane that fails takes the chunks left and counts them done (failed) too, so
+    /// the caller, whose lane always runs, never waits for chunks no lane will take.
+    fn run_lane(&self, lane: usize, chunks: &Chunks) {
+        let Some(first) = chunks.take() else { return };
+        let mut taken = Taken { chunks, count: 1 };
+        if let Err(error) = self.lane_chunks(lane, chunks, first, &mut taken) {
+            lock(&chunks.errors).push(error);
+            drop(taken);
+            chunks.give_up_the_rest();
+        }
+    }
+
+    fn lane_chunks(&self, lane: usize, chunks: &Chunks, first: (usize, usize), taken: &mut Taken<'_>) -> Result<()> {
         let current = self.driver.push(self.context)?;
-        let buffers = [&self.buffers[2 * job.lane], &self.buffers[2 * job.lane + 1]];
-        // Chunks of this lane: (offset, length).
-        let chunks = (job.lane..)
-            .step_by(job.lanes)
-            .map(|i| i * job.chunk)
-            .take_while(|&offset| offset < job.nbytes)
-            .map(|offset| (offset, job.chunk.min(job.nbytes - offset)));
+        let buffers = [&self.buffers[2 * lane], &self.buffers[2 * lane + 1]];
         let mut pending: [Option<(usize, usize)>; 2] = [None, None];
         let result = (|| -> Result<()> {
-            for (n, (offset, len)) in chunks.enumerate() {
+            let mut next = Some(first);
+            let mut n = 0usize;
+            while let Some((offset, len)) = next {
                 let slot = n % 2;
                 let buffer = buffers[slot];
                 // The buffer's previous transfer must be complete before it is reused.
                 sync(&current, buffer)?;
                 if let Some((prev_offset, prev_len)) = pending[slot].take() {
-                    if job.direction == Direction::DeviceToHost {
-                        self.drain(buffer, job.host + prev_offset, prev_len);
+                    if chunks.direction == Direction::DeviceToHost {
+                        self.drain(buffer, chunks.host + prev_offset, prev_len);
                     }
                 }
-                match job.direction {
+                match chunks.direction {
                     Direction::HostToDevice => {
                         // SAFETY: the caller vouches for `host..host+nbytes`; the pinned
                         // buffer holds `chunk >= len` bytes and its last DMA is complete.
                         unsafe {
-                            std::ptr::copy_nonoverlapping((job.host + offset) as *const u8, buffer.host.as_ptr(), len)
+                            std::ptr::copy_nonoverlapping(
+                                (chunks.host + offset) as *const u8,
+                                buffer.host.as_ptr(),
+                                len,
+                            )
                         };
                         // SAFETY: the caller vouches for the device range; the pinned buffer
                         // holds `len` bytes; both stay valid until the stream is synchronised
-                        // (below, or at the buffer's next use).
+                        // (below, or at the buffer's next use), before the chunk counts done.
                         unsafe {
-                            current.memcpy_async(job.device + offset as u64, buffer.address(), len, &buffer.stream)
+                            current.memcpy_async(chunks.device + offset as u64, buffer.address(), len, &buffer.stream)
                         }
                         .map_err(|e| e.during("staged"))?;
                     }
@@ -228,25 +318,31 @@ impl Stager {
                         // SAFETY: as above; nothing reads the pinned buffer until the stream
                         // is synchronised.
                         unsafe {
-                            current.memcpy_async(buffer.address(), job.device + offset as u64, len, &buffer.stream)
+                            current.memcpy_async(buffer.address(), chunks.device + offset as u64, len, &buffer.stream)
                         }
                         .map_err(|e| e.during("staged"))?;
                     }
                 }
                 pending[slot] = Some((offset, len));
+                n += 1;
+                next = chunks.take();
+                if next.is_some() {
+                    taken.count += 1;
+                }
             }
             for (slot, buffer) in buffers.iter().enumerate() {
                 sync(&current, buffer)?;
                 if let Some((offset, len)) = pending[slot].take() {
-                    if job.direction == Direction::DeviceToHost {
-                        self.drain(buffer, job.host + offset, len);
+                    if chunks.direction == Direction::DeviceToHost {
+                        self.drain(buffer, chunks.host + offset, len);
                     }
                 }
             }
             Ok(())
         })();
         if result.is_err() {
-            // Leave no DMA running into or out of memory the caller may reuse.
+            // Leave no DMA running into or out of memory the caller may reuse; the chunks
+            // this lane took count done (failed) only after this.
             for buffer in buffers {
                 let _ = sync(&current, buffer);
             }
