@@ -80,10 +80,10 @@ function merge(into, results) {
     if (r.error) {
       if (!prev) into[id] = { error: r.error };
     } else if (!prev || prev.error) {
-      into[id] = { ...r, batch: [r.batch] };
+      into[id] = { ...r, batch: [r.batch], rounds: [r.ns] };
     } else {
       const samples = prev.samples.concat(r.samples);
-      into[id] = { ns: median(samples), min_ns: Math.min(prev.min_ns, r.min_ns), batch: prev.batch.concat(r.batch), samples };
+      into[id] = { ns: median(samples), min_ns: Math.min(prev.min_ns, r.min_ns), batch: prev.batch.concat(r.batch), samples, rounds: prev.rounds.concat(r.ns) };
     }
   }
   return into;
@@ -185,6 +185,8 @@ function evaluate(results) {
     const okOurs = ours && !ours.error;
     const okPeer = peer && !peer.error;
     const ratio = okOurs && okPeer ? peer.ns / ours.ns : null;
+    const ourRounds = okOurs ? roundSpread(ours.rounds) : null;
+    const peerRounds = okPeer ? roundSpread(peer.rounds) : null;
     const ourSpread = okOurs ? spread(ours.samples) : null;
     const peerSpread = okPeer ? spread(peer.samples) : null;
     const noisy = Math.max(ourSpread || 0, peerSpread || 0) > NOISY;
@@ -209,6 +211,7 @@ function evaluate(results) {
       peer_text: fmtValue(row.metric, bytes, peer),
       ratio,
       spread: { ours: ourSpread, peer: peerSpread },
+      rounds: { ours: ourRounds, peer: peerRounds },
       noisy,
       target: t || null,
       target_text: fmtTarget(t),
@@ -217,13 +220,29 @@ function evaluate(results) {
   });
 }
 
+/**
+ * `{ n, spread }` of a case's per-round medians: how many rounds, and the largest minus the
+ * smallest over their median (how far one run's rounds disagree), or null with one round.
+ */
+function roundSpread(rounds) {
+  if (!rounds || rounds.length < 2) return rounds ? { n: rounds.length, spread: null } : null;
+  const m = median(rounds);
+  return { n: rounds.length, spread: m > 0 ? (Math.max(...rounds) - Math.min(...rounds)) / m : 0 };
+}
+
+function fmtRounds(r) {
+  if (!r) return '-';
+  return r.spread === null ? `${r.n}` : `${r.n} ${(r.spread * 100).toFixed(0)}%`;
+}
+
 function printTable(evaluated, results) {
-  const header = ['case', 'ours', 'peer', 'peer name', 'ratio', 'target', 'met'];
+  const header = ['case', 'ours', 'peer', 'peer name', 'ratio', 'target', 'met', 'rounds ours|peer'];
   const lines = evaluated.map((e) => [
     e.case, e.ours_text, e.peer_text, e.peer_name,
     e.ratio === null ? '-' : `${e.noisy ? '~' : ''}${e.ratio >= 100 ? e.ratio.toFixed(0) : e.ratio.toFixed(2)}x`,
     e.target_text,
     e.target ? (e.met === null ? 'n/a' : e.met ? 'yes' : 'NO') : '',
+    e.ours || e.peer ? `${fmtRounds(e.rounds.ours)} | ${fmtRounds(e.rounds.peer)}` : '',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
   const right = new Set([1, 2, 4]);
@@ -233,8 +252,11 @@ function printTable(evaluated, results) {
   console.log('');
   console.log('ratio = peer time / our time (for bandwidth: ours / peer); > 1 means ours is faster.');
   console.log(`~ = noisy: the batches of one side spread by more than ${NOISY * 100}% of its median (interquartile range).`);
+  console.log('Each figure is the median of every timed batch of every round; "rounds" gives how many rounds and the spread of');
+  console.log('their medians (largest minus smallest, over the median), ours | the peer\'s. A target is met when the median meets it.');
   const load = results.machine.load;
   console.log(`load average ${load.start.map((x) => x.toFixed(2)).join(' ')} at the start, ${load.end.map((x) => x.toFixed(2)).join(' ')} at the end, on ${results.machine.cpus} CPUs.`);
+  if (results.transparent_hugepages) console.log(`transparent huge pages: ${results.transparent_hugepages}`);
   evaluated.forEach((e, i) => {
     if (e.section !== section) {
       section = e.section;
@@ -267,6 +289,14 @@ function printTable(evaluated, results) {
   return missed.length;
 }
 
+function readFirstLine(file) {
+  try {
+    return fs.readFileSync(file, 'utf8').split('\n')[0];
+  } catch {
+    return null;
+  }
+}
+
 function gitInfo() {
   const r = spawnSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' });
   if (r.status !== 0) return null;
@@ -283,6 +313,8 @@ function main() {
     host: os.hostname(),
     machine: { cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model, memory_gib: +(os.totalmem() / 2 ** 30).toFixed(1), platform: `${process.platform}-${process.arch}`, node: process.version, load: { start: os.loadavg() } },
     git: gitInfo(),
+    // Page pinning (registerHost, cudaHostRegister) costs per page: huge pages change it.
+    transparent_hugepages: readFirstLine('/sys/kernel/mm/transparent_hugepage/enabled'),
     config,
     devices: {},
     peers: {},

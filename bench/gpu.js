@@ -211,7 +211,8 @@ function rows(cfg) {
   add(`H2D registered ${lab} (copyFromHost(registerHost(ArrayBuffer)))`, `h2d.registered.${lab}`, 'bw', pinnedOurs(`h2d.pinned.${lab}`));
   add(`D2H registered ${lab} (copyToHost(registerHost(ArrayBuffer)))`, `d2h.registered.${lab}`, 'bw', pinnedOurs(`d2h.pinned.${lab}`));
   const rlab = sizeLabel(cfg.registerSize);
-  add(`registerHost ${rlab}`, `register.${rlab}`, 'time', cupy(`register.${rlab}`, 'cudaHostRegister (CuPy)', null));
+  add(`registerHost ${rlab}`, `register.${rlab}`, 'time', cupy(`register.${rlab}`, 'cudaHostRegister (CuPy), same pages as ours', { ratio: 0.9 }));
+  add(`registerHost ${rlab}`, `register.${rlab}`, 'time', cupy(`register_hugepages.${rlab}`, 'cudaHostRegister (CuPy), numpy huge pages', null));
   add(`HostRegistration.unregister() ${rlab}`, `unregister.${rlab}`, 'time', cupy(`unregister.${rlab}`, 'cudaHostUnregister (CuPy)', null));
   add(`D2D ${lab} (copyFromDevice, bytes once)`, `d2d.${lab}`, 'bw', cupy(`d2d.${lab}`, 'cudaMemcpy D2D + sync (CuPy)', null));
   add(`D2D ${lab} (copyFromDevice, bytes once)`, `d2d.${lab}`, 'bw', torch(`d2d.${lab}`, 'torch copy_ + sync'));
