@@ -18,6 +18,9 @@ export function memAllocate(queueId: number, kind: number, nbytes: number, align
 /** Releases the memory now and gives the handle back (a freed handle: no-op). */
 export function memFree(memoryId: number): void
 
+/** The zero-copy `ArrayBuffer` over host or shared memory (the JS layer makes it once). */
+export function memBuffer(memoryId: number): ArrayBuffer
+
 /** `copyToHost(dst)`: the whole memory into the start of `dst`. */
 export function memCopyToHost(memoryId: number, dst: HostBuffer): void
 
@@ -141,9 +144,6 @@ export function memAdopt(sourceId: number, kind: number, copy: boolean, queueId:
 
 /** `advice` is one of `Advice::NAMES` (the JS layer checked it). */
 export function memAdvise(memoryId: number, advice: string, toHost: boolean): Promise<boolean>
-
-/** The zero-copy `ArrayBuffer` over host or shared memory (the JS layer makes it once). */
-export function memBuffer(memoryId: number): ArrayBuffer
 
 /**
  * Consumes an interface. The fields are the JS layer's own plain copies; `syclobj`
