@@ -74,6 +74,11 @@ impl ScalarType {
         }
     }
 
+    /// Whether it is an integer type.
+    pub fn is_integer(self) -> bool {
+        !matches!(self, ScalarType::Float32 | ScalarType::Float64)
+    }
+
     /// The type a parameter's declared type (OpenCL C, or a PTX parameter type) stands
     /// for; `None` for one this table does not know (a vector, a struct): then only the
     /// kind is checked.
@@ -92,6 +97,21 @@ impl ScalarType {
             "double" | ".f64" => ScalarType::Float64,
             _ => return None,
         })
+    }
+}
+
+/// Whether a parameter declared `type_name` (read as `declared`) takes a `given` scalar.
+/// A C type says its signedness; a PTX one does not (`nvcc` and NVRTC declare an `int`
+/// parameter `.u32`): there `.uN` and `.sN` take an integer of N bits either way, and `.bN`
+/// any scalar of N bits.
+fn accepts(type_name: &str, declared: ScalarType, given: ScalarType) -> bool {
+    let ptx = type_name.trim();
+    if ptx.starts_with(".b") {
+        given.size() == declared.size()
+    } else if ptx.starts_with(".u") || ptx.starts_with(".s") {
+        given.size() == declared.size() && given.is_integer()
+    } else {
+        declared == given
     }
 }
 
@@ -266,7 +286,7 @@ fn launch_args(queue: &Arc<dyn Queue>, info: &KernelInfo, args: &[KernelArgument
                     return Err(expects("local memory (pass kernelArg.local(nbytes))"));
                 }
                 if let Some(declared) = ScalarType::of_declared(type_name) {
-                    if declared != *ty {
+                    if !accepts(type_name, declared, *ty) {
                         return Err(wrong(format!(
                             "the kernel declares '{type_name}' (kernelArg.{}), and was given a {} scalar",
                             declared.name(),
@@ -536,6 +556,18 @@ pub fn queue_properties(names: &[String]) -> Result<QueueProperties> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+
+    #[test]
+    fn a_ptx_parameter_takes_an_integer_of_its_width_either_way_and_a_c_one_its_own_type() {
+        use ScalarType::*;
+        let takes = |name: &str, given| accepts(name, ScalarType::of_declared(name).unwrap(), given);
+        // nvcc and NVRTC declare `int` and `long long` parameters `.u32` and `.u64`.
+        assert!(takes(".u32", Int32) && takes(".u32", Uint32) && takes(".s32", Uint32));
+        assert!(takes(".u64", Int64) && !takes(".u64", Int32) && !takes(".u32", Float32));
+        assert!(takes(".b32", Float32) && takes(".b64", Uint64) && !takes(".b32", Int64));
+        assert!(takes(".f32", Float32) && !takes(".f32", Int32) && !takes(".f64", Float32));
+        assert!(takes("int", Int32) && !takes("int", Uint32) && !takes("uint", Int32) && !takes("float", Int32));
+    }
     use super::*;
     use crate::runtime::program::ArgInfo;
 
