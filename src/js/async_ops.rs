@@ -23,17 +23,18 @@ use crate::host::Scratch;
 use crate::js::errors::to_js_error;
 use crate::js::ffi::{HostBytes, TaskBytes, TaskRef};
 use crate::js::state::process;
-use crate::memory::allocation::{owning_allocation, Allocation};
+use crate::memory::allocation::owning_allocation;
 use crate::memory::registration::Registration;
 use crate::memory::usm::UsmMemory;
 use crate::runtime::{ReadBytes, WriteBytes};
 
 /// Where the host bytes of a copy are while the worker runs.
 pub(crate) enum HostSide {
-    /// JS memory the worker may use directly; `_pin` holds USM memory of ours under it,
-    /// `registration` the registration it may use (held until the task is done, so an
-    /// `unregister()` meanwhile lets go of the memory only after the copy).
-    Direct { bytes: TaskBytes, _pin: Option<Arc<Allocation>>, registration: Option<Arc<Registration>> },
+    /// JS memory the worker may use directly (held by `bytes`: the SharedArrayBuffer, or
+    /// USM memory of ours under it), and `registration`, the registration it may use
+    /// (held until the task is done, so an `unregister()` meanwhile lets go of the memory
+    /// only after the copy).
+    Direct { bytes: TaskBytes, registration: Option<Arc<Registration>> },
     /// The task's own copy of a plain `ArrayBuffer`'s bytes (`None` until the worker
     /// makes it, for a destination).
     Bounce(Option<Scratch>),
@@ -42,12 +43,15 @@ pub(crate) enum HostSide {
 impl HostSide {
     /// Decided when the pointer is taken, with no JS run in between.
     fn direct(env: &Env, bytes: &HostBytes) -> napi::Result<Option<HostSide>> {
-        let pin = owning_allocation(process().pool(), bytes.address(), bytes.byte_length() as u64);
-        if pin.is_some() || bytes.is_shared(env)? {
-            let registration = crate::js::registration::vouched(env, bytes)?;
-            return Ok(Some(HostSide::Direct { bytes: TaskBytes::new(bytes), _pin: pin, registration }));
-        }
-        Ok(None)
+        let pinned = owning_allocation(process().pool(), bytes.address(), bytes.byte_length() as u64)
+            .and_then(|allocation| TaskBytes::of_allocation(bytes, allocation));
+        let task_bytes = match pinned {
+            Some(pinned) => Some(pinned),
+            None => TaskBytes::of_shared(env, bytes)?,
+        };
+        let Some(task_bytes) = task_bytes else { return Ok(None) };
+        let registration = crate::js::registration::vouched(env, bytes)?;
+        Ok(Some(HostSide::Direct { bytes: task_bytes, registration }))
     }
 
     /// The destination of `copyToHostAsync`.

@@ -5,11 +5,13 @@
 use std::ffi::c_void;
 use std::ptr;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use napi::bindgen_prelude::{BigInt, Unknown};
 use napi::JsValue;
 use napi::{sys, Env};
 
+use crate::memory::allocation::Allocation;
 use crate::runtime::WriteBytes;
 
 fn check(status: sys::napi_status, what: &str) -> napi::Result<()> {
@@ -204,9 +206,10 @@ impl HostBytes {
     }
 
     /// Runs `f` over the bytes (a range, never a slice: a `SharedArrayBuffer` may be
-    /// written by another thread meanwhile). `f` must not call into JS (which could
-    /// detach or free the buffer); the model's copies never do.
-    pub fn with_bytes<R>(&self, f: impl FnOnce(WriteBytes<'_>) -> R) -> R {
+    /// written by another thread meanwhile). `f` cannot call into JS, which could detach
+    /// or free the buffer: it is `Send`, and nothing that reaches JS is (napi's `Env` and
+    /// values are neither `Send` nor `Sync`, so a closure holding one is not `Send`).
+    pub fn with_bytes<R>(&self, f: impl FnOnce(WriteBytes<'_>) -> R + Send) -> R {
         // SAFETY: Node-API reported `len` bytes at `data` for a buffer that the calling
         // JS frame keeps alive, and no JS runs (so nothing detaches it) until `f` returns.
         f(unsafe { WriteBytes::from_raw(self.data as u64, self.len as u64) })
@@ -318,28 +321,57 @@ impl TaskRef {
     }
 }
 
-/// Host bytes used by an asynchronous task on a worker thread: memory that cannot go
-/// away while the task runs (a `SharedArrayBuffer`, which JS can neither detach nor
-/// shrink, or USM memory of ours that the task pins).
+/// What keeps a task's host bytes where they are.
+enum Keeper {
+    /// A strong reference to the `SharedArrayBuffer` holding them, which JS can neither
+    /// detach nor shrink.
+    SharedBuffer(#[allow(dead_code, reason = "held for its Drop, which lets the buffer go")] TaskRef),
+    /// USM memory of ours under them.
+    Allocation(#[allow(dead_code, reason = "held for its Drop, which gives the block back")] Arc<Allocation>),
+}
+
+/// Host bytes used by an asynchronous task on a worker thread, with what keeps them
+/// alive and in place while the task runs: made only where that is taken (the
+/// `SharedArrayBuffer`'s reference, or the allocation under the bytes), and dropped with
+/// the task on the JS thread (napi-rs drops a task in `finally`).
 pub struct TaskBytes {
     data: *mut u8,
     len: usize,
+    _keeper: Keeper,
 }
 
-// SAFETY: the bytes belong to a SharedArrayBuffer that a `TaskRef` of the same task keeps
-// from being collected, or to an allocation the task holds; nothing frees them meanwhile.
+// SAFETY: the bytes stay mapped and in place while this value lives: `_keeper`, which it
+// owns, holds the SharedArrayBuffer (never detached) or the allocation under them. The
+// worker thread only reads the range and never drops the `TaskRef` (the task is dropped
+// on the JS thread).
 unsafe impl Send for TaskBytes {}
 
 impl TaskBytes {
-    /// Only for bytes that stay put while the task runs (see the type); `HostSide` decides.
-    pub fn new(bytes: &HostBytes) -> Self {
-        TaskBytes { data: bytes.data, len: bytes.len }
+    /// The bytes of a `SharedArrayBuffer`, holding a strong reference to it; `None` for
+    /// a plain `ArrayBuffer` (JS may detach it, so a task may not use its bytes).
+    pub fn of_shared(env: &Env, bytes: &HostBytes) -> napi::Result<Option<TaskBytes>> {
+        if !bytes.is_shared(env)? {
+            return Ok(None);
+        }
+        // SAFETY: `buffer` is a live value of `env` in the current call.
+        let buffer = TaskRef::new(&unsafe { Unknown::from_raw_unchecked(env.raw(), bytes.buffer) })?;
+        Ok(Some(TaskBytes { data: bytes.data, len: bytes.len, _keeper: Keeper::SharedBuffer(buffer) }))
+    }
+
+    /// The bytes, inside the requested bytes of `allocation`, holding it; `None` when
+    /// they are not all inside it.
+    pub fn of_allocation(bytes: &HostBytes, allocation: Arc<Allocation>) -> Option<TaskBytes> {
+        let inside = bytes.address() >= allocation.address()
+            && bytes.address().saturating_add(bytes.len as u64)
+                <= allocation.address().saturating_add(allocation.nbytes());
+        inside.then(|| TaskBytes { data: bytes.data, len: bytes.len, _keeper: Keeper::Allocation(allocation) })
     }
 
     /// Runs `f` over the bytes (a range: JS may read or write them meanwhile, as with any
     /// shared memory).
-    pub fn with_bytes<R>(&self, f: impl FnOnce(WriteBytes<'_>) -> R) -> R {
-        // SAFETY: see `unsafe impl Send`: the memory outlives the task.
+    pub fn with_bytes<R>(&self, f: impl FnOnce(WriteBytes<'_>) -> R + Send) -> R {
+        // SAFETY: see `unsafe impl Send`: `_keeper` keeps the memory for as long as this
+        // value, which outlives the call.
         f(unsafe { WriteBytes::from_raw(self.data as u64, self.len as u64) })
     }
 }
