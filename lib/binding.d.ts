@@ -87,6 +87,9 @@ export function deviceList(filter?: string | undefined | null): Float64Array
 /** The device a filter string selects (the default device without one). */
 export function deviceSelect(filter?: string | undefined | null): number
 
+/** The rules and messages the JS layer applies before calling the binding, as JSON: `{ maxList, advice, messages: { freed, positiveSize, alignment, bufferTooLarge } }` (templates with `{alignment}`, `{nbytes}`, `{max_len}`). */
+export function bindingConstants(): string
+
 /**
  * The table of error codes (`crate::error::ErrorCode`) for the JS layer, as JSON:
  * `[{ "name": "UsmFreed", "code": "ERR_USM_FREED", "classes": ["Error"] }, ...]`.
@@ -145,12 +148,27 @@ export function memAdopt(sourceId: number, kind: number, copy: boolean, queueId:
 /** `advice` is one of `Advice::NAMES` (the JS layer checked it). */
 export function memAdvise(memoryId: number, advice: string, toHost: boolean): Promise<boolean>
 
-/**
- * Consumes an interface. The fields are the JS layer's own plain copies; `syclobj`
- * came as a queue or context handle, a filter string, or neither (`shown`: how
- * messages write what it was).
- */
-export function memConsume(offset: unknown, version: unknown, data: unknown, shape: unknown, typestr: unknown, strides: unknown, syclobjPresent: boolean, syclobjQueue: number | undefined | null, syclobjContext: number | undefined | null, syclobjFilter: string | undefined | null, shown: string): number
+/** The fields of an interface as `memConsume` takes them: the JS layer's own plain copies (numbers, bigints, strings, booleans, null and arrays of them; `undefined` where missing). */
+export interface ConsumedFields {
+  offset: unknown
+  version: unknown
+  data: unknown
+  shape: unknown
+  typestr: unknown
+  strides: unknown
+}
+
+/** What an interface's `syclobj` was: whether it had one, a queue or context handle or a filter string (at most one), and how messages write it. */
+export interface ConsumedSyclobj {
+  present: boolean
+  queue: number | undefined
+  context: number | undefined
+  filter: string | undefined
+  shown: string
+}
+
+/** Consumes an interface (`__sycl_usm_array_interface__`): a new memory handle of the memory it describes. */
+export function memConsume(fields: ConsumedFields, syclobj: ConsumedSyclobj): number
 
 /** `copyFromDeviceAsync(src)`, on the libuv thread pool. */
 export function memCopyFromDeviceAsync(memoryId: number, sourceId: number): Promise<void>

@@ -22,6 +22,33 @@ for (let i = 0; i < ERROR_TABLE.length; i++) {
 Object.freeze(ErrorCode);
 const CODES = new Set(Object.values(ErrorCode));
 
+/**
+ * The rules and messages this layer applies before it calls the binding, from their one
+ * source in the binding (beside the error table): `{ maxList, advice, messages: { freed,
+ * positiveSize, alignment, bufferTooLarge } }`, frozen. Templates name their fields
+ * `{alignment}`, `{nbytes}`, `{max_len}`: fill them with `fillMessage`.
+ * @type {{ maxList: number, advice: readonly string[], messages: Readonly<Record<'freed' | 'positiveSize' | 'alignment' | 'bufferTooLarge', string>> }}
+ */
+const BINDING = (() => {
+  const constants = JSON.parse(native.bindingConstants());
+  Object.freeze(constants.advice);
+  Object.freeze(constants.messages);
+  return Object.freeze(constants);
+})();
+
+const stringReplaceAll = String.prototype.replaceAll;
+const objectKeys = Object.keys;
+
+/** `template` with each `{name}` of `fields` written as its value. */
+function fillMessage(template, fields) {
+  let message = template;
+  const names = objectKeys(fields);
+  for (let i = 0; i < names.length; i++) {
+    message = apply(stringReplaceAll, message, [`{${names[i]}}`, String(fields[names[i]])]);
+  }
+  return message;
+}
+
 function withCode(error, code) {
   defineProperty(error, 'code', { value: code, writable: true, enumerable: true, configurable: true });
   return error;
@@ -148,6 +175,8 @@ module.exports = {
   rangeError,
   fromNative,
   settle,
+  BINDING,
+  fillMessage,
   invalidThis,
   CLONE_GUARD,
   MEMORY_CLONE_GUARD,

@@ -2,7 +2,7 @@
 'use strict';
 // The arguments of `MemoryUSMShared`'s `prefetch()` and `memAdvise()`, read into plain
 // values before the binding is called, and their result.
-const { ErrorCode, typeError, settle } = require('./errors.js');
+const { ErrorCode, typeError, settle, BINDING } = require('./errors.js');
 const { display, typeName, onlyOption } = require('./values.js');
 
 const { Object, Reflect, Array } = globalThis;
@@ -11,14 +11,7 @@ const apply = Reflect.apply;
 const arrayIncludes = Array.prototype.includes;
 
 /** The names `memAdvise` takes (the binding's `Advice::NAMES`). */
-const ADVICE = freeze([
-  'read-mostly',
-  'unset-read-mostly',
-  'preferred-location',
-  'unset-preferred-location',
-  'accessed-by',
-  'unset-accessed-by',
-]);
+const ADVICE = BINDING.advice;
 
 const ADVICE_LIST = ADVICE.join(', ');
 

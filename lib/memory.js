@@ -6,7 +6,7 @@
 // options and `__sycl_usm_array_interface__` dictionaries are read here, before the
 // binding is called, so no user code runs while the binding holds a raw pointer.
 const { native, own, MEMORY_HANDLE, KIND, KIND_NAMES } = require('./native.js');
-const { ErrorCode, makeError, typeError, rangeError, fromNative, settle, invalidThis, MEMORY_CLONE_GUARD } = require('./errors.js');
+const { ErrorCode, makeError, typeError, rangeError, fromNative, settle, invalidThis, MEMORY_CLONE_GUARD, BINDING, fillMessage } = require('./errors.js');
 const { isHostBuffer, display, typeName, nbytesArg, alignmentArg, fillValueArg, boolArg, hostArg, isArray, isRevoked, listOf, readOptions: readNamed } = require('./values.js');
 const devices = require('./device.js');
 const { prefetchArgs, adviseArgs, runHint } = require('./hints.js');
@@ -27,7 +27,8 @@ const { allocUnsafeSlow } = require('node:buffer').Buffer;
 const SUAI = '__sycl_usm_array_interface__';
 const { DEVICE, SHARED, HOST } = KIND;
 const MAX_BUFFER_LENGTH = native.maxBufferLength();
-const MAX_LIST = 1024;
+// Longest interface list the binding reads (a longer one is refused: only its length is copied).
+const MAX_LIST = BINDING.maxList;
 const inspect = Symbol.for('nodejs.util.inspect.custom');
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 
@@ -40,12 +41,9 @@ let checkedHandle;
 let defaultQueueObject;
 const defaultQueue = () => (defaultQueueObject ??= cachedQueue(undefined));
 
-const freedError = () => makeError('Error', 'USM memory has been freed: this object can no longer be used', ErrorCode.UsmFreed);
+const freedError = () => makeError('Error', BINDING.messages.freed, ErrorCode.UsmFreed);
 const tooLarge = (nbytes) =>
-  rangeError(
-    `${nbytes} bytes is more than a JS ArrayBuffer may hold here (${MAX_BUFFER_LENGTH} bytes): copy it in parts with an interface view, or use copyFromDevice`,
-    ErrorCode.HostBufferTooLarge,
-  );
+  rangeError(fillMessage(BINDING.messages.bufferTooLarge, { nbytes, max_len: MAX_BUFFER_LENGTH }), ErrorCode.HostBufferTooLarge);
 const notUsm = (value) => typeError(`Argument ${display(value)} does not expose \`${SUAI}\`.`, ErrorCode.NotUsm);
 
 /** A constructor given host data: memory is allocated by size, then filled. */
@@ -127,7 +125,7 @@ function consumeInterface(exporter) {
   let handle;
   try {
     const shown = queue !== undefined ? 'a SyclQueue' : context !== undefined ? 'a SyclContext' : display(syclobj);
-    handle = native.memConsume(offset, version, data, shape, typestr, strides, syclobj !== undefined, queue, context, filter, shown);
+    handle = native.memConsume({ offset, version, data, shape, typestr, strides }, { present: syclobj !== undefined, queue, context, filter, shown });
   } catch (error) {
     throw fromNative(error);
   }

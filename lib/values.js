@@ -2,7 +2,7 @@
 'use strict';
 // Argument checks: JS values to checked primitives, each failure an error with its code.
 // Intrinsics are taken at load, so later changes to globals change nothing here.
-const { ErrorCode, typeError, rangeError } = require('./errors.js');
+const { ErrorCode, typeError, rangeError, BINDING, fillMessage } = require('./errors.js');
 
 const { Number, ArrayBuffer, SharedArrayBuffer, Uint8Array, Reflect, Object, String, Array } = globalThis;
 const apply = Reflect.apply;
@@ -99,7 +99,7 @@ function notInteger(value) {
   return null;
 }
 
-const POSITIVE = 'Number of bytes of request allocation must be positive';
+const POSITIVE = BINDING.messages.positiveSize;
 
 /** A byte count: a positive safe integer number or a positive bigint below 2^64. */
 function nbytesArg(value) {
@@ -124,7 +124,7 @@ function alignmentArg(value) {
   if (wrong !== null) throw rangeError(`alignment must be an integer, got ${wrong}`, ErrorCode.InvalidAlignment);
   const big = BigInt(value);
   if (big < 0n || big >= 2n ** 64n || (big !== 0n && (big & (big - 1n)) !== 0n)) {
-    throw rangeError(`alignment must be 0 or a power of two, got ${value}`, ErrorCode.InvalidAlignment);
+    throw rangeError(fillMessage(BINDING.messages.alignment, { alignment: value }), ErrorCode.InvalidAlignment);
   }
   return Number(big);
 }

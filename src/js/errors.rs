@@ -24,6 +24,48 @@ pub fn error_codes() -> String {
     }))
 }
 
+/// Numbers that stand for a message's fields while its template is made: no request is
+/// ever of these sizes (both beyond 2^53), so each appears in a message only as a field.
+const FIELD_MARKS: [u64; 2] = [9_007_199_254_740_881, 9_007_199_254_740_879];
+
+/// `err`'s message with each of its numeric fields (given as their marks, in the order
+/// of `names`) written `{name}`: the template the JS layer fills for the same error.
+fn template(err: &MemoryError, names: &[&str]) -> String {
+    let mut message = err.to_string();
+    for (mark, name) in FIELD_MARKS.iter().zip(names) {
+        message = message.replace(&mark.to_string(), &format!("{{{name}}}"));
+    }
+    message
+}
+
+/// The rules and messages the JS layer applies before it calls the binding, from their
+/// one source here, as JSON: `{ maxList, advice, messages: { freed, positiveSize,
+/// alignment, bufferTooLarge } }` (`alignment` and `bufferTooLarge` are templates with
+/// `{alignment}`, `{nbytes}` and `{max_len}`; `positiveSize` has no final period, as the
+/// JS layer goes on after it).
+#[napi]
+pub fn binding_constants() -> String {
+    let [first, second] = FIELD_MARKS;
+    let positive = MemoryError::ZeroSize.to_string();
+    let messages = json::object(&[
+        ("freed", json::string(&MemoryError::Freed.to_string())),
+        ("positiveSize", json::string(positive.trim_end_matches('.'))),
+        ("alignment", json::string(&template(&MemoryError::InvalidAlignment { alignment: first }, &["alignment"]))),
+        (
+            "bufferTooLarge",
+            json::string(&template(
+                &MemoryError::HostBufferTooLarge { nbytes: first, max_len: second },
+                &["nbytes", "max_len"],
+            )),
+        ),
+    ]);
+    json::object(&[
+        ("maxList", json::number(f64::from(crate::memory::interface::MAX_LIST))),
+        ("advice", json::array(crate::runtime::hints::Advice::NAMES.iter().map(|name| json::string(name)))),
+        ("messages", messages),
+    ])
+}
+
 fn build(env: &Env, err: &MemoryError) -> napi::Result<napi::Error> {
     let builtins = crate::js::state::state(env)?.builtins.get(env)?.coerce_to_object()?;
     let make: Function<FnArgs<(String, &str, &str)>, Unknown> = builtins.get_named_property("makeError")?;
@@ -46,5 +88,28 @@ pub trait OrThrow<T> {
 impl<T> OrThrow<T> for Result<T, MemoryError> {
     fn or_throw(self, env: &Env) -> napi::Result<T> {
         self.map_err(|err| to_js_error(env, err))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_filled_are_the_errors_messages() {
+        let fill = |template: String, fields: &[(&str, u64)]| {
+            fields.iter().fold(template, |text, (name, value)| text.replace(&format!("{{{name}}}"), &value.to_string()))
+        };
+        let alignment = template(&MemoryError::InvalidAlignment { alignment: FIELD_MARKS[0] }, &["alignment"]);
+        assert!(alignment.contains("{alignment}"), "{alignment}");
+        assert_eq!(fill(alignment, &[("alignment", 3)]), MemoryError::InvalidAlignment { alignment: 3 }.to_string());
+        let too_large = template(
+            &MemoryError::HostBufferTooLarge { nbytes: FIELD_MARKS[0], max_len: FIELD_MARKS[1] },
+            &["nbytes", "max_len"],
+        );
+        assert_eq!(
+            fill(too_large, &[("nbytes", 10), ("max_len", 4)]),
+            MemoryError::HostBufferTooLarge { nbytes: 10, max_len: 4 }.to_string()
+        );
     }
 }

@@ -132,7 +132,7 @@ pub struct Handles {
     pub(crate) memories: Slab<MemoryHandle>,
     pub(crate) registrations: Registrations,
     /// Programs, kernels and events (`js::program`).
-    pub(crate) kernels: crate::js::program::KernelHandles,
+    pub(crate) kernels: crate::js::program_handles::KernelHandles,
 }
 
 fn stale(what: &str) -> MemoryError {

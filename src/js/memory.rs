@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use napi::bindgen_prelude::{AsyncTask, Float64Array, JsObjectValue, Unknown};
+use napi::bindgen_prelude::{AsyncTask, Float64Array, JsObjectValue, Object, Unknown};
 use napi::{Env, JsValue, ValueType};
 use napi_derive::napi;
 
@@ -18,7 +18,7 @@ use crate::js::handles::{BufferLease, HandleKind, MemoryHandle};
 use crate::js::lookup::{handles, lookup};
 use crate::js::state::process;
 use crate::memory::consume::{consume, SyclObj};
-use crate::memory::interface::{IfaceValue, RawInterface};
+use crate::memory::interface::{IfaceValue, RawInterface, MAX_LIST};
 use crate::memory::usm::{too_large_for_host, Adopted, UsmMemory};
 use crate::runtime::UsmKind;
 
@@ -66,36 +66,29 @@ pub fn mem_adopt(env: &Env, source_id: f64, kind: u32, copy: bool, queue_id: f64
     lookup(env, |h| h.add_memory(handle))
 }
 
-/// Consumes an interface. The fields are the JS layer's own plain copies; `syclobj`
-/// came as a queue or context handle, a filter string, or neither (`shown`: how
-/// messages write what it was).
+/// Consumes an interface. `fields` is `{ offset, version, data, shape, typestr, strides }`,
+/// the JS layer's own plain copies of the interface's fields; `syclobj` is `{ present,
+/// queue, context, filter, shown }`: whether the interface had one, and what it was (a
+/// queue or context handle, a filter string, or neither; `shown`: how messages write it).
+/// Both are objects the JS layer made for this call (plain data properties only).
 #[napi]
-#[allow(clippy::too_many_arguments)]
-pub fn mem_consume(
-    env: &Env,
-    offset: Unknown,
-    version: Unknown,
-    data: Unknown,
-    shape: Unknown,
-    typestr: Unknown,
-    strides: Unknown,
-    syclobj_present: bool,
-    syclobj_queue: Option<f64>,
-    syclobj_context: Option<f64>,
-    syclobj_filter: Option<String>,
-    shown: String,
-) -> napi::Result<f64> {
+pub fn mem_consume(env: &Env, fields: Object, syclobj: Object) -> napi::Result<f64> {
+    let field = |name: &str| iface_value(fields.get_named_property::<Unknown>(name)?, 0);
     let raw = RawInterface {
-        offset: iface_value(offset, 0)?,
-        version: iface_value(version, 0)?,
-        data: iface_value(data, 0)?,
-        syclobj_present,
-        shape: iface_value(shape, 0)?,
-        typestr: iface_value(typestr, 0)?,
-        strides: iface_value(strides, 0)?,
+        offset: field("offset")?,
+        version: field("version")?,
+        data: field("data")?,
+        syclobj_present: syclobj.get_named_property::<bool>("present")?,
+        shape: field("shape")?,
+        typestr: field("typestr")?,
+        strides: field("strides")?,
     };
+    let queue: Option<f64> = syclobj.get_named_property("queue")?;
+    let context: Option<f64> = syclobj.get_named_property("context")?;
+    let filter: Option<String> = syclobj.get_named_property("filter")?;
+    let shown: String = syclobj.get_named_property("shown")?;
     let syclobj = lookup(env, |h| {
-        Ok(match (syclobj_queue, syclobj_context, syclobj_filter) {
+        Ok(match (queue, context, filter) {
             (Some(id), _, _) => SyclObj::Queue(h.queue(id)?),
             (None, Some(id), _) => SyclObj::Context(h.context(id)?),
             (None, None, Some(text)) => SyclObj::Filter(text),
@@ -105,9 +98,6 @@ pub fn mem_consume(
     let memory = consume(process(), &raw, syclobj, &shown).or_throw(env)?;
     lookup(env, |h| h.add_memory(MemoryHandle::new(memory)))
 }
-
-/// Longest list read from an interface field; longer ones are refused as malformed.
-const MAX_LIST: u32 = 1024;
 
 fn iface_value(value: Unknown, depth: u32) -> napi::Result<IfaceValue> {
     Ok(match value.get_type()? {

@@ -26,6 +26,7 @@ pub mod observe;
 pub mod peer;
 pub mod pool;
 pub mod program;
+pub mod program_handles;
 pub mod registration;
 pub mod share;
 pub mod slab;

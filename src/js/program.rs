@@ -20,37 +20,11 @@ use crate::js::ffi::JsRef;
 use crate::js::json;
 use crate::js::lookup::{handles, lookup};
 use crate::js::memory::host_bytes;
-use crate::js::slab::Slab;
+use crate::js::program_handles::EventEntry;
 use crate::js::state::registry;
 use crate::memory::program::{self as model, KernelArgument, ScalarType, Submission};
 use crate::memory::registry::DeviceChoice;
 use crate::runtime::program::{Event, Kernel, Program, ProgramSource};
-
-/// An event handle: the event, and the Promise of an asynchronous submission until the
-/// JS layer takes it.
-pub(crate) struct EventEntry {
-    event: Arc<dyn Event>,
-    promise: Cell<Option<JsRef>>,
-}
-
-/// This environment's programs, kernels and events.
-#[derive(Default)]
-pub struct KernelHandles {
-    programs: Slab<Arc<dyn Program>>,
-    kernels: Slab<Arc<dyn Kernel>>,
-    events: Slab<EventEntry>,
-}
-
-impl KernelHandles {
-    /// At teardown the environment releases its references itself (see `Handles`).
-    pub(crate) fn forget_references(&mut self) {
-        self.events.for_each(|entry| {
-            if let Some(reference) = entry.promise.get_mut().take() {
-                std::mem::forget(reference);
-            }
-        });
-    }
-}
 
 /// A copy of a host buffer's bytes (read while no JS runs).
 fn copy_of(host: &crate::js::ffi::HostBytes) -> Vec<u8> {

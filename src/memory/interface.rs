@@ -30,6 +30,10 @@ use crate::runtime::Address;
 /// `Number.MAX_SAFE_INTEGER`: up to it, every integer is exactly one JS number.
 pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
+/// Longest list read from an interface field; longer ones are refused as malformed (the
+/// JS layer reads no more of one: `bindingConstants().maxList`).
+pub const MAX_LIST: u32 = 1024;
+
 /// A JS number read as an integer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JsInteger {

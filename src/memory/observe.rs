@@ -142,11 +142,6 @@ impl Sink {
         Sink { bypassed, state: Mutex::new(State::default()), epoch: Instant::now(), epoch_unix_ms }
     }
 
-    /// Whether `DPCTL_MEMORY_STATS` bypasses the sink.
-    pub fn bypassed_by(value: Option<&std::ffi::OsStr>) -> bool {
-        !crate::memory::pool::enabled_from(value)
-    }
-
     fn lock(&self) -> MutexGuard<'_, State> {
         crate::sync::lock(&self.state)
     }

@@ -67,7 +67,8 @@ impl ProcessRuntime {
     pub fn from_environment(providers: Vec<ProviderLoad>) -> ProcessRuntime {
         let selector = std::env::var("ONEAPI_DEVICE_SELECTOR").ok();
         let pooling = enabled_from(std::env::var_os(ENV_VAR).as_deref());
-        let sink = Sink::new(Sink::bypassed_by(std::env::var_os(observe::ENV_VAR).as_deref()));
+        // The sink's variable reads as the pool's does (`0`, `false`, `off`, `no`: off).
+        let sink = Sink::new(!enabled_from(std::env::var_os(observe::ENV_VAR).as_deref()));
         ProcessRuntime::with_sink(providers, selector.as_deref(), pooling, sink)
     }
 
