@@ -121,7 +121,10 @@ function rows(cfg, latencyBelow) {
   }
   for (const n of cfg.allocSizes.slice(0, 2)) {
     const id = `alloc_view.host.${sizeLabel(n)}`;
-    out.push({ label: `alloc+view+free host ${sizeLabel(n)}`, ours: id, metric: 'time', peer: dpctl(id, 'dpctl + np.frombuffer', null) });
+    // Issue 21's target at 4 KiB: 3x (Node-API's own external ArrayBuffer and its detach
+    // cost about as much as a pooled alloc+free: see bench/README.md).
+    const target = n === cfg.viewSize ? { ratio: 3 } : null;
+    out.push({ label: `alloc+view+free host ${sizeLabel(n)}`, ours: id, metric: 'time', peer: dpctl(id, 'dpctl + np.frombuffer', target) });
   }
   const ops = [['h2d', 'copyFromHost', 'copy_from_host'], ['d2h', 'copyToHost', 'copy_to_host'], ['d2d', 'copyFromDevice', 'copy_from_device']];
   for (const n of cfg.copySizes) {
