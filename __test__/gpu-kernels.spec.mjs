@@ -9,7 +9,7 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { addon, DEVICES, MemoryUSMDevice, MemoryUSMShared, MemoryUSMHost, SyclQueue } from './helpers/addon.mjs';
-import { settledRss } from './helpers/rss.mjs';
+import { rssGrowthOver } from './helpers/rss.mjs';
 
 const { createProgramFromPtx, createProgramFromCuda, createProgramFromSource, kernelArg, SyclProgramCompilationError } = addon;
 const PTX = readFileSync(fileURLToPath(new URL('./fixtures/kernels/saxpy.ptx', import.meta.url)), 'utf8');
@@ -87,14 +87,7 @@ onGpu(title('10^4 async submits settle, the pool and RSS come back'), async (t) 
     const events = await Promise.all(pending);
     t.true(events.every((e) => e.executionStatus === 'complete'));
   }
-  await round();
-  await round();
-  const base = await settledRss();
-  const seen = [];
-  for (let i = 0; i < 4; i++) {
-    await round();
-    seen.push(((await settledRss()) - base) / 2 ** 20);
-  }
+  const seen = await rssGrowthOver(round);
   t.log(`RSS over the base after each of 4 rounds of 10^4: ${seen.map((m) => m.toFixed(1)).join(', ')} MiB`);
   t.true(seen[3] < 24, `RSS grew by ${seen[3].toFixed(1)} MiB over 4 x 10^4 submissions (600 bytes each is 24 MiB)`);
   x.free();

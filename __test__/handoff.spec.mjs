@@ -2,7 +2,8 @@
 // compiled here with the machine's C compiler against Node's own headers, takes memory
 // objects from a napi_value, writes through the pointer on the CPU, refuses look-alikes
 // and freed objects with their statuses, and holds memory with a reference past free()
-// and GC until it releases it.
+// and GC until it releases it; on a CUDA device (the GPU suite) it launches a kernel
+// through the driver on the memory's own context and stream.
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
@@ -43,7 +44,7 @@ function build() {
   if (example) return example;
   const out = path.join(mkdtempSync(path.join(tmpdir(), 'dpctl-memory-handoff-')), 'handoff.node');
   execFileSync(cc, ['-shared', '-fPIC', '-O2', '-Wall', '-Werror', '-Wno-unused-function', `-I${include}`, `-I${path.join(ROOT, 'include')}`,
-    path.join(ROOT, 'examples', 'handoff', 'addon.c'), '-o', out], { stdio: 'pipe' });
+    path.join(ROOT, 'examples', 'handoff', 'addon.c'), '-o', out, '-ldl'], { stdio: 'pipe' });
   example = require(out);
   return example;
 }
@@ -102,6 +103,28 @@ runSerial(title('a reference holds the memory past free() and GC until released'
   t.true(addon.poolStats().shared.inUseBytes >= before + 1000, 'the allocation is still in use');
   handoff.releaseHeld();
   t.is(handoff.heldSum(), -1);
+});
+
+const gpu = DEVICES.find((d) => d.backend === 'cuda');
+const onGpu = why || !gpu ? test.skip : test;
+const gpuTitle = (text) => (why ? `${text} [${why}: skipped]` : !gpu ? `${text} [no device with backend 'cuda': skipped]` : `${text} [${gpu.filterString}]`);
+
+onGpu(gpuTitle('on CUDA the example addon launches a kernel on the hand-off\'s context and stream'), (t) => {
+  const handoff = build();
+  const queue = new SyclQueue(gpu);
+  const mem = new MemoryUSMDevice((1 << 20) + 7, { queue });
+  mem.memset(0);
+  const facts = handoff.describe(mem);
+  t.is(facts.status, 0);
+  t.is(facts.backend, 2, 'CUDA');
+  t.true(facts.hasQueue, 'the CUstream is given');
+  t.false(facts.hostAccessible);
+  t.is(handoff.cudaFill(mem, 0xa5), (1 << 20) + 7);
+  t.true(mem.toBytes().every((b) => b === 0xa5), 'every byte written by the kernel');
+  t.throws(() => handoff.fill(mem, 1), { message: /cannot be written from the CPU/ });
+  mem.free();
+  t.throws(() => handoff.cudaFill(mem, 1), { message: /status 2/ });
+  if (cpu) t.throws(() => handoff.cudaFill(new MemoryUSMShared(64, { queue: new SyclQueue(cpu) }), 1), { message: /CUDA device/ });
 });
 
 test('the header ships with the package', (t) => {

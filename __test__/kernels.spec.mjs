@@ -10,7 +10,7 @@ import { setImmediate as tick } from 'node:timers/promises';
 import { spawnSync } from 'node:child_process';
 import { addon, DEVICES, MemoryUSMDevice, MemoryUSMShared, MemoryUSMHost, SyclQueue } from './helpers/addon.mjs';
 import { throwsExactly } from './helpers/expect.mjs';
-import { gc, settledRss } from './helpers/rss.mjs';
+import { gc, rssGrowthOver } from './helpers/rss.mjs';
 
 const {
   createProgramFromSource, createProgramFromSpirv, createProgramFromPtx, kernelArg, SyclProgram, SyclKernel, SyclEvent,
@@ -297,14 +297,7 @@ onCpuSerial(title('10^4 async submits in flight: all settle, the pool and RSS co
   // RSS: after two rounds (the runtime's, the slabs' and V8's first growth, which levels
   // off), four more must not grow it by what a leak of each submission's event or operands
   // would: 600 bytes a submission is 24 MiB over them (the allocators' own steps are a few).
-  await round();
-  await round();
-  const base = await settledRss();
-  const seen = [];
-  for (let i = 0; i < 4; i++) {
-    await round();
-    seen.push(((await settledRss()) - base) / 2 ** 20);
-  }
+  const seen = await rssGrowthOver(round);
   const grown = seen[seen.length - 1];
   t.log(`RSS over the base after each of ${seen.length} rounds of ${rounds}: ${seen.map((m) => m.toFixed(1)).join(', ')} MiB`);
   t.true(grown < 24, `RSS grew by ${grown.toFixed(1)} MiB over ${4 * rounds} submissions`);

@@ -69,6 +69,13 @@ module.exports = {
     midSizes: [1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB],
     registerSize: 1024 * MiB,
     registerRepeats: quick ? 2 : 5,
+    // The kernel rows: the tests' PTX (empty, and saxpy(y, x, a, n)), loaded by us and by
+    // CuPy's RawModule alike; saxpy over vectors of 256 MiB in blocks of 256.
+    kernels: {
+      ptx: '__test__/fixtures/kernels/saxpy.ptx',
+      saxpyItems: 64 * MiB,
+      block: 256,
+    },
   },
   // A peer process that runs longer than this is stopped and reported as an error.
   peerTimeoutS: 300,

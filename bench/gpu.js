@@ -98,9 +98,34 @@ function runOurs(addon, cfg, timing) {
     for (const n of cfg.allocSizes) run(`alloc.${kind}.${sizeLabel(n)}`, () => new C(n, opts).free());
   }
   runGetters(addon, opts, run, node, timing);
+  runKernels(addon, cfg, { q, opts, MemoryUSMDevice, checks, run });
   if (addon.IPCMemoryHandle.isAvailable(q.syclDevice)) runIpc(addon, cfg, timing, { opts, ours, checks, run });
   return { ours, node, checks };
 }
+
+/** The kernel rows: sync submits (they return when the kernel is done) of the tests' PTX. */
+function runKernels(addon, cfg, { q, opts, MemoryUSMDevice, checks, run }) {
+  const { kernels } = cfg;
+  const ptx = require('node:fs').readFileSync(require('node:path').join(__dirname, '..', kernels.ptx), 'utf8');
+  const program = addon.createProgramFromPtx(q, ptx);
+  const empty = program.getKernel('empty');
+  run('kernel.empty_submit', () => q.submit(empty, [], [1], [1]));
+  const n = kernels.saxpyItems;
+  const x = new MemoryUSMDevice(n * 4, opts);
+  const y = new MemoryUSMDevice(n * 4, opts);
+  try {
+    x.copyFromHost(new Float32Array(n).fill(1));
+    y.memset(0);
+    const saxpy = program.getKernel('saxpy');
+    const args = [y, x, addon.kernelArg.float32(2), addon.kernelArg.uint32(n)];
+    run('kernel.saxpy_submit', () => q.submit(saxpy, args, [n], [kernels.block]));
+    checks.push(['kernel.saxpy', new Float32Array(y.copyToHost().buffer)[n - 1] > 0]);
+  } finally {
+    x.free();
+    y.free();
+  }
+}
+
 
 /**
  * `registerHost` and `unregister()` of `registerSize` bytes, timed one call each (a
@@ -240,6 +265,14 @@ function rows(cfg) {
   const same = (id) => ({ source: 'ours', id, name: 'the same copy into ordinary device memory', target: { ratio: 0.95 } });
   add(`H2D pageable ${lab} into opened IPC memory`, `ipc.h2d.opened.${lab}`, 'bw', same(`ipc.h2d.plain.${lab}`));
   add(`D2D ${lab} into opened IPC memory`, `ipc.d2d.opened.${lab}`, 'bw', same(`ipc.d2d.plain.${lab}`));
+  // Kernels (issue 18): launch overhead of a sync submit against CuPy's RawKernel call
+  // followed by a stream synchronize (target 1x), beside the bare asynchronous call; saxpy
+  // over 256 MiB vectors with the same PTX (target 0.95x; bytes moved: x and y read, y
+  // written; the H200's HBM3e is 4.8 TB/s).
+  add('submit: empty kernel (sync)', 'kernel.empty_submit', 'time', cupy('kernel.empty_submit', 'RawKernel call + stream sync (CuPy)', { ratio: 1 }));
+  add('submit: empty kernel (sync)', 'kernel.empty_submit', 'time', cupy('kernel.empty_launch', 'RawKernel call, no wait (CuPy)', null));
+  const k = cfg.kernels;
+  out.push({ label: `saxpy ${sizeLabel(k.saxpyItems * 4)} vectors (sync submit, GB/s moved)`, ours: 'kernel.saxpy_submit', metric: 'bw', bytes: 3 * 4 * k.saxpyItems, peer: cupy('kernel.saxpy_submit', 'RawKernel saxpy + sync (CuPy, same PTX)', { ratio: 0.95 }) });
   for (const row of getterRows()) out.push(row);
   return out.map((r) => ({ section: 'gpu', ...r }));
 }

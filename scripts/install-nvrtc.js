@@ -10,7 +10,7 @@
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
-const { cacheRoot, isComplete, installWheels } = require('./lib/wheels.js');
+const { cacheRoot, isComplete, installExtra } = require('./lib/wheels.js');
 
 const MANIFEST = require('../runtime.json').nvrtc;
 const VERSION = MANIFEST.version;
@@ -45,17 +45,10 @@ function installedNvrtc() {
  * with what to do when pip is missing or fails (CUDA C then reports ERR_NVRTC_UNAVAILABLE).
  */
 function installNvrtc({ quiet = false } = {}) {
-  const installed = installedNvrtc();
-  if (installed) {
-    if (!quiet) console.log(`dpctl-memory: using the NVRTC of ${installed}`);
-    return installed;
-  }
-  const dir = nvrtcDir();
-  if (isComplete(dir, MANIFEST.wheels)) {
-    if (!quiet) console.log(`dpctl-memory: NVRTC ${VERSION} is cached at ${dir}`);
-    return dir;
-  }
-  return installWheels(dir, MANIFEST.wheels, `NVRTC ${VERSION} (the nvidia-cuda-nvrtc-cu12 wheel, about 25 MB)`, 'a CUDA toolkit');
+  return installExtra({
+    found: installedNvrtc, dir: nvrtcDir(), wheels: MANIFEST.wheels, name: `NVRTC ${VERSION}`, quiet,
+    what: `NVRTC ${VERSION} (the nvidia-cuda-nvrtc-cu12 wheel, about 25 MB)`, otherwise: 'a CUDA toolkit',
+  });
 }
 
 module.exports = { installNvrtc, installedNvrtc, cachedLibrary, nvrtcDir, NVRTC_VERSION: VERSION };

@@ -9,7 +9,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
-const { cacheRoot, isComplete, installWheels } = require('./lib/wheels.js');
+const { cacheRoot, isComplete, installExtra } = require('./lib/wheels.js');
 
 const MANIFEST = require('../runtime.json').ucx;
 const VERSION = MANIFEST.version;
@@ -39,17 +39,10 @@ function installedUcx() {
  * when pip is missing or fails (the transport then reports ERR_UCX_UNAVAILABLE).
  */
 function installUcx({ quiet = false } = {}) {
-  const installed = installedUcx();
-  if (installed) {
-    if (!quiet) console.log(`dpctl-memory: using the UCX of ${installed}`);
-    return installed;
-  }
-  const dir = ucxDir();
-  if (isComplete(dir, MANIFEST.wheels)) {
-    if (!quiet) console.log(`dpctl-memory: UCX ${VERSION} is cached at ${dir}`);
-    return dir;
-  }
-  return installWheels(dir, MANIFEST.wheels, `UCX ${VERSION} (the libucx-cu12 wheel, about 45 MB)`, 'a system UCX');
+  return installExtra({
+    found: installedUcx, dir: ucxDir(), wheels: MANIFEST.wheels, name: `UCX ${VERSION}`, quiet,
+    what: `UCX ${VERSION} (the libucx-cu12 wheel, about 45 MB)`, otherwise: 'a system UCX',
+  });
 }
 
 module.exports = { installUcx, installedUcx, cachedPrefix, ucxDir, UCX_VERSION: VERSION };

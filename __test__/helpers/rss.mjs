@@ -15,3 +15,19 @@ export async function settledRss() {
   }
   return process.memoryUsage().rss;
 }
+
+/**
+ * Runs `round` (async) `warmup` times, then `rounds` more, and returns RSS over the settled
+ * figure after the warm-up, in MiB, after each of those rounds: a leak grows it round by
+ * round, where first-use growth (the runtime's, the slabs', V8's) has levelled off.
+ */
+export async function rssGrowthOver(round, { warmup = 2, rounds = 4 } = {}) {
+  for (let i = 0; i < warmup; i++) await round();
+  const base = await settledRss();
+  const seen = [];
+  for (let i = 0; i < rounds; i++) {
+    await round();
+    seen.push(((await settledRss()) - base) / 2 ** 20);
+  }
+  return seen;
+}

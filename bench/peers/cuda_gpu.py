@@ -88,6 +88,8 @@ def bench_cupy(cfg, timing, np):
         rt.freeHost(pinned)
         rt.free(d)
 
+    bench_cupy_kernels(cupy, gpu, np, run)
+
     free_bytes, _total = rt.memGetInfo()
     for n in gpu["allocSizes"]:
         lab = size_label(n)
@@ -108,6 +110,34 @@ def _set_madvise_hugepage(enabled):
         except (ImportError, AttributeError):
             continue
     return None
+
+
+def bench_cupy_kernels(cupy, gpu, np, run):
+    """RawKernel calls of the same PTX as bench/gpu.js: the empty kernel with and without a
+    stream synchronize (our submit waits), and saxpy over the same vectors, synchronized."""
+    k = gpu["kernels"]
+    ptx = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", k["ptx"])
+    module = cupy.RawModule(path=ptx)
+    empty = module.get_function("empty")
+    stream = cupy.cuda.get_current_stream()
+
+    def empty_submit():
+        empty((1,), (1,), ())
+        stream.synchronize()
+    run("kernel.empty_submit", empty_submit)
+    run("kernel.empty_launch", lambda: empty((1,), (1,), ()))
+    stream.synchronize()
+    n, block = k["saxpyItems"], k["block"]
+    x = cupy.ones(n, dtype=cupy.float32)
+    y = cupy.zeros(n, dtype=cupy.float32)
+    saxpy = module.get_function("saxpy")
+    args = (y, x, np.float32(2), np.uint32(n))
+
+    def saxpy_submit():
+        saxpy(((n + block - 1) // block,), (block,), args)
+        stream.synchronize()
+    run("kernel.saxpy_submit", saxpy_submit)
+    del x, y
 
 
 def register_cost(rt, gpu, np, results):

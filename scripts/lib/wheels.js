@@ -75,4 +75,22 @@ function installWheels(dir, wheels, what, otherwise) {
   }
 }
 
-module.exports = { cacheRoot, isComplete, installWheels, MARKER };
+/**
+ * An extra library's install: what is already there (`found()`: a path or description, or
+ * null) wins; else the cached wheels in `dir`; else `installWheels`. Returns where it is.
+ * `name` ("UCX 1.22.0") is for the messages; `quiet` keeps the first two silent.
+ */
+function installExtra({ found, dir, wheels, name, what, otherwise, quiet }) {
+  const installed = found();
+  if (installed) {
+    if (!quiet) console.log(`dpctl-memory: using the ${name.split(' ')[0]} of ${installed}`);
+    return installed;
+  }
+  if (isComplete(dir, wheels)) {
+    if (!quiet) console.log(`dpctl-memory: ${name} is cached at ${dir}`);
+    return dir;
+  }
+  return installWheels(dir, wheels, what, otherwise);
+}
+
+module.exports = { cacheRoot, isComplete, installWheels, installExtra, MARKER };

@@ -9,6 +9,17 @@ pub(crate) mod sycl;
 // The UCX transport: not a device provider, the library the transport loads.
 pub(crate) mod ucx;
 
+/// `runtime.json`'s `<section>.version` (`"ucx"`, `"nvrtc"`): the first `"version"` after
+/// the section's key, for the libraries installed beside the SYCL runtime on request.
+pub(crate) fn manifest_version_of(section: &str) -> Option<&'static str> {
+    const RUNTIME_MANIFEST: &str = include_str!("../../runtime.json");
+    let after = &RUNTIME_MANIFEST[RUNTIME_MANIFEST.find(&format!("\"{section}\""))?..];
+    let key = after.find("\"version\"")?;
+    let rest = after[key + "\"version\"".len()..].trim_start_matches([' ', ':']);
+    let rest = rest.strip_prefix('"')?;
+    Some(&rest[..rest.find('"')?])
+}
+
 /// Every provider, loaded, in the registry's order: SYCL's devices first, then CUDA's.
 pub(crate) fn load_all() -> Vec<ProviderLoad> {
     vec![

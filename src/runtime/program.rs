@@ -11,7 +11,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use crate::error::Result;
+use crate::error::{MemoryError, Result};
 use crate::runtime::{Address, Device};
 
 /// What a program is built from.
@@ -112,7 +112,28 @@ pub struct KernelInfo {
 /// A kernel of a program.
 pub trait Kernel: Send + Sync + Any {
     fn info(&self) -> &KernelInfo;
-    fn as_any(&self) -> &dyn Any;
+}
+
+/// `kernel` as the kernel type `K` of the provider `runtime` names, or
+/// `ERR_KERNEL_QUEUE_MISMATCH` for a kernel another runtime built.
+pub fn kernel_of<'a, K: Kernel>(kernel: &'a dyn Kernel, runtime: &str) -> Result<&'a K> {
+    let any: &dyn Any = kernel;
+    any.downcast_ref::<K>().ok_or_else(|| MemoryError::KernelQueueMismatch {
+        message: format!("the kernel was built by another runtime than the queue's ({runtime})"),
+    })
+}
+
+/// Each of `deps` as the event type `E` of the provider `runtime` names, or
+/// `ERR_KERNEL_QUEUE_MISMATCH` for an event of another runtime.
+pub fn events_of<'a, E: Event>(deps: &'a [Arc<dyn Event>], runtime: &str) -> Result<Vec<&'a E>> {
+    deps.iter()
+        .map(|dep| {
+            let any: &dyn Any = dep.as_ref();
+            any.downcast_ref::<E>().ok_or_else(|| MemoryError::KernelQueueMismatch {
+                message: format!("a dependency is an event of another runtime than the queue's ({runtime})"),
+            })
+        })
+        .collect()
 }
 
 /// One argument of a submission, as the runtime takes it.
@@ -179,7 +200,6 @@ pub trait Event: Send + Sync + Any {
     /// Calls `done` once when the work completes or fails (see [`Completion`]), at once
     /// when it has already.
     fn on_complete(&self, done: Completion) -> Result<()>;
-    fn as_any(&self) -> &dyn Any;
 }
 
 /// The native objects under a queue, for other addons (`include/dpctl_memory.h`): addresses

@@ -22,7 +22,6 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-const RUNTIME_MANIFEST: &str = include_str!("../../../runtime.json");
 /// The sonames of the NVRTC majors this addon uses, newest first (12 and 13 share the API
 /// used here).
 const SONAMES: [&str; 2] = ["libnvrtc.so.13", "libnvrtc.so.12"];
@@ -116,25 +115,14 @@ fn var(name: &str) -> Option<std::ffi::OsString> {
     std::env::var_os(name).filter(|v| !v.is_empty())
 }
 
-/// `runtime.json`'s `nvrtc.version`: the first `"version"` after the `"nvrtc"` key.
+/// `runtime.json`'s `nvrtc.version`.
 pub(super) fn manifest_version() -> Option<&'static str> {
-    let after = &RUNTIME_MANIFEST[RUNTIME_MANIFEST.find("\"nvrtc\"")?..];
-    let key = after.find("\"version\"")?;
-    let rest = after[key + "\"version\"".len()..].trim_start_matches([' ', ':']);
-    let rest = rest.strip_prefix('"')?;
-    Some(&rest[..rest.find('"')?])
+    crate::provider::manifest_version_of("nvrtc")
 }
 
 /// The folder the install script fills (the wheel unpacked), if a cache root is known.
 pub(super) fn cache_dir() -> Option<PathBuf> {
-    let root = if let Some(dir) = var("DPCTL_MEMORY_CACHE") {
-        PathBuf::from(dir)
-    } else if let Some(xdg) = var("XDG_CACHE_HOME") {
-        PathBuf::from(xdg).join("dpctl-memory")
-    } else {
-        PathBuf::from(var("HOME")?).join(".cache").join("dpctl-memory")
-    };
-    Some(root.join(format!("nvrtc-{}", manifest_version()?)))
+    Some(crate::provider::sycl::locate::cache_root()?.join(format!("nvrtc-{}", manifest_version()?)))
 }
 
 /// Every library file that exists in the search order (see the module's doc); the

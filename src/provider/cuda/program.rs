@@ -5,7 +5,6 @@
 //! (`cuLaunchHostFunc`), which makes no CUDA call. CUDA C is compiled to PTX by NVRTC
 //! (`nvrtc.rs`, loaded at run time) and then loaded as PTX is.
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -13,8 +12,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::{MemoryError, Result};
 use crate::runtime::program::{
-    ArgInfo, ArgKind, BuildFailure, Built, Completion, Event, EventStatus, Kernel, KernelInfo, LaunchArg, NdRange,
-    Profile, Program, ProgramBuilder, ProgramSource, QueueProperties, Submissions,
+    events_of, kernel_of, ArgInfo, ArgKind, BuildFailure, Built, Completion, Event, EventStatus, Kernel, KernelInfo,
+    LaunchArg, NdRange, Profile, Program, ProgramBuilder, ProgramSource, QueueProperties, Submissions,
 };
 use crate::runtime::{Address, Device};
 
@@ -348,10 +347,6 @@ impl Kernel for CudaKernel {
     fn info(&self) -> &KernelInfo {
         &self.info
     }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 /// What `cuLaunchHostFunc` hands back: the completion, boxed twice for one thin pointer.
@@ -400,10 +395,6 @@ impl Event for CudaEvent {
             return Err(error.into());
         }
         Ok(())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -496,12 +487,7 @@ impl CudaQueue {
     }
 
     fn wait_for(&self, current: &CurrentContext, deps: &[Arc<dyn Event>]) -> Result<()> {
-        for dep in deps {
-            let Some(dep) = dep.as_any().downcast_ref::<CudaEvent>() else {
-                return Err(MemoryError::KernelQueueMismatch {
-                    message: "a dependency is an event of another runtime than the queue's (CUDA)".into(),
-                });
-            };
+        for dep in events_of::<CudaEvent>(deps, "CUDA")? {
             current.stream_wait_event(&self.stream, &dep.event)?;
         }
         Ok(())
@@ -516,11 +502,7 @@ impl Submissions for CudaQueue {
         range: &NdRange,
         deps: &[Arc<dyn Event>],
     ) -> Result<Arc<dyn Event>> {
-        let Some(kernel) = kernel.as_any().downcast_ref::<CudaKernel>() else {
-            return Err(MemoryError::KernelQueueMismatch {
-                message: "the kernel was built by another runtime than the queue's (CUDA)".into(),
-            });
-        };
+        let kernel = kernel_of::<CudaKernel>(kernel, "CUDA")?;
         if !std::ptr::eq(kernel.context.as_ref(), self.context.as_ref()) {
             return Err(MemoryError::KernelQueueMismatch {
                 message: format!(

@@ -2,13 +2,12 @@
 //! built by the OpenCL runtime under a device of the OpenCL backend (the shim reaches it
 //! through SYCL's interop), kernels run by SYCL itself on the queue.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use crate::error::{MemoryError, Result};
 use crate::runtime::program::{
-    ArgInfo, ArgKind, BuildFailure, Built, Completion, Event, EventStatus, Kernel, KernelInfo, LaunchArg, NdRange,
-    Profile, Program, ProgramBuilder, ProgramSource, QueueProperties, Submissions,
+    events_of, kernel_of, ArgInfo, ArgKind, BuildFailure, Built, Completion, Event, EventStatus, Kernel, KernelInfo,
+    LaunchArg, NdRange, Profile, Program, ProgramBuilder, ProgramSource, QueueProperties, Submissions,
 };
 use crate::runtime::{Address, Context, Device, DeviceType, Queue};
 
@@ -139,10 +138,6 @@ impl Kernel for SyclKernel {
     fn info(&self) -> &KernelInfo {
         &self.info
     }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 impl SyclEvent {
@@ -187,10 +182,6 @@ impl Event for SyclEvent {
         });
         self.handle.on_complete(callback).map_err(|e| runtime_error("waiting for an event", e))
     }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 impl SyclQueue {
@@ -205,15 +196,7 @@ impl SyclQueue {
 
     /// The shim's events of `deps`, which must be this provider's.
     fn dep_handles<'a>(&self, deps: &'a [Arc<dyn Event>]) -> Result<Vec<&'a EventHandle>> {
-        deps.iter()
-            .map(|dep| {
-                dep.as_any().downcast_ref::<SyclEvent>().map(|e| &e.handle).ok_or_else(|| {
-                    MemoryError::KernelQueueMismatch {
-                        message: "a dependency is an event of another runtime than the queue's (SYCL)".into(),
-                    }
-                })
-            })
-            .collect()
+        Ok(events_of::<SyclEvent>(deps, "SYCL")?.into_iter().map(|e| &e.handle).collect())
     }
 }
 
@@ -225,11 +208,7 @@ impl Submissions for SyclQueue {
         range: &NdRange,
         deps: &[Arc<dyn Event>],
     ) -> Result<Arc<dyn Event>> {
-        let Some(kernel) = kernel.as_any().downcast_ref::<SyclKernel>() else {
-            return Err(MemoryError::KernelQueueMismatch {
-                message: "the kernel was built by another runtime than the queue's (SYCL)".into(),
-            });
-        };
+        let kernel = kernel_of::<SyclKernel>(kernel, "SYCL")?;
         if !self.context.same_context(kernel.context.as_ref()) || !self.device.same(&kernel.device) {
             return Err(MemoryError::KernelQueueMismatch {
                 message: format!(

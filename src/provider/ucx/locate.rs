@@ -12,7 +12,6 @@
 
 use std::path::PathBuf;
 
-const RUNTIME_MANIFEST: &str = include_str!("../../../runtime.json");
 const LIBUCP: &str = "libucp.so.0";
 
 /// Where `libucp` was found, and what named it.
@@ -21,25 +20,14 @@ pub struct Found {
     pub source: &'static str,
 }
 
-/// `runtime.json`'s `ucx.version`: the first `"version"` after the `"ucx"` key.
+/// `runtime.json`'s `ucx.version`.
 pub fn manifest_version() -> Option<&'static str> {
-    let after = &RUNTIME_MANIFEST[RUNTIME_MANIFEST.find("\"ucx\"")?..];
-    let key = after.find("\"version\"")?;
-    let rest = after[key + "\"version\"".len()..].trim_start_matches([' ', ':']);
-    let rest = rest.strip_prefix('"')?;
-    Some(&rest[..rest.find('"')?])
+    crate::provider::manifest_version_of("ucx")
 }
 
 /// The folder the install script fills (the wheel unpacked), if a cache root is known.
 pub fn cache_dir() -> Option<PathBuf> {
-    let root = if let Some(dir) = var("DPCTL_MEMORY_CACHE") {
-        PathBuf::from(dir)
-    } else if let Some(xdg) = var("XDG_CACHE_HOME") {
-        PathBuf::from(xdg).join("dpctl-memory")
-    } else {
-        PathBuf::from(var("HOME")?).join(".cache").join("dpctl-memory")
-    };
-    Some(root.join(format!("ucx-{}", manifest_version()?)))
+    Some(crate::provider::sycl::locate::cache_root()?.join(format!("ucx-{}", manifest_version()?)))
 }
 
 fn var(name: &str) -> Option<std::ffi::OsString> {
