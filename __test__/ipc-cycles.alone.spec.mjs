@@ -6,7 +6,7 @@
 import test from 'ava';
 import { createRequire } from 'node:module';
 import { addon, DEVICES, CUDA_DEVICES, queueFor } from './helpers/addon.mjs';
-import { IpcChild } from './fixtures/ipc-peer.mjs';
+import { withChild } from './fixtures/ipc-peer.mjs';
 
 const require = createRequire(import.meta.url);
 const { native } = require('../lib/native.js');
@@ -27,16 +27,6 @@ function cudaTest(title, fn) {
 
 /** The device's free memory as the driver reports it (`cuMemGetInfo`). */
 const freeMemory = (device) => native.deviceFreeMemory(deviceHandle(device)) ?? 0;
-
-/** Runs `fn(child)` with a forked child, stopped (or killed) afterwards. */
-async function withChild(fn) {
-  const child = await IpcChild.start();
-  try {
-    return await fn(child);
-  } finally {
-    await child.kill();
-  }
-}
 
 cudaTest('1,000 export/open/close cycles leave device free memory and the pool at their baseline', async (t, device) => {
   const nbytes = MiB;

@@ -8,7 +8,7 @@ import test from 'ava';
 import { createRequire } from 'node:module';
 import { addon, DEVICES, CUDA_DEVICES, eachDevice, queueFor, rawExporter } from './helpers/addon.mjs';
 import { throwsExactly } from './helpers/expect.mjs';
-import { IpcChild, pattern } from './fixtures/ipc-peer.mjs';
+import { IpcChild, pattern, withChild } from './fixtures/ipc-peer.mjs';
 
 const require = createRequire(import.meta.url);
 const { IPCMemoryHandle, MemoryIPCDevice, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared, asUsmMemory, poolStats } = addon;
@@ -113,16 +113,6 @@ function exported(device, nbytes, seed) {
   mem.copyFromHost(pattern(nbytes, seed));
   const handle = new IPCMemoryHandle(mem);
   return { mem, handle, bytes: handle.toBytes() };
-}
-
-/** Runs `fn(child)` with a forked child, stopped (or killed) afterwards. */
-async function withChild(fn) {
-  const child = await IpcChild.start();
-  try {
-    return await fn(child);
-  } finally {
-    await child.kill();
-  }
 }
 
 cudaTest('a CUDA device has IPC, and a handle is the driver\'s 64 bytes, a new copy on each call', (t, device) => {

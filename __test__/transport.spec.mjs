@@ -485,17 +485,24 @@ async function exchange(t, endpoint, { device = false } = {}) {
 }
 
 let venv = null;
-const ucxxTest = available ? test.serial : test.skip;
 
-ucxxTest('interop: Node connects to a Python ucxx listener; bytes both ways, 1 B .. 16 MiB', async (t) => {
-  t.timeout(600000);
+/** The Python with ucxx (the venv, made once), or null after a visible skip. */
+function ucxxPython(t) {
   venv ??= ucxxVenv();
   if (venv.skip) {
     t.log(`SKIPPED (visibly): ${venv.skip}`);
     t.pass();
-    return;
+    return null;
   }
-  const python = ucxxPeer(venv.python, ['server', ...UCXX_SIZES.map(String)]);
+  return venv.python;
+}
+const ucxxTest = available ? test.serial : test.skip;
+
+ucxxTest('interop: Node connects to a Python ucxx listener; bytes both ways, 1 B .. 16 MiB', async (t) => {
+  t.timeout(600000);
+  const interpreter = ucxxPython(t);
+  if (interpreter === null) return;
+  const python = ucxxPeer(interpreter, ['server', ...UCXX_SIZES.map(String)]);
   const { port, error } = await python.next();
   t.falsy(error, error);
   const endpoint = await ucx.connect({ host: '127.0.0.1', port });
@@ -508,14 +515,10 @@ ucxxTest('interop: Node connects to a Python ucxx listener; bytes both ways, 1 B
 
 ucxxTest('interop: a Python ucxx client connects to a Node listener; bytes both ways', async (t) => {
   t.timeout(600000);
-  venv ??= ucxxVenv();
-  if (venv.skip) {
-    t.log(`SKIPPED (visibly): ${venv.skip}`);
-    t.pass();
-    return;
-  }
+  const interpreter = ucxxPython(t);
+  if (interpreter === null) return;
   const listener = ucx.listen({ host: '127.0.0.1', port: 0 });
-  const python = ucxxPeer(venv.python, ['client', String(listener.port), ...UCXX_SIZES.map(String)]);
+  const python = ucxxPeer(interpreter, ['client', String(listener.port), ...UCXX_SIZES.map(String)]);
   const endpoint = await listener.accept();
   listener.close();
   await exchange(t, endpoint);
@@ -536,14 +539,10 @@ ucxxGpuTest('interop over CUDA device memory: MemoryUSMDevice here, CuPy arrays 
     t.pass();
     return;
   }
-  venv ??= ucxxVenv();
-  if (venv.skip) {
-    t.log(`SKIPPED (visibly): ${venv.skip}`);
-    t.pass();
-    return;
-  }
+  const interpreter = ucxxPython(t);
+  if (interpreter === null) return;
   const listener = ucx.listen({ host: '127.0.0.1', port: 0 });
-  const child = spawn(venv.python, [UCXX_PEER, 'client', String(listener.port), ...UCXX_SIZES.map(String)], {
+  const child = spawn(interpreter, [UCXX_PEER, 'client', String(listener.port), ...UCXX_SIZES.map(String)], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, UCXX_PEER_CUPY: '1' },
   });
