@@ -428,13 +428,9 @@ function ucxxVenv() {
   return { python };
 }
 
-/** A ucxx peer process; `next()` resolves with its next JSON line. */
-function ucxxPeer(python, args) {
-  return ucxxLines(spawn(python, [UCXX_PEER, ...args], { stdio: ['ignore', 'pipe', 'inherit'] }));
-}
-
-/** A ucxx peer process's JSON lines: `next()` resolves with the next one. */
-function ucxxLines(child) {
+/** A ucxx peer process (`env` added to ours); `next()` resolves with its next JSON line. */
+function ucxxPeer(python, args, env = {}) {
+  const child = spawn(python, [UCXX_PEER, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   const lines = [];
   const waiting = [];
   let partial = '';
@@ -542,11 +538,7 @@ ucxxGpuTest('interop over CUDA device memory: MemoryUSMDevice here, CuPy arrays 
   const interpreter = ucxxPython(t);
   if (interpreter === null) return;
   const listener = ucx.listen({ host: '127.0.0.1', port: 0 });
-  const child = spawn(interpreter, [UCXX_PEER, 'client', String(listener.port), ...UCXX_SIZES.map(String)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, UCXX_PEER_CUPY: '1' },
-  });
-  const python = ucxxLines(child);
+  const python = ucxxPeer(interpreter, ['client', String(listener.port), ...UCXX_SIZES.map(String)], { UCXX_PEER_CUPY: '1' });
   const endpoint = await listener.accept();
   listener.close();
   await exchange(t, endpoint, { device: true });

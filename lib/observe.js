@@ -190,21 +190,27 @@ function onOutOfMemory(callback) {
 // the key names the recording's id of the text, sent once.
 const asCallSites = (_error, sites) => sites;
 
-/** The call sites of the JS call that allocates (`above` and what it called left out). */
-function callSites(above) {
+/**
+ * The stack of the JS call that allocates (`above` and what it called left out), at most
+ * `stackDepth` frames, as `prepare` makes it (`asCallSites`: V8's call sites).
+ */
+function capturedStack(above, prepare) {
   const holder = { __proto__: null };
   const limit = Error.stackTraceLimit;
-  const prepare = Error.prepareStackTrace;
+  const saved = Error.prepareStackTrace;
   Error.stackTraceLimit = stackDepth;
-  Error.prepareStackTrace = asCallSites;
+  Error.prepareStackTrace = prepare;
   try {
     captureStackTrace(holder, above);
     return holder.stack;
   } finally {
-    Error.prepareStackTrace = prepare;
+    Error.prepareStackTrace = saved;
     Error.stackTraceLimit = limit;
   }
 }
+
+/** The call sites of the JS call that allocates. */
+const callSites = (above) => capturedStack(above, asCallSites);
 
 // CallSite's methods, from a CallSite taken at load (later changes to them change nothing).
 const siteMethods = (() => {
@@ -268,12 +274,7 @@ function sendStack(above) {
 
 /** The stack of the JS call above `above`, formatted by Node (and its source maps). */
 function formattedStack(above) {
-  const holder = { __proto__: null };
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = stackDepth;
-  captureStackTrace(holder, above);
-  Error.stackTraceLimit = limit;
-  const text = String(holder.stack);
+  const text = String(capturedStack(above, Error.prepareStackTrace));
   const firstFrame = apply(stringIndexOf, text, ['\n']);
   return firstFrame < 0 ? '' : apply(stringSlice, text, [firstFrame + 1]);
 }

@@ -477,14 +477,11 @@ pub fn ucx_send(
     tag_hi: u32,
     tag_lo: u32,
 ) -> napi::Result<f64> {
-    let (address, nbytes, held) = operand(env, memory_id, host, false)?;
-    let endpoint = endpoint as u64;
-    with_state(env, token, |s| {
-        s.endpoint(endpoint)?;
-        // SAFETY: `held` keeps the bytes alive and in place until the op completes.
-        let op = unsafe { s.worker.send(endpoint, address, nbytes as usize, tag_of(tag_hi, tag_lo)) }
-            .map_err(|e| ucx_error(&e))?;
-        Ok(s.start(op, OpKind::Send, endpoint, nbytes, held) as f64)
+    let tag = tag_of(tag_hi, tag_lo);
+    tagged(env, token, endpoint, memory_id, host, OpKind::Send, |worker, endpoint, address, len| {
+        // SAFETY: `held` (kept with the op by `tagged`) keeps the bytes alive and in place
+        // until the op completes.
+        unsafe { worker.send(endpoint, address, len, tag) }
     })
 }
 
@@ -502,14 +499,30 @@ pub fn ucx_recv(
     mask_hi: u32,
     mask_lo: u32,
 ) -> napi::Result<f64> {
-    let (address, nbytes, held) = operand(env, memory_id, host, true)?;
+    let (tag, mask) = (tag_of(tag_hi, tag_lo), tag_of(mask_hi, mask_lo));
+    tagged(env, token, endpoint, memory_id, host, OpKind::Recv, |worker, _, address, len| {
+        // SAFETY: as `ucx_send`; nothing else writes the op's bytes through us meanwhile.
+        unsafe { worker.recv(address, len, tag, mask) }
+    })
+}
+
+/// Posts a tagged send or receive (`post`, given the worker, the endpoint and the bytes)
+/// of a memory object or a host buffer, which the op holds until it completes.
+fn tagged(
+    env: &Env,
+    token: f64,
+    endpoint: f64,
+    memory_id: f64,
+    host: Option<Unknown>,
+    kind: OpKind,
+    post: impl FnOnce(&mut Worker, u64, u64, usize) -> Result<u64, UcxError>,
+) -> napi::Result<f64> {
+    let (address, nbytes, held) = operand(env, memory_id, host, kind == OpKind::Recv)?;
     let endpoint = endpoint as u64;
     with_state(env, token, |s| {
         s.endpoint(endpoint)?;
-        // SAFETY: as `ucx_send`; nothing else writes the op's bytes through us meanwhile.
-        let op = unsafe { s.worker.recv(address, nbytes as usize, tag_of(tag_hi, tag_lo), tag_of(mask_hi, mask_lo)) }
-            .map_err(|e| ucx_error(&e))?;
-        Ok(s.start(op, OpKind::Recv, endpoint, nbytes, held) as f64)
+        let op = post(&mut s.worker, endpoint, address, nbytes as usize).map_err(|e| ucx_error(&e))?;
+        Ok(s.start(op, kind, endpoint, nbytes, held) as f64)
     })
 }
 
