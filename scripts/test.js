@@ -98,11 +98,11 @@ async function typecheck() {
 // one file at a time, in an ava run of their own.
 const ALONE = /\.alone\.spec\.mjs$/;
 
-/** The spec files of `__test__/`, relative to the root, sorted. */
+// The spec files of `__test__/` and its folders (what ava's `__test__/**/*.spec.mjs` names), sorted.
 function specFiles() {
   const dir = path.join(root, '__test__');
   return fs
-    .readdirSync(dir)
+    .readdirSync(dir, { recursive: true })
     .filter((name) => name.endsWith('.spec.mjs'))
     .sort()
     .map((name) => path.join('__test__', name));
