@@ -233,3 +233,46 @@ onGpu(title('PTX errors, argument errors and formats a CUDA device does not buil
   t.throws(() => createProgramFromSource(q, '__kernel void k() {}'), { code: 'ERR_PROGRAMS_UNSUPPORTED' });
   y.free();
 });
+
+onGpu(title('fills of 1, 2, 4 and 8-byte patterns at aligned and unaligned addresses match JS'), async (t) => {
+  const q = new SyclQueue(gpu);
+  const n = 4096;
+  const base = new MemoryUSMDevice(n + 16, { queue: q });
+  // A view of `nbytes` at `offset` into base: the queue's operations take any memory.
+  const at = (offset, nbytes) => ({
+    __sycl_usm_array_interface__: { data: [base.pointer + BigInt(offset), false], shape: [nbytes], typestr: '|u1', version: 1, syclobj: q },
+  });
+  // Each pattern with its bytes as the host writes them (little-endian).
+  const le = (size, write) => {
+    const bytes = new Uint8Array(size);
+    write(new DataView(bytes.buffer));
+    return bytes;
+  };
+  const patterns = [
+    [kernelArg.uint8(0x5a), le(1, (v) => v.setUint8(0, 0x5a))],
+    [kernelArg.uint16(0xabcd), le(2, (v) => v.setUint16(0, 0xabcd, true))],
+    [kernelArg.uint16(0x0707), le(2, (v) => v.setUint16(0, 0x0707, true))],
+    [kernelArg.uint32(0xdeadbeef), le(4, (v) => v.setUint32(0, 0xdeadbeef, true))],
+    [kernelArg.float32(0), le(4, (v) => v.setFloat32(0, 0, true))],
+    [kernelArg.int32(0x01020102), le(4, (v) => v.setInt32(0, 0x01020102, true))],
+    [kernelArg.float64(1.5), le(8, (v) => v.setFloat64(0, 1.5, true))],
+    [kernelArg.uint64(0x0102030401020304n), le(8, (v) => v.setBigUint64(0, 0x0102030401020304n, true))],
+    [kernelArg.int64(-2n), le(8, (v) => v.setBigInt64(0, -2n, true))],
+  ];
+  for (const [pattern, bytes] of patterns) {
+    const size = bytes.length;
+    for (const offset of [0, 1, 2, 4, 8]) {
+      const count = 333;
+      base.memset(0xee);
+      if (offset % 2 === 0) q.fill(at(offset, count * size), pattern, count);
+      else await q.fillAsync(at(offset, count * size), pattern, count);
+      const got = new Uint8Array(base.copyToHost().buffer);
+      const want = new Uint8Array(n + 16).fill(0xee);
+      for (let i = 0; i < count * size; i++) want[offset + i] = bytes[i % size];
+      let wrong = -1;
+      for (let i = 0; i < want.length && wrong < 0; i++) if (got[i] !== want[i]) wrong = i;
+      t.is(wrong, -1, `${pattern.type} ${pattern.value} at offset ${offset}: byte ${wrong} is ${got[wrong]}, not ${want[wrong]}`);
+    }
+  }
+  base.free();
+});

@@ -404,3 +404,69 @@ test('the kernel API is exported and typed arguments are described', (t) => {
   t.throws(() => new addon.KernelArg(), { code: 'ERR_CONSTRUCT_CALL_REQUIRED' });
   t.throws(() => new SyclProgram(), { code: 'ERR_CONSTRUCT_CALL_REQUIRED' });
 });
+
+onCpu(title('sync submits: a completed event that serves as a dependency, order kept on an in-order queue'), async (t) => {
+  const { queue, program } = setup();
+  const saxpy = program.getKernel('saxpy');
+  const n = 4096;
+  const x = new MemoryUSMShared(n * 4, { queue });
+  const y = new MemoryUSMShared(n * 4, { queue });
+  new Float32Array(x.buffer).fill(1);
+  new Float32Array(y.buffer).fill(0);
+  // Out of order, no profiling: the event is complete when submit returns.
+  const done = queue.submit(saxpy, [y, x, kernelArg.float32(2)], [n]);
+  t.is(done.executionStatus, 'complete');
+  t.notThrows(() => done.wait());
+  t.true(done.syclQueue === queue);
+  t.true(new Float32Array(y.buffer).every((v) => v === 2));
+  // It serves as a dependency of every operation that takes one.
+  const after = await queue.submitAsync(saxpy, [y, x, kernelArg.float32(1)], [n], undefined, [done]);
+  t.is(after.executionStatus, 'complete');
+  t.true(new Float32Array(y.buffer).every((v) => v === 3));
+  queue.memcpy(x, y, 16, [done]);
+  queue.fill(x, kernelArg.float32(1), 4, [done]);
+  queue.submitBarrier([done]).wait();
+  t.is(queue.submit(saxpy, [y, x, kernelArg.float32(1)], [n], undefined, [done]).executionStatus, 'complete');
+  t.true(new Float32Array(y.buffer).every((v) => v === 4));
+  // An in-order queue: a sync submit runs after the queue's earlier asynchronous work.
+  const ordered = new SyclQueue(cpu, { property: 'in_order' });
+  const inOrder = createProgramFromSource(ordered, SOURCE).getKernel('saxpy');
+  const a = new MemoryUSMShared(1 << 22, { queue: ordered });
+  const b = new MemoryUSMShared(1 << 22, { queue: ordered });
+  const items = (1 << 22) / 4;
+  new Float32Array(a.buffer).fill(1);
+  for (let round = 0; round < 8; round++) {
+    const filled = ordered.fillAsync(b, kernelArg.float32(5 + round));
+    ordered.submit(inOrder, [b, a, kernelArg.float32(1)], [items]);
+    t.true(new Float32Array(b.buffer).every((v) => v === 6 + round), `round ${round}: the fill ran before the kernel`);
+    await filled;
+  }
+  for (const m of [x, y, a, b]) m.free();
+});
+
+onCpu(title('a submit made while another encodes its arguments (an interface getter that submits) gets its own'), (t) => {
+  const { queue, program } = setup();
+  const saxpy = program.getKernel('saxpy');
+  const n = 1024;
+  const x = new MemoryUSMShared(n * 4, { queue });
+  const y = new MemoryUSMShared(n * 4, { queue });
+  const z = new MemoryUSMShared(n * 4, { queue });
+  new Float32Array(x.buffer).fill(1);
+  new Float32Array(y.buffer).fill(0);
+  new Float32Array(z.buffer).fill(0);
+  let nested = 0;
+  const sneaky = {
+    get __sycl_usm_array_interface__() {
+      // Runs while the outer submit is encoding: a submit of its own, with other ranges.
+      nested += 1;
+      queue.submit(saxpy, [z, x, kernelArg.float32(7)], [n / 2]);
+      return y.__sycl_usm_array_interface__;
+    },
+  };
+  queue.submit(saxpy, [sneaky, x, kernelArg.float32(3)], [n]);
+  t.is(nested, 1);
+  t.true(new Float32Array(y.buffer).every((v) => v === 3), 'the outer submit kept its own arguments and range');
+  const zs = new Float32Array(z.buffer);
+  t.true(zs.subarray(0, n / 2).every((v) => v === 7) && zs.subarray(n / 2).every((v) => v === 0), 'the nested one ran over its own range');
+  for (const m of [x, y, z]) m.free();
+});

@@ -25,9 +25,9 @@ const CODES = new Set(Object.values(ErrorCode));
 /**
  * The rules and messages this layer applies before it calls the binding, from their one
  * source in the binding (beside the error table): `{ maxList, advice, messages: { freed,
- * positiveSize, alignment, bufferTooLarge } }`, frozen. Templates name their fields
- * `{alignment}`, `{nbytes}`, `{max_len}`: fill them with `fillMessage`.
- * @type {{ maxList: number, advice: readonly string[], messages: Readonly<Record<'freed' | 'positiveSize' | 'alignment' | 'bufferTooLarge', string>> }}
+ * profilingNotEnabled, positiveSize, alignment, bufferTooLarge } }`, frozen. Templates
+ * name their fields `{alignment}`, `{nbytes}`, `{max_len}`: fill them with `fillMessage`.
+ * @type {{ maxList: number, advice: readonly string[], messages: Readonly<Record<'freed' | 'profilingNotEnabled' | 'positiveSize' | 'alignment' | 'bufferTooLarge', string>> }}
  */
 const BINDING = (() => {
   const constants = JSON.parse(native.bindingConstants());

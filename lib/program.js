@@ -7,7 +7,7 @@
 // binding's model does that; this file keeps the JS values (the memory objects, the
 // kernel) reachable until a submission's Promise settles.
 const { native } = require('./native.js');
-const { ErrorCode, typeError, rangeError, fromNative, invalidThis, CLONE_GUARD } = require('./errors.js');
+const { ErrorCode, BINDING, makeError, typeError, rangeError, fromNative, invalidThis, CLONE_GUARD } = require('./errors.js');
 const { display, typeName, stringArg, hostArg } = require('./values.js');
 const devices = require('./device.js');
 const memory = require('./memory.js');
@@ -31,8 +31,54 @@ const registries = [PROGRAM_HANDLE, KERNEL_HANDLE, EVENT_HANDLE].map(
   (kind) => new FinalizationRegistry((id) => native.kernelsRelease(kind, id)),
 );
 function own(owner, kind, id) {
-  apply(register, registries[kind], [owner, id]);
+  if (id !== COMPLETED_WITHOUT_EVENT) apply(register, registries[kind], [owner, id]);
   return id;
+}
+
+/** The binding's id of a finished synchronous operation whose queue records no profiling
+ * times: its SyclEvent is complete and holds no native event. */
+const COMPLETED_WITHOUT_EVENT = -1;
+
+// ---------------------------------------------------------------------------------------
+// The binding's array arguments
+// ---------------------------------------------------------------------------------------
+
+// Views of one off-heap buffer for the typed arrays a submission hands the binding. A typed
+// array small enough for V8 to keep on its heap gets a backing store made for it whenever
+// native code reads it: a few such allocations a call were much of a sync submit's cost.
+// A call made while another is encoding (a memory argument's interface getter, or an
+// array's, can run user code that submits again) gets fresh arrays instead.
+const marshalScratch = { f64: new Float64Array(1024), u32: new Uint32Array(512), f: 0, u: 0, busy: false };
+
+/** The scratch, reset, for one call; `null` when a call in progress holds it. */
+function takeScratch() {
+  if (marshalScratch.busy) return null;
+  marshalScratch.busy = true;
+  marshalScratch.f = 0;
+  marshalScratch.u = 0;
+  return marshalScratch;
+}
+
+function releaseScratch(taken) {
+  if (taken !== null) taken.busy = false;
+}
+
+/** A Float64Array of `n` zeros, from the scratch where it has room. */
+function f64Array(taken, n) {
+  if (taken === null || taken.f + n > taken.f64.length) return new Float64Array(n);
+  const view = taken.f64.subarray(taken.f, taken.f + n);
+  view.fill(0);
+  taken.f += n;
+  return view;
+}
+
+/** A Uint32Array of `n` zeros, from the scratch where it has room. */
+function u32Array(taken, n) {
+  if (taken === null || taken.u + n > taken.u32.length) return new Uint32Array(n);
+  const view = taken.u32.subarray(taken.u, taken.u + n);
+  view.fill(0);
+  taken.u += n;
+  return view;
 }
 
 const call = (f) => {
@@ -399,15 +445,17 @@ class SyclEvent {
   /** Waits for the work (blocking this thread). */
   wait() {
     const handle = SyclEvent.#handleOf(this, 'wait');
-    call(() => native.eventWait(handle));
+    if (handle !== COMPLETED_WITHOUT_EVENT) call(() => native.eventWait(handle));
   }
   /** `'submitted'`, `'running'` or `'complete'`. */
   get executionStatus() {
     const handle = SyclEvent.#handleOf(this, 'executionStatus');
-    return call(() => native.eventStatus(handle));
+    return handle === COMPLETED_WITHOUT_EVENT ? 'complete' : call(() => native.eventStatus(handle));
   }
   #profile(member) {
     const handle = SyclEvent.#handleOf(this, member);
+    // Only a queue without profiling gives events completed without a native event.
+    if (handle === COMPLETED_WITHOUT_EVENT) throw makeError('Error', BINDING.messages.profilingNotEnabled, ErrorCode.ProfilingNotEnabled);
     return call(() => native.eventProfile(handle));
   }
   /** Nanoseconds (bigint) when the work was submitted, started and ended, on a queue made
@@ -437,17 +485,21 @@ class SyclEvent {
   }
 }
 
-/** Dependencies: an array of SyclEvents or Promises of this module's async operations. */
-function dependencies(deps, method) {
-  if (deps === undefined || deps === null) return new Float64Array(0);
+/** Dependencies: an array of SyclEvents or Promises of this module's async operations,
+ * as the ids of their native events (an event completed without one needs no waiting). */
+function dependencies(deps, method, taken) {
+  if (deps === undefined || deps === null) return f64Array(taken, 0);
   if (!isArray(deps)) throw typeError(`${method}: dependencies must be an array of SyclEvent (or of Promises of submitAsync), not ${typeName(deps)}`);
-  const ids = new Float64Array(deps.length);
+  const handles = [];
   for (let i = 0; i < deps.length; i++) {
     let dep = deps[i];
     if (!isEvent(dep) && typeof dep === 'object' && dep !== null) dep = eventOfPromise.get(dep);
     if (!isEvent(dep)) throw typeError(`${method}: dependency ${i} is not a SyclEvent nor a Promise of submitAsync/memcpyAsync/fillAsync: ${display(deps[i])}`, ErrorCode.InvalidArgType);
-    ids[i] = eventHandle(dep);
+    const handle = eventHandle(dep);
+    if (handle !== COMPLETED_WITHOUT_EVENT) handles.push(handle);
   }
+  const ids = f64Array(taken, handles.length);
+  for (let i = 0; i < handles.length; i++) ids[i] = handles[i];
   return ids;
 }
 
@@ -475,11 +527,11 @@ function asyncEvent(queue, id, keepAlive) {
 // ---------------------------------------------------------------------------------------
 
 /** A range: a positive integer, or an array of 1 to 3 of them. */
-function rangeArg(value, what) {
+function rangeArg(value, what, taken) {
   const list = typeof value === 'number' ? [value] : value;
   if (!isArray(list)) throw typeError(`${what} must be a positive integer or an array of 1 to 3 of them, not ${typeName(value)}`, ErrorCode.InvalidRange);
   if (list.length < 1 || list.length > 3) throw rangeError(`${what} has 1, 2 or 3 dimensions, not ${list.length}`, ErrorCode.InvalidRange);
-  const out = new Float64Array(list.length);
+  const out = f64Array(taken, list.length);
   for (let i = 0; i < list.length; i++) {
     const n = list[i];
     if (typeof n !== 'number' || !isSafeInteger(n) || n < 1) throw rangeError(`${what}[${i}] must be a positive integer, not ${display(n)}`, ErrorCode.InvalidRange);
@@ -500,10 +552,10 @@ function memoryArg(value, what) {
 }
 
 /** The binding's `spec`/`bits` arrays of `args`, and the temporary handles to give back. */
-function encodeArgs(args, kernelName) {
+function encodeArgs(args, kernelName, taken) {
   if (!isArray(args)) throw typeError(`submit: args must be an array (of memory objects and kernelArg values), not ${typeName(args)}`, ErrorCode.KernelArgType);
-  const spec = new Float64Array(args.length * 3);
-  const bits = new Uint32Array(args.length * 2);
+  const spec = f64Array(taken, args.length * 3);
+  const bits = u32Array(taken, args.length * 2);
   const temporary = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
@@ -535,15 +587,20 @@ function giveBack(temporary) {
 function submitOn(queue, method, kernel, args, globalRange, localRange, deps, asynchronous) {
   if (!isQueue(queue)) throw invalidThis('SyclQueue', method);
   if (!isKernel(kernel)) throw typeError(`${method}: the kernel must be a SyclKernel (program.getKernel(name)), not ${display(kernel)}`, ErrorCode.InvalidArgType);
-  const global = rangeArg(globalRange, 'the global range');
-  const local = localRange === undefined || localRange === null ? undefined : rangeArg(localRange, 'the local range');
-  const depIds = dependencies(deps, method);
-  const { spec, bits, temporary } = encodeArgs(args, kernel.functionName);
+  const taken = takeScratch();
   let id;
   try {
-    id = call(() => native.queueSubmit(queueHandle(queue), kernelHandle(kernel), spec, bits, global, local, depIds, asynchronous));
+    const global = rangeArg(globalRange, 'the global range', taken);
+    const local = localRange === undefined || localRange === null ? undefined : rangeArg(localRange, 'the local range', taken);
+    const depIds = dependencies(deps, method, taken);
+    const { spec, bits, temporary } = encodeArgs(args, kernel.functionName, taken);
+    try {
+      id = call(() => native.queueSubmit(queueHandle(queue), kernelHandle(kernel), spec, bits, global, local, depIds, asynchronous));
+    } finally {
+      giveBack(temporary);
+    }
   } finally {
-    giveBack(temporary);
+    releaseScratch(taken);
   }
   if (!asynchronous) return new SyclEvent(INTERNAL, id, queue);
   return asyncEvent(queue, id, [kernel, args, deps]);
@@ -563,20 +620,25 @@ function byteCount(value, method) {
 function memcpyOn(queue, method, dst, src, nbytes, deps, asynchronous) {
   if (!isQueue(queue)) throw invalidThis('SyclQueue', method);
   const count = byteCount(nbytes, method);
-  const depIds = dependencies(deps, method);
-  const to = memoryOperand(dst, method, 'the destination');
-  let from;
-  try {
-    from = memoryOperand(src, method, 'the source');
-  } catch (error) {
-    if (to.temporary) native.memFree(to.handle);
-    throw error;
-  }
+  const taken = takeScratch();
   let id;
   try {
-    id = call(() => native.queueMemcpy(queueHandle(queue), to.handle, from.handle, count, depIds, asynchronous));
+    const depIds = dependencies(deps, method, taken);
+    const to = memoryOperand(dst, method, 'the destination');
+    let from;
+    try {
+      from = memoryOperand(src, method, 'the source');
+    } catch (error) {
+      if (to.temporary) native.memFree(to.handle);
+      throw error;
+    }
+    try {
+      id = call(() => native.queueMemcpy(queueHandle(queue), to.handle, from.handle, count, depIds, asynchronous));
+    } finally {
+      giveBack([to, from].filter((s) => s.temporary).map((s) => s.handle));
+    }
   } finally {
-    giveBack([to, from].filter((s) => s.temporary).map((s) => s.handle));
+    releaseScratch(taken);
   }
   if (!asynchronous) return new SyclEvent(INTERNAL, id, queue);
   return asyncEvent(queue, id, [dst, src, deps]);
@@ -602,13 +664,18 @@ function patternBytes(pattern, method) {
 
 function fillOn(queue, method, dst, bytes, count, deps, asynchronous) {
   if (!isQueue(queue)) throw invalidThis('SyclQueue', method);
-  const depIds = dependencies(deps, method);
-  const to = memoryOperand(dst, method, 'the destination');
+  const taken = takeScratch();
   let id;
   try {
-    id = call(() => native.queueFill(queueHandle(queue), to.handle, bytes, count, depIds, asynchronous));
+    const depIds = dependencies(deps, method, taken);
+    const to = memoryOperand(dst, method, 'the destination');
+    try {
+      id = call(() => native.queueFill(queueHandle(queue), to.handle, bytes, count, depIds, asynchronous));
+    } finally {
+      if (to.temporary) native.memFree(to.handle);
+    }
   } finally {
-    if (to.temporary) native.memFree(to.handle);
+    releaseScratch(taken);
   }
   if (!asynchronous) return new SyclEvent(INTERNAL, id, queue);
   return asyncEvent(queue, id, [dst, deps]);
@@ -675,9 +742,16 @@ const queueMethods = {
   /** An event after `dependsOn` (after everything submitted so far when not given). */
   submitBarrier(dependsOn) {
     if (!isQueue(this)) throw invalidThis('SyclQueue', 'submitBarrier');
-    const depIds = dependencies(dependsOn, 'submitBarrier');
-    const handle = queueHandle(this);
-    return new SyclEvent(INTERNAL, call(() => native.queueBarrier(handle, depIds)), this);
+    const taken = takeScratch();
+    let id;
+    try {
+      const depIds = dependencies(dependsOn, 'submitBarrier', taken);
+      const handle = queueHandle(this);
+      id = call(() => native.queueBarrier(handle, depIds));
+    } finally {
+      releaseScratch(taken);
+    }
+    return new SyclEvent(INTERNAL, id, this);
   },
 };
 

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to this file; the Rust side refuses a shim of another version. */
-#define DPM_ABI_VERSION 4
+#define DPM_ABI_VERSION 5
 
 /* Status codes. */
 #define DPM_OK 0
@@ -289,6 +289,16 @@ typedef struct dpm_kernel_arg {
 int dpm_submit(dpm_queue *q, const dpm_kernel *k, const dpm_kernel_arg *args, size_t nargs, uint32_t dims,
                const uint64_t *global, const uint64_t *local, const dpm_event *const *deps, size_t ndeps,
                dpm_event **out);
+
+/* As dpm_submit after no event, then waits for the kernel; no event is made for the
+ * caller. On an out-of-order queue without profiling the kernel runs on an in-order queue
+ * of the same context and device that the queue keeps for these waits (made at the first
+ * one): waiting on a whole in-order queue is cheaper in the runtime than waiting on one
+ * event, and a submission after no event has no order to keep with the queue's others.
+ * Returns once the kernel completed (or with its error); the memory the pointers address
+ * must stay allocated until then. */
+int dpm_submit_wait(dpm_queue *q, const dpm_kernel *k, const dpm_kernel_arg *args, size_t nargs, uint32_t dims,
+                    const uint64_t *global, const uint64_t *local);
 
 /* Asynchronous queue operations, each after every event of deps, each giving its event: a
  * copy, a fill of count elements of a pattern of pattern_size (1, 2, 4, 8 or 16) bytes, and

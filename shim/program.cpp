@@ -422,41 +422,86 @@ int dpm_kernel_arg_info(const dpm_kernel *k, uint32_t index, int *kind, char **t
   });
 }
 
+namespace {
+
+// Queues k on sq after events, with args (checked against the kernel by the caller).
+sycl::event submit_kernel(sycl::queue &sq, const dpm_kernel *k, const dpm_kernel_arg *args, size_t nargs,
+                          uint32_t dims, const uint64_t *global, const uint64_t *local,
+                          const std::vector<sycl::event> &events) {
+  return sq.submit([&](sycl::handler &h) {
+    if (!events.empty()) h.depends_on(events);
+    for (size_t i = 0; i < nargs; ++i) {
+      const dpm_kernel_arg &a = args[i];
+      const int index = static_cast<int>(i);
+      switch (a.kind) {
+        case DPM_KARG_POINTER: h.set_arg(index, reinterpret_cast<void *>(static_cast<uintptr_t>(a.value))); break;
+        case DPM_KARG_SCALAR: set_scalar(h, index, a.size, a.value); break;
+        case DPM_KARG_LOCAL:
+          h.set_arg(index, sycl::local_accessor<unsigned char, 1>(sycl::range<1>(a.value), h));
+          break;
+        default: fail(DPM_ERR_ARG, "unknown argument kind " + std::to_string(a.kind));
+      }
+    }
+    switch (dims) {
+      case 1: launch<1>(h, k->kernel, global, local); break;
+      case 2: launch<2>(h, k->kernel, global, local); break;
+      default: launch<3>(h, k->kernel, global, local); break;
+    }
+  });
+}
+
+void check_submission(const dpm_queue *q, const dpm_kernel *k, const dpm_kernel_arg *args, size_t nargs,
+                      uint32_t dims, const uint64_t *global) {
+  require(q, "queue");
+  require(k, "kernel");
+  require(global, "global");
+  if (nargs > 0) require(args, "args");
+  if (dims < 1 || dims > 3) fail(DPM_ERR_ARG, "a kernel runs over 1, 2 or 3 dimensions, not " + std::to_string(dims));
+  if (nargs != k->num_args) {
+    fail(DPM_ERR_ARG, "the kernel takes " + std::to_string(k->num_args) + " arguments, not " + std::to_string(nargs));
+  }
+}
+
+// The queue dpm_submit_wait runs on: q's own when it is in order (a wait on all of it is a
+// wait on the last submission) or records profiling, else q's lane.
+sycl::queue &wait_queue(dpm_queue *q) {
+  if ((q->properties & (DPM_QUEUE_IN_ORDER | DPM_QUEUE_ENABLE_PROFILING)) != 0) return q->q;
+  std::call_once(q->lane_once, [q] {
+    std::shared_ptr<AsyncErrors> errors = q->errors;
+    sycl::async_handler handler = [errors](sycl::exception_list list) {
+      for (auto &e : list) errors->push(e);
+    };
+    q->lane.emplace(q->ctx, q->dev, handler, sycl::property_list{sycl::property::queue::in_order{}});
+  });
+  return *q->lane;
+}
+
+}  // namespace
+
 int dpm_submit(dpm_queue *q, const dpm_kernel *k, const dpm_kernel_arg *args, size_t nargs, uint32_t dims,
                const uint64_t *global, const uint64_t *local, const dpm_event *const *deps, size_t ndeps,
                dpm_event **out) {
   return guard([&] {
-    require(q, "queue");
-    require(k, "kernel");
-    require(global, "global");
+    check_submission(q, k, args, nargs, dims, global);
     require(out, "out");
-    if (nargs > 0) require(args, "args");
-    if (dims < 1 || dims > 3) fail(DPM_ERR_ARG, "a kernel runs over 1, 2 or 3 dimensions, not " + std::to_string(dims));
-    if (nargs != k->num_args) {
-      fail(DPM_ERR_ARG, "the kernel takes " + std::to_string(k->num_args) + " arguments, not " + std::to_string(nargs));
-    }
     std::vector<sycl::event> events = events_of(deps, ndeps);
-    sycl::event ev = q->q.submit([&](sycl::handler &h) {
-      if (!events.empty()) h.depends_on(events);
-      for (size_t i = 0; i < nargs; ++i) {
-        const dpm_kernel_arg &a = args[i];
-        const int index = static_cast<int>(i);
-        switch (a.kind) {
-          case DPM_KARG_POINTER: h.set_arg(index, reinterpret_cast<void *>(static_cast<uintptr_t>(a.value))); break;
-          case DPM_KARG_SCALAR: set_scalar(h, index, a.size, a.value); break;
-          case DPM_KARG_LOCAL:
-            h.set_arg(index, sycl::local_accessor<unsigned char, 1>(sycl::range<1>(a.value), h));
-            break;
-          default: fail(DPM_ERR_ARG, "unknown argument kind " + std::to_string(a.kind));
-        }
-      }
-      switch (dims) {
-        case 1: launch<1>(h, k->kernel, global, local); break;
-        case 2: launch<2>(h, k->kernel, global, local); break;
-        default: launch<3>(h, k->kernel, global, local); break;
-      }
-    });
-    *out = new_event(std::move(ev));
+    *out = new_event(submit_kernel(q->q, k, args, nargs, dims, global, local, events));
+  });
+}
+
+int dpm_submit_wait(dpm_queue *q, const dpm_kernel *k, const dpm_kernel_arg *args, size_t nargs, uint32_t dims,
+                    const uint64_t *global, const uint64_t *local) {
+  return guard([&] {
+    check_submission(q, k, args, nargs, dims, global);
+    sycl::queue &sq = wait_queue(q);
+    submit_kernel(sq, k, args, nargs, dims, global, local, {});
+    try {
+      sq.wait_and_throw();
+    } catch (...) {
+      q->errors->rethrow_first();
+      throw;
+    }
+    q->errors->rethrow_first();
   });
 }
 

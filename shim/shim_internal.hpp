@@ -11,6 +11,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,10 @@ struct dpm_queue_s {
   // addons (dpm_queue_native) as long as the queue handle lives.
   sycl::context ctx;
   sycl::device dev;
+  // dpm_submit_wait's in-order queue of the same context and device (out-of-order queues
+  // without profiling only), made at its first use.
+  std::once_flag lane_once;
+  std::optional<sycl::queue> lane;
 };
 
 #endif  // DPCTL_MEMORY_SHIM_INTERNAL_HPP

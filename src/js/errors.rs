@@ -49,6 +49,7 @@ pub fn binding_constants() -> String {
     let positive = MemoryError::ZeroSize.to_string();
     let messages = json::object(&[
         ("freed", json::string(&MemoryError::Freed.to_string())),
+        ("profilingNotEnabled", json::string(&MemoryError::ProfilingNotEnabled.to_string())),
         ("positiveSize", json::string(positive.trim_end_matches('.'))),
         ("alignment", json::string(&template(&MemoryError::InvalidAlignment { alignment: first }, &["alignment"]))),
         (

@@ -228,11 +228,26 @@ fn settle_later(env: &Env, submission: Submission) -> napi::Result<f64> {
     insert_event(env, event, Some(reference))
 }
 
-fn finish(env: &Env, submission: Submission, asynchronous: bool) -> napi::Result<f64> {
+/// The id `finish` gives for a completed synchronous operation whose event has nothing left
+/// to say (its queue records no profiling times): the JS layer makes a completed
+/// `SyclEvent` without a native event.
+const COMPLETED_WITHOUT_EVENT: f64 = -1.0;
+
+fn finish(
+    env: &Env,
+    queue: &Arc<dyn crate::runtime::Queue>,
+    submission: Submission,
+    asynchronous: bool,
+) -> napi::Result<f64> {
     if asynchronous {
         return settle_later(env, submission);
     }
     let event = submission.wait().or_throw(env)?;
+    if !queue.properties().enable_profiling {
+        // Let go of the runtime's event now rather than when JS collects the object: the
+        // runtime tracks every live event, and a loop of sync submits would pile them up.
+        return Ok(COMPLETED_WITHOUT_EVENT);
+    }
     insert_event(env, event, None)
 }
 
@@ -258,8 +273,12 @@ pub fn queue_submit(
     let range = model::nd_range(Some(kernel.info()), &global, local.as_deref()).or_throw(env)?;
     let args = arguments(env, &spec, &bits)?;
     let deps = events(env, &deps)?;
+    if !asynchronous && deps.is_empty() && !queue.properties().enable_profiling {
+        model::submit_and_wait(&queue, &kernel, &args, &range).or_throw(env)?;
+        return Ok(COMPLETED_WITHOUT_EVENT);
+    }
     let submission = model::submit(&queue, &kernel, &args, &range, &deps).or_throw(env)?;
-    finish(env, submission, asynchronous)
+    finish(env, &queue, submission, asynchronous)
 }
 
 /// `queue.memcpy(dst, src, nbytes)` / `memcpyAsync` between memory objects.
@@ -277,7 +296,7 @@ pub fn queue_memcpy(
     let (dst, src) = (live_memory(env, dst_id)?, live_memory(env, src_id)?);
     let deps = events(env, &deps)?;
     let submission = model::memcpy_async(&queue, &dst, &src, nbytes as u64, &deps).or_throw(env)?;
-    finish(env, submission, asynchronous)
+    finish(env, &queue, submission, asynchronous)
 }
 
 /// `queue.fill(dst, pattern, count)` / `fillAsync` (and `memset`: a 1-byte pattern).
@@ -297,7 +316,7 @@ pub fn queue_fill(
     let pattern = copy_of(&host_bytes(env, &pattern, "pattern")?);
     let deps = events(env, &deps)?;
     let submission = model::fill_async(&queue, &dst, &pattern, count as u64, &deps).or_throw(env)?;
-    finish(env, submission, asynchronous)
+    finish(env, &queue, submission, asynchronous)
 }
 
 /// `queue.submitBarrier(deps?)`: an event after `deps` (after everything so far when empty).

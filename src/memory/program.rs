@@ -374,6 +374,22 @@ pub fn submit(
     Ok(Submission { event, operands })
 }
 
+/// Runs `kernel` on `queue` after nothing and waits: a sync submit whose event nobody
+/// needs (the queue records no profiling times), held for the call's length.
+pub fn submit_and_wait(
+    queue: &Arc<dyn Queue>,
+    kernel: &Arc<dyn Kernel>,
+    args: &[KernelArgument],
+    range: &NdRange,
+) -> Result<()> {
+    let launch = launch_args(queue, kernel.info(), args)?;
+    let runner = submissions(queue)?;
+    // SAFETY: every pointer argument is the address of a memory object checked to be of
+    // the queue's context above; `args` holds each object, so its allocation stays alive
+    // until the call has waited for the kernel.
+    unsafe { runner.submit_and_wait(kernel.as_ref(), &launch, range) }
+}
+
 /// `nbytes` (at most both lengths) from `src` to `dst`, after `deps`.
 pub fn memcpy_async(
     queue: &Arc<dyn Queue>,

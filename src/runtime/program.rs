@@ -234,6 +234,17 @@ pub trait Submissions: Send + Sync {
         range: &NdRange,
         deps: &[Arc<dyn Event>],
     ) -> Result<Arc<dyn Event>>;
+    /// Runs `kernel` as `submit` does, after nothing, and waits for it; no event is kept.
+    /// A provider can take a cheaper way than an event (a queue of its own for waits, a
+    /// stream synchronize); the default submits and waits on the event.
+    ///
+    /// # Safety
+    /// Every `LaunchArg::Pointer` addresses memory of the queue's context that stays
+    /// allocated until this returns, and the kernel stays within it.
+    unsafe fn submit_and_wait(&self, kernel: &dyn Kernel, args: &[LaunchArg], range: &NdRange) -> Result<()> {
+        // SAFETY: this fn's contract, forwarded: the memory outlives the wait below.
+        unsafe { self.submit(kernel, args, range, &[]) }?.wait()
+    }
     /// Copies `nbytes` from `src` to `dst` after `deps`.
     ///
     /// # Safety

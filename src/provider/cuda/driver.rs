@@ -43,6 +43,7 @@ use cudarc::driver::sys::{
     CU_MEMHOSTREGISTER_PORTABLE,
 };
 
+use super::logic::FillStep;
 use crate::error::MemoryError;
 
 /// A raw `CUresult`.
@@ -136,6 +137,10 @@ driver_table! {
         cuMemFreeHost = "cuMemFreeHost": fn(*mut c_void);
         cuMemcpyAsync = "cuMemcpyAsync": fn(CUdeviceptr, CUdeviceptr, usize, CUstream);
         cuMemsetD8Async = "cuMemsetD8Async": fn(CUdeviceptr, u8, usize, CUstream);
+        cuMemsetD16Async = "cuMemsetD16Async": fn(CUdeviceptr, u16, usize, CUstream);
+        cuMemsetD32Async = "cuMemsetD32Async": fn(CUdeviceptr, u32, usize, CUstream);
+        cuMemsetD2D8Async = "cuMemsetD2D8Async": fn(CUdeviceptr, usize, u8, usize, usize, CUstream);
+        cuMemsetD2D32Async = "cuMemsetD2D32Async": fn(CUdeviceptr, usize, u32, usize, usize, CUstream);
         // `CUpointer_attribute*` is an array of C enums (`int`s).
         cuPointerGetAttributes = "cuPointerGetAttributes": fn(c_uint, *mut c_int, *mut *mut c_void, CUdeviceptr);
         cuMemGetAddressRange = "cuMemGetAddressRange_v2": fn(*mut CUdeviceptr, *mut usize, CUdeviceptr);
@@ -697,6 +702,51 @@ impl CurrentContext {
     ) -> DriverResult<()> {
         // SAFETY: forwarded to the caller (see `# Safety`); the stream is live.
         self.driver.status("cuMemsetD8Async", unsafe { (self.table().cuMemsetD8Async)(dst, value, size, stream.raw) })
+    }
+
+    /// Queues one step of a fill (`FillStep`) of `count` elements at `dst` on `stream`.
+    ///
+    /// # Safety
+    /// The bytes of `count` copies of the pattern the step belongs to, from `dst`, are
+    /// device-accessible memory of this context that nothing else touches meanwhile, and
+    /// stay so until `stream` has been synchronised.
+    pub(super) unsafe fn memset_step_async(
+        &self,
+        dst: CUdeviceptr,
+        step: FillStep,
+        count: usize,
+        stream: &Stream,
+    ) -> DriverResult<()> {
+        let t = self.table();
+        let s = stream.raw;
+        // Each arm: the call's range is the caller's (see `# Safety`), the stream is live,
+        // and the element widths and strides are those `fill_steps` checked against the
+        // address's alignment.
+        let (name, status) = match step {
+            FillStep::Bytes { value, units } => {
+                // SAFETY: as said above the match.
+                ("cuMemsetD8Async", unsafe { (t.cuMemsetD8Async)(dst, value, units * count, s) })
+            }
+            FillStep::Halves { value, units } => {
+                // SAFETY: as said above the match.
+                ("cuMemsetD16Async", unsafe { (t.cuMemsetD16Async)(dst, value, units * count, s) })
+            }
+            FillStep::Words { value, units } => {
+                // SAFETY: as said above the match.
+                ("cuMemsetD32Async", unsafe { (t.cuMemsetD32Async)(dst, value, units * count, s) })
+            }
+            FillStep::StridedByte { offset, value, pitch, units } => {
+                let at = dst + offset as CUdeviceptr;
+                // SAFETY: as said above the match.
+                ("cuMemsetD2D8Async", unsafe { (t.cuMemsetD2D8Async)(at, pitch, value, 1, units * count, s) })
+            }
+            FillStep::StridedWord { offset, value, pitch, units } => {
+                let at = dst + offset as CUdeviceptr;
+                // SAFETY: as said above the match.
+                ("cuMemsetD2D32Async", unsafe { (t.cuMemsetD2D32Async)(at, pitch, value, 1, units * count, s) })
+            }
+        };
+        self.driver.status(name, status)
     }
 
     /// `cuPointerGetAttributes(CONTEXT, MEMORY_TYPE, IS_MANAGED)` of any address.

@@ -135,9 +135,131 @@ pub(super) fn aspects(cc: (i32, i32), managed: bool, map_host: bool) -> Vec<Stri
     v.into_iter().map(String::from).collect()
 }
 
+/// One driver memset of a fill of `count` copies of a pattern of 1, 2, 4, 8 or 16 bytes.
+/// `units` is how many elements (or, strided, rows of `pitch` bytes) one pattern copy
+/// spans; a strided step writes one element every `pitch` bytes, `offset` into each row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FillStep {
+    /// `cuMemsetD8`: every byte `value`.
+    Bytes { value: u8, units: usize },
+    /// `cuMemsetD16` over 2-byte elements.
+    Halves { value: u16, units: usize },
+    /// `cuMemsetD32` over 4-byte elements.
+    Words { value: u32, units: usize },
+    /// `cuMemsetD2D8`: byte `offset` of every row.
+    StridedByte { offset: usize, value: u8, pitch: usize, units: usize },
+    /// `cuMemsetD2D32`: the 4-byte word at `offset` of every row.
+    StridedWord { offset: usize, value: u32, pitch: usize, units: usize },
+}
+
+/// The driver memsets that write `pattern` (1, 2, 4, 8 or 16 bytes, little-endian as the
+/// host wrote it) repeatedly from `dst`: the widest plain memset the pattern repeats at and
+/// the address's alignment allows, else one strided memset per word (4-byte aligned) or
+/// per byte of the shortest period the pattern repeats. Empty for any other pattern length.
+pub(super) fn fill_steps(pattern: &[u8], dst: u64) -> Vec<FillStep> {
+    let len = pattern.len();
+    if !matches!(len, 1 | 2 | 4 | 8 | 16) {
+        return Vec::new();
+    }
+    // The shortest prefix the pattern repeats.
+    let period = [1, 2, 4, 8, 16]
+        .into_iter()
+        .find(|&p| p <= len && pattern.chunks(p).all(|c| c == &pattern[..p]))
+        .unwrap_or(len);
+    let half = |at: usize| u16::from_le_bytes([pattern[at], pattern[at + 1]]);
+    let word = |at: usize| u32::from_le_bytes([pattern[at], pattern[at + 1], pattern[at + 2], pattern[at + 3]]);
+    match period {
+        1 => vec![FillStep::Bytes { value: pattern[0], units: len }],
+        2 if dst.is_multiple_of(2) => vec![FillStep::Halves { value: half(0), units: len / 2 }],
+        4 if dst.is_multiple_of(4) => vec![FillStep::Words { value: word(0), units: len / 4 }],
+        _ if dst.is_multiple_of(4) && period >= 4 => (0..period)
+            .step_by(4)
+            .map(|offset| FillStep::StridedWord { offset, value: word(offset), pitch: period, units: len / period })
+            .collect(),
+        _ => (0..period)
+            .map(|offset| FillStep::StridedByte { offset, value: pattern[offset], pitch: period, units: len / period })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+
+    use super::FillStep::*;
+
+    /// What `steps` write over `count` copies from an address of alignment `dst % 16`.
+    fn written(steps: &[FillStep], len: usize, count: usize) -> Vec<u8> {
+        let mut out = vec![0xEEu8; len * count];
+        for step in steps {
+            match *step {
+                Bytes { value, units } => out[..units * count].fill(value),
+                Halves { value, units } => {
+                    for c in out[..2 * units * count].chunks_mut(2) {
+                        c.copy_from_slice(&value.to_le_bytes());
+                    }
+                }
+                Words { value, units } => {
+                    for c in out[..4 * units * count].chunks_mut(4) {
+                        c.copy_from_slice(&value.to_le_bytes());
+                    }
+                }
+                StridedByte { offset, value, pitch, units } => {
+                    (0..units * count).for_each(|i| out[i * pitch + offset] = value)
+                }
+                StridedWord { offset, value, pitch, units } => (0..units * count).for_each(|i| {
+                    out[i * pitch + offset..i * pitch + offset + 4].copy_from_slice(&value.to_le_bytes())
+                }),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn fills_write_the_pattern_at_every_alignment() {
+        let patterns: [&[u8]; 9] = [
+            &[7],
+            &[1, 2],
+            &[3, 3],
+            &[1, 2, 3, 4],
+            &[0, 0, 128, 63],
+            &[9, 9, 9, 9, 9, 9, 9, 9],
+            &[1, 2, 3, 4, 1, 2, 3, 4],
+            &[1, 2, 3, 4, 5, 6, 7, 8],
+            &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+        ];
+        for pattern in patterns {
+            for dst in [0x1000u64, 0x1001, 0x1002, 0x1004, 0x1008] {
+                let steps = fill_steps(pattern, dst);
+                assert!(!steps.is_empty());
+                let expected: Vec<u8> = pattern.iter().copied().cycle().take(pattern.len() * 5).collect();
+                assert_eq!(written(&steps, pattern.len(), 5), expected, "{pattern:?} at {dst:#x}: {steps:?}");
+                for step in &steps {
+                    // Each element the driver writes is aligned to its width.
+                    let aligned = match *step {
+                        Halves { .. } => dst.is_multiple_of(2),
+                        Words { .. } => dst.is_multiple_of(4),
+                        StridedWord { offset, .. } => (dst + offset as u64).is_multiple_of(4),
+                        _ => true,
+                    };
+                    assert!(aligned, "{pattern:?} at {dst:#x}: {step:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fills_take_the_widest_memset_the_pattern_allows() {
+        assert_eq!(fill_steps(&[0; 8], 0x1000), vec![Bytes { value: 0, units: 8 }]);
+        assert_eq!(fill_steps(&[0, 0, 128, 63], 0x1000), vec![Words { value: 0x3F80_0000, units: 1 }]);
+        assert_eq!(fill_steps(&[1, 2, 1, 2, 1, 2, 1, 2], 0x1000), vec![Halves { value: 0x0201, units: 4 }]);
+        assert_eq!(fill_steps(&[1, 2, 3, 4, 5, 6, 7, 8], 0x1000).len(), 2);
+        assert_eq!(fill_steps(&[1, 2, 3, 4, 5, 6, 7, 8], 0x1001).len(), 8);
+        // A 16-byte pattern of period 8 writes rows of 8.
+        let repeated: Vec<u8> = (1..=8).cycle().take(16).collect();
+        assert_eq!(fill_steps(&repeated, 0x1000).len(), 2);
+        assert!(fill_steps(&[1, 2, 3], 0x1000).is_empty());
+    }
     use super::*;
 
     #[test]

@@ -22,6 +22,7 @@ use super::driver::program_calls::{
     FUNC_MAX_THREADS_PER_BLOCK, FUNC_SHARED_SIZE_BYTES,
 };
 use super::driver::{CurrentContext, Stream};
+use super::logic::fill_steps;
 use super::nvrtc::{self, Compiled};
 use super::{CudaContext, CudaQueue};
 use cudarc::driver::sys::CUdevice_attribute;
@@ -494,14 +495,20 @@ impl CudaQueue {
     }
 }
 
-impl Submissions for CudaQueue {
-    unsafe fn submit(
+impl CudaQueue {
+    /// Checks `args` against `kernel` and launches it on the stream after `deps`; gives the
+    /// current context and, on a profiling queue, the timing begun before the launch.
+    ///
+    /// # Safety
+    /// As `Submissions::submit`: the memory the pointer arguments address stays allocated
+    /// until the launch is waited for.
+    unsafe fn launch_kernel(
         &self,
         kernel: &dyn Kernel,
         args: &[LaunchArg],
         range: &NdRange,
         deps: &[Arc<dyn Event>],
-    ) -> Result<Arc<dyn Event>> {
+    ) -> Result<(CurrentContext, Option<Timing>)> {
         let kernel = kernel_of::<CudaKernel>(kernel, "CUDA")?;
         if !std::ptr::eq(kernel.context.as_ref(), self.context.as_ref()) {
             return Err(MemoryError::KernelQueueMismatch {
@@ -555,10 +562,32 @@ impl Submissions for CudaQueue {
         let timing = self.begin(&current, submit_at)?;
         // SAFETY: one pointer per parameter, each to an 8-byte slot holding a value of at
         // most that size (little-endian: its low bytes are the value), read during the
-        // call; the memory the pointers address stays allocated until the recorded event
-        // completes (this fn's contract, forwarded).
+        // call; the memory the pointers address stays allocated until the launch is
+        // waited for (this fn's contract, forwarded).
         unsafe { current.launch(kernel.function, grid, block, shared, &self.stream, &mut params) }?;
+        Ok((current, timing))
+    }
+}
+
+impl Submissions for CudaQueue {
+    unsafe fn submit(
+        &self,
+        kernel: &dyn Kernel,
+        args: &[LaunchArg],
+        range: &NdRange,
+        deps: &[Arc<dyn Event>],
+    ) -> Result<Arc<dyn Event>> {
+        // SAFETY: this fn's contract, forwarded: the memory outlives the recorded event.
+        let (current, timing) = unsafe { self.launch_kernel(kernel, args, range, deps) }?;
         self.record(&current, timing)
+    }
+
+    unsafe fn submit_and_wait(&self, kernel: &dyn Kernel, args: &[LaunchArg], range: &NdRange) -> Result<()> {
+        // A stream runs in order: waiting for all of it waits for the launch, without an
+        // event made and recorded for it.
+        // SAFETY: this fn's contract, forwarded: the memory outlives the synchronize below.
+        let (current, _timing) = unsafe { self.launch_kernel(kernel, args, range, &[]) }?;
+        Ok(current.synchronize(&self.stream)?)
     }
 
     unsafe fn memcpy_async(
@@ -587,18 +616,20 @@ impl Submissions for CudaQueue {
         count: u64,
         deps: &[Arc<dyn Event>],
     ) -> Result<Arc<dyn Event>> {
-        let [byte] = pattern else {
-            return Err(MemoryError::ProgramsUnsupported {
-                message: format!("CUDA queues fill with 1-byte patterns in this version, not {} bytes", pattern.len()),
-            });
-        };
+        let steps = fill_steps(pattern, dst);
+        if steps.is_empty() {
+            return Err(MemoryError::InvalidRange { message: format!("a fill pattern of {} bytes", pattern.len()) });
+        }
         let submit_at = Instant::now();
         let current = self.context.current()?;
         self.wait_for(&current, deps)?;
         let timing = self.begin(&current, submit_at)?;
-        if let Some(size) = usize::try_from(count).ok().filter(|&n| n > 0) {
-            // SAFETY: this fn's contract, forwarded.
-            unsafe { current.memset_d8_async(dst, *byte, size, &self.stream) }?;
+        if let Some(count) = usize::try_from(count).ok().filter(|&n| n > 0) {
+            for step in steps {
+                // SAFETY: this fn's contract, forwarded: the `count` copies of `pattern`
+                // from `dst` are the range the caller vouches for.
+                unsafe { current.memset_step_async(dst, step, count, &self.stream) }?;
+            }
         }
         self.record(&current, timing)
     }

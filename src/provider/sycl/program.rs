@@ -194,6 +194,30 @@ impl SyclQueue {
         })
     }
 
+    /// The kernel, checked to be of this queue's context and device, and the shim's form of
+    /// its arguments.
+    fn launch_of<'k>(&self, kernel: &'k dyn Kernel, args: &[LaunchArg]) -> Result<(&'k SyclKernel, Vec<RawKernelArg>)> {
+        let kernel = kernel_of::<SyclKernel>(kernel, "SYCL")?;
+        if !self.context.same_context(kernel.context.as_ref()) || !self.device.same(&kernel.device) {
+            return Err(MemoryError::KernelQueueMismatch {
+                message: format!(
+                    "kernel '{}' was built for another context or device than the queue's; build the program with \
+                     this queue",
+                    kernel.info.function_name
+                ),
+            });
+        }
+        let raw = args
+            .iter()
+            .map(|arg| match *arg {
+                LaunchArg::Pointer(address) => RawKernelArg { kind: ffi::KARG_POINTER, size: 8, value: address },
+                LaunchArg::Scalar { size, bits } => RawKernelArg { kind: ffi::KARG_SCALAR, size, value: bits },
+                LaunchArg::Local(nbytes) => RawKernelArg { kind: ffi::KARG_LOCAL, size: 0, value: nbytes },
+            })
+            .collect();
+        Ok((kernel, raw))
+    }
+
     /// The shim's events of `deps`, which must be this provider's.
     fn dep_handles<'a>(&self, deps: &'a [Arc<dyn Event>]) -> Result<Vec<&'a EventHandle>> {
         Ok(events_of::<SyclEvent>(deps, "SYCL")?.into_iter().map(|e| &e.handle).collect())
@@ -208,24 +232,7 @@ impl Submissions for SyclQueue {
         range: &NdRange,
         deps: &[Arc<dyn Event>],
     ) -> Result<Arc<dyn Event>> {
-        let kernel = kernel_of::<SyclKernel>(kernel, "SYCL")?;
-        if !self.context.same_context(kernel.context.as_ref()) || !self.device.same(&kernel.device) {
-            return Err(MemoryError::KernelQueueMismatch {
-                message: format!(
-                    "kernel '{}' was built for another context or device than the queue's; build the program with \
-                     this queue",
-                    kernel.info.function_name
-                ),
-            });
-        }
-        let raw: Vec<RawKernelArg> = args
-            .iter()
-            .map(|arg| match *arg {
-                LaunchArg::Pointer(address) => RawKernelArg { kind: ffi::KARG_POINTER, size: 8, value: address },
-                LaunchArg::Scalar { size, bits } => RawKernelArg { kind: ffi::KARG_SCALAR, size, value: bits },
-                LaunchArg::Local(nbytes) => RawKernelArg { kind: ffi::KARG_LOCAL, size: 0, value: nbytes },
-            })
-            .collect();
+        let (kernel, raw) = self.launch_of(kernel, args)?;
         let deps = self.dep_handles(deps)?;
         // SAFETY: the pointer arguments stay allocated until the event completes (this fn's
         // contract, forwarded).
@@ -233,6 +240,16 @@ impl Submissions for SyclQueue {
             unsafe { self.handle.submit(&kernel.handle, &raw, range.dims, &range.global, range.local.as_ref(), &deps) }
                 .map_err(|e| runtime_error(&format!("submitting kernel '{}'", kernel.info.function_name), e))?;
         Ok(self.event(handle))
+    }
+
+    unsafe fn submit_and_wait(&self, kernel: &dyn Kernel, args: &[LaunchArg], range: &NdRange) -> Result<()> {
+        let (kernel, raw) = self.launch_of(kernel, args)?;
+        // As an event's wait, serialised on a CPU device (see `cpu_device_lock`).
+        let _one_at_a_time = self.cpu_device_guard();
+        // SAFETY: the pointer arguments stay allocated until this returns, after the wait
+        // (this fn's contract, forwarded).
+        unsafe { self.handle.submit_wait(&kernel.handle, &raw, range.dims, &range.global, range.local.as_ref()) }
+            .map_err(|e| runtime_error(&format!("running kernel '{}'", kernel.info.function_name), e))
     }
 
     unsafe fn memcpy_async(

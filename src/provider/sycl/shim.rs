@@ -33,7 +33,7 @@ use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_LOCAL, RTLD_NOW};
 use super::locate;
 
 /// The shim's `DPM_ABI_VERSION` this code is written against.
-const ABI_VERSION: u32 = 4;
+const ABI_VERSION: u32 = 5;
 
 /// The file name of the shim, beside the `.node` file.
 pub const SHIM_FILE: &str = "dpctl_memory_shim.so";

@@ -117,6 +117,16 @@ pub struct ProgramFns {
         usize,
         *mut *mut RawEvent,
     ) -> c_int,
+    #[allow(clippy::type_complexity)]
+    submit_wait: unsafe extern "C" fn(
+        *mut RawQueue,
+        *const RawKernel,
+        *const RawKernelArg,
+        usize,
+        u32,
+        *const u64,
+        *const u64,
+    ) -> c_int,
     memcpy_async: unsafe extern "C" fn(
         *mut RawQueue,
         *mut c_void,
@@ -170,6 +180,7 @@ impl ProgramFns {
             kernel_get_info: sym!("dpm_kernel_get_info"),
             kernel_arg_info: sym!("dpm_kernel_arg_info"),
             submit: sym!("dpm_submit"),
+            submit_wait: sym!("dpm_submit_wait"),
             memcpy_async: sym!("dpm_memcpy_async"),
             fill_async: sym!("dpm_fill_async"),
             barrier: sym!("dpm_barrier"),
@@ -362,6 +373,29 @@ impl QueueHandle {
             )
         };
         self.event(status, out)
+    }
+
+    /// Submits `kernel` as `submit` does, after nothing, and waits for it (`dpm_submit_wait`).
+    ///
+    /// # Safety
+    /// Every pointer argument addresses memory that stays allocated until this returns.
+    pub unsafe fn submit_wait(
+        &self,
+        kernel: &KernelHandle,
+        args: &[RawKernelArg],
+        dims: u32,
+        global: &[u64; 3],
+        local: Option<&[u64; 3]>,
+    ) -> ShimResult<()> {
+        let local = local.map_or(ptr::null(), |l| l.as_ptr());
+        let f = self.shim.program.submit_wait;
+        // SAFETY: live handles; `args`, `global` and `local` (NULL or 3 values) are valid
+        // for the call, which copies what it keeps; the memory the arguments address is
+        // this fn's contract.
+        let status = unsafe {
+            f(self.raw.as_ptr(), kernel.raw.as_ptr(), args.as_ptr(), args.len(), dims, global.as_ptr(), local)
+        };
+        self.shim.check(status)
     }
 
     /// Copies `nbytes` from `src` to `dst` after `deps`.
