@@ -108,6 +108,7 @@ function seconds(t0) {
 }
 
 function cpuSection(addon, results) {
+  const { runFloor } = require('./sycl-floor');
   const rounds = config.cpu.rounds;
   results.devices.cpu = deviceInfo(addon, config.cpu.filter);
   const { setupDpctl } = require('./dpctl-venv');
@@ -128,6 +129,10 @@ function cpuSection(addon, results) {
       log(`bench: CPU ${config.cpu.filter} round ${round}/${rounds}: dpctl ${seconds(t0)}${peer.status === 'ok' ? '' : ` (${peer.status}: ${peer.error})`}`);
     }
     recordPeer(results, 'cpu', 'dpctl', peer);
+    t0 = Date.now();
+    const floor = runFloor(config.timing, config.peerTimeoutS);
+    log(`bench: CPU ${config.cpu.filter} round ${round}/${rounds}: SYCL floor in C++ ${seconds(t0)}${floor.status === 'ok' ? '' : ` (${floor.status}: ${floor.error})`}`);
+    recordPeer(results, 'cpu', 'floor', floor);
   }
   results.rows.push(...cpu.rows(config.cpu, config.latencyBelow));
 }

@@ -162,6 +162,12 @@ function rows(cfg, latencyBelow) {
   out.push(...getterRows());
   // Launch overhead: an empty kernel, sync submit, against dpctl's q.submit (target 5x).
   out.push({ label: 'submit: empty kernel (sync)', ours: 'kernel.empty_submit', metric: 'time', peer: dpctl('kernel.empty_submit', 'dpctl SyclQueue.submit', { ratio: 5 }) });
+  // The runtime's floor, in C++ (bench/peers/sycl_floor.cpp): what dpctl's path costs
+  // without Python, what ours costs without JS, and the OpenCL runtime's own enqueue+wait.
+  const floor = (id, name) => ({ source: 'floor', id, name, target: null });
+  out.push({ label: 'submit: empty kernel (sync)', ours: 'kernel.empty_submit', metric: 'time', peer: floor('kernel.empty_submit', 'C++ SYCL submit + event wait (dpctl\'s path)') });
+  out.push({ label: 'submit: empty kernel (sync)', ours: 'kernel.empty_submit', metric: 'time', peer: floor('kernel.empty_submit_lane', 'C++ SYCL in-order submit + queue wait (ours)') });
+  out.push({ label: 'submit: empty kernel (sync)', ours: 'kernel.empty_submit', metric: 'time', peer: floor('kernel.empty_submit_opencl', 'C OpenCL enqueue + wait (the runtime\'s floor)') });
   out.push({ label: `submit: saxpy ${cfg.kernels.saxpyItems} floats (sync)`, ours: 'kernel.saxpy_submit', metric: 'time', peer: dpctl('kernel.saxpy_submit', 'dpctl SyclQueue.submit', null) });
   return out.map((r) => ({ section: 'cpu', ...r }));
 }
