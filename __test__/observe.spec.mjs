@@ -169,6 +169,66 @@ register('each call site has its own stack, sent once and named again by its id,
   }
 });
 
+class HostSubclass extends MemoryUSMHost {}
+function allocateThroughSubclass(nbytes) {
+  return new HostSubclass(nbytes, { queue });
+}
+function convertHere(memory) {
+  return new MemoryUSMDevice(memory, { copy: true, queue });
+}
+function failBeforeAllocating() {
+  return new MemoryUSMHost(64, { queue, bogus: true });
+}
+function allocateAfterAFailure(nbytes) {
+  return new MemoryUSMHost(nbytes, { queue });
+}
+
+register('a stack is the allocating call\'s: through a subclass, a conversion, and never one left by a construction that failed', (t) => {
+  recordMemoryHistory({ maxEntries: 1000 });
+  const held = [];
+  try {
+    const stackOf = (snapshot, m) => snapshot.stacks[snapshot.liveBlocks.find((b) => b.address === `0x${m.pointer.toString(16)}`).stack];
+    const sub = allocateThroughSubclass(64);
+    held.push(sub);
+    const source = new MemoryUSMHost(128, { queue });
+    held.push(source);
+    const converted = convertHere(source);
+    held.push(converted);
+    t.throws(() => failBeforeAllocating(), { instanceOf: TypeError });
+    const after = allocateAfterAFailure(96);
+    held.push(after);
+    const snapshot = memorySnapshot();
+    t.true(sub instanceof HostSubclass);
+    t.regex(stackOf(snapshot, sub), /^ {4}at allocateThroughSubclass \(.*observe\.spec\.mjs:\d+:\d+\)/, 'the subclass\'s constructor is left out as the class\'s is');
+    t.regex(stackOf(snapshot, converted), /^ {4}at convertHere \(.*observe\.spec\.mjs:\d+:\d+\)/);
+    t.regex(stackOf(snapshot, after), /^ {4}at allocateAfterAFailure \(.*observe\.spec\.mjs:\d+:\d+\)/);
+    t.false(snapshot.stacks.some((s) => s.includes('failBeforeAllocating')), 'a failed construction sends no stack');
+  } finally {
+    for (const m of held) m.free();
+    recordMemoryHistory({ enabled: false });
+  }
+});
+
+register('stackDepth bounds the frames of each stack (1 ..= 64, default 10)', (t) => {
+  const nest = (depth, fn) => (depth === 0 ? fn() : nest(depth - 1, fn));
+  for (const [options, frames] of [[{}, 10], [{ stackDepth: 3 }, 3], [{ stackDepth: 1 }, 1], [{ stackDepth: 40 }, 40]]) {
+    recordMemoryHistory({ maxEntries: 100, ...options });
+    try {
+      const m = nest(45, () => new MemoryUSMHost(64, { queue }));
+      const snapshot = memorySnapshot();
+      const stack = snapshot.stacks[snapshot.liveBlocks.find((b) => b.address === `0x${m.pointer.toString(16)}`).stack];
+      m.free();
+      t.is(stack.split('\n').length, frames, JSON.stringify(options));
+      t.regex(stack, /^ {4}at .*observe\.spec\.mjs:\d+:\d+/, 'the first frame is the calling one');
+    } finally {
+      recordMemoryHistory({ enabled: false });
+    }
+  }
+  t.throws(() => recordMemoryHistory({ stackDepth: 0 }), { instanceOf: RangeError });
+  t.throws(() => recordMemoryHistory({ stackDepth: 65 }), { instanceOf: RangeError });
+  t.throws(() => recordMemoryHistory({ stackDepth: 2.5 }), { instanceOf: TypeError });
+});
+
 register('the ring keeps the newest maxEntries events; stacks: false records none', (t) => {
   recordMemoryHistory({ maxEntries: 4, stacks: false });
   try {

@@ -5,13 +5,16 @@
 //     sink's hooks bypassed (DPCTL_MEMORY_STATS=0, in a child process; the two children
 //     alternate round by round): target within 3 % (ratio >= 0.97);
 //   - alloc+free with a TracingChannel subscriber on alloc and free, against none, in the
-//     same process: target at most +0.3 us per allocation;
+//     same process: target at most +0.3 us per allocation; beside it Node's own floor, the
+//     same subscriber's cost on two bare `TracingChannel.traceSync` calls around a no-op
+//     (what tracing an allocation and a free cannot cost less than);
 //   - alloc+free with a history and stacks, against none: target at most +5 us;
 //   - memorySnapshot() of 10^5 live blocks: target under 200 ms;
 //   - the report of 10^6 recorded events (`dpctl-memory-report`, a child process): target
 //     under 5 s; rendered by headless Chromium (`--dump-dom`, start-up included): under 3 s.
-// Device: DPCTL_BENCH_DEVICE (default opencl:cpu). BENCH_QUICK=1 for a smoke run.
-//   node bench/observe.js
+// Device: DPCTL_BENCH_DEVICE (default opencl:cpu). BENCH_QUICK=1 for a smoke run. Sections
+// may be named to run only them (alloc, tracing, snapshot, report; all by default).
+//   node bench/observe.js [section...]
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -82,13 +85,26 @@ function sameProcessRows(m, queue) {
   const noop = () => {};
   const handlers = { start: noop, end: noop, asyncStart: noop, asyncEnd: noop, error: noop };
   const channels = ['dpctl-memory:alloc', 'dpctl-memory:free'].map((name) => diagnostics.tracingChannel(name));
+  const bare = diagnostics.tracingChannel('dpctl-memory-bench:floor');
+  const allocContext = { kind: 'host', nbytes: 4096 };
+  const freeContext = { kind: 'host', nbytes: 4096 };
+  const twoTraced = () => {
+    bare.traceSync(noop, allocContext);
+    bare.traceSync(noop, freeContext);
+  };
   const plain = [];
   const traced = [];
   const recorded = [];
+  const floorPlain = [];
+  const floorTraced = [];
   for (let round = 0; round < ROUNDS; round++) {
     plain.push(...measure(alloc, config.timing).samples);
+    floorPlain.push(...measure(twoTraced, config.timing).samples);
     for (const c of channels) c.subscribe(handlers);
+    bare.subscribe(handlers);
     traced.push(...measure(alloc, config.timing).samples);
+    floorTraced.push(...measure(twoTraced, config.timing).samples);
+    bare.unsubscribe(handlers);
     for (const c of channels) c.unsubscribe(handlers);
     m.recordMemoryHistory({ maxEntries: 100_000, stacks: true });
     recorded.push(...measure(alloc, config.timing).samples);
@@ -97,7 +113,10 @@ function sameProcessRows(m, queue) {
   const base = median(plain);
   const withTracing = median(traced);
   const withHistory = median(recorded);
-  row('alloc+free host 4 KiB, TracingChannel subscriber on alloc and free', `${us(withTracing)} us`, `${us(base)} us`, 'no subscriber', (base / withTracing).toFixed(3), '+0.3 us', withTracing - base <= 300);
+  const ours = withTracing - base;
+  const floor = median(floorTraced) - median(floorPlain);
+  row('alloc+free host 4 KiB, TracingChannel subscriber on alloc and free', `${us(withTracing)} us`, `${us(base)} us`, 'no subscriber', (base / withTracing).toFixed(3), '+0.3 us', ours <= 300);
+  row("  the subscriber's cost: ours over no subscriber, against Node's floor", `+${us(ours)} us`, `+${us(floor)} us`, "2x bare traceSync(no-op), same subscriber", (floor / ours).toFixed(3), '+0.3 us', ours <= 300);
   row('alloc+free host 4 KiB, history with JS stacks', `${us(withHistory)} us`, `${us(base)} us`, 'no history', (base / withHistory).toFixed(3), '+5 us', withHistory - base <= 5000);
 }
 
@@ -157,16 +176,22 @@ function reportRows(m, queue, dir) {
   row('the report rendered by headless Chromium (--dump-dom, start-up included)', `${(render / 1000).toFixed(2)} s`, '3 s', 'target', (3000 / render).toFixed(2), '< 3 s', render < 3000);
 }
 
+const SECTIONS = ['alloc', 'tracing', 'snapshot', 'report'];
+const named = process.argv.slice(2);
+const runs = (section) => named.length === 0 || named.includes(section);
+
 function main() {
+  const unknown = named.filter((name) => !SECTIONS.includes(name));
+  if (unknown.length > 0) throw new Error(`unknown section ${unknown.join(', ')}: the sections are ${SECTIONS.join(', ')}`);
   const m = require(root);
   const queue = new m.SyclQueue(FILTER);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dpctl-memory-bench-observe-'));
   try {
     console.log(`bench/observe: ${queue.syclDevice.filterString} (${queue.syclDevice.name}), ${ROUNDS} round(s)`);
-    allocRows();
-    sameProcessRows(m, queue);
-    snapshotRow(m, queue);
-    reportRows(m, queue, dir);
+    if (runs('alloc')) allocRows();
+    if (runs('tracing')) sameProcessRows(m, queue);
+    if (runs('snapshot')) snapshotRow(m, queue);
+    if (runs('report')) reportRows(m, queue, dir);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

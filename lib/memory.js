@@ -211,7 +211,9 @@ class _Memory {
   #reference = null;
   #buffer;
 
-  constructor(kind, source, options) {
+  // `stack`: the allocating call's JS stack, captured by the class's constructor
+  // (`observe.entryStack`) while a history records stacks.
+  constructor(kind, source, options, stack) {
     if (new.target === _Memory) {
       throw typeError('_Memory cannot be constructed: use MemoryUSMDevice, MemoryUSMHost or MemoryUSMShared', ErrorCode.ConstructCallRequired);
     }
@@ -235,7 +237,7 @@ class _Memory {
       const queue = opts.queue ?? defaultQueue();
       if (observe.watching()) {
         const queueId = queueHandle(queue);
-        this.#handle = observe.allocation(() => native.memAllocate(queueId, kind, nbytes, opts.alignment), kind, nbytes, queue, new.target);
+        this.#handle = observe.allocation(() => native.memAllocate(queueId, kind, nbytes, opts.alignment), kind, nbytes, queue, new.target, stack);
         tieLater(this);
       } else {
         try {
@@ -591,7 +593,7 @@ class MemoryUSMDevice extends _Memory {
    * this kind, or copies it with `copy: true`.
    */
   constructor(source, options) {
-    super(DEVICE, source, options);
+    super(DEVICE, source, options, typeof source === 'number' || typeof source === 'bigint' ? observe.entryStack(new.target) : undefined);
   }
 }
 
@@ -599,7 +601,7 @@ class MemoryUSMDevice extends _Memory {
 class MemoryUSMHost extends _Memory {
   /** As `MemoryUSMDevice`, for USM host memory. */
   constructor(source, options) {
-    super(HOST, source, options);
+    super(HOST, source, options, typeof source === 'number' || typeof source === 'bigint' ? observe.entryStack(new.target) : undefined);
   }
 }
 
@@ -607,7 +609,7 @@ class MemoryUSMHost extends _Memory {
 class MemoryUSMShared extends _Memory {
   /** As `MemoryUSMDevice`, for USM shared memory. */
   constructor(source, options) {
-    super(SHARED, source, options);
+    super(SHARED, source, options, typeof source === 'number' || typeof source === 'bigint' ? observe.entryStack(new.target) : undefined);
   }
   /**
    * Migrates the memory to the device (`to: 'device'`, the default) or the host, and

@@ -49,6 +49,14 @@ const subscribed = hasOwnGetter
       tracing.asyncEnd.hasSubscribers ||
       tracing.error.hasSubscribers;
 
+/**
+ * A channel's `runStores(context, fn, thisArg, ...args)`, which calls `fn(...args)` with no
+ * closure made (@types/node declares it with no parameters).
+ * @typedef {{ runStores(context: object, fn: Function, thisArg: undefined, ...args: unknown[]): any }} StoreRunner
+ */
+/** @type {(tracing: diagnostics.TracingChannel) => StoreRunner} */
+const startOf = (tracing) => /** @type {StoreRunner} */ (/** @type {unknown} */ (tracing.start));
+
 const KIND_NAMES = ['unknown', 'device', 'shared', 'host'];
 const DEFAULT_MAX_ENTRIES = 100_000;
 const MAX_ENTRIES_LIMIT = 2 ** 26;
@@ -192,25 +200,44 @@ const asCallSites = (_error, sites) => sites;
 
 /**
  * The stack of the JS call that allocates (`above` and what it called left out), at most
- * `stackDepth` frames, as `prepare` makes it (`asCallSites`: V8's call sites).
+ * `stackDepth` frames, not yet read (V8 makes its call sites when `stack` is read).
  */
-function capturedStack(above, prepare) {
+function capture(above) {
   const holder = { __proto__: null };
   const limit = Error.stackTraceLimit;
-  const saved = Error.prepareStackTrace;
   Error.stackTraceLimit = stackDepth;
-  Error.prepareStackTrace = prepare;
   try {
     captureStackTrace(holder, above);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+  return holder;
+}
+
+/** A captured stack as `prepare` makes it (`asCallSites`: V8's call sites). */
+function read(holder, prepare) {
+  const saved = Error.prepareStackTrace;
+  Error.prepareStackTrace = prepare;
+  try {
     return holder.stack;
   } finally {
     Error.prepareStackTrace = saved;
-    Error.stackTraceLimit = limit;
   }
 }
 
+/**
+ * The stack of an allocating call taken where the call enters the library (the memory
+ * class's constructor, `above` being its `new.target`), or `undefined` when this thread
+ * sends no stacks. V8's capture costs most for the optimized frames it walks, so taking
+ * it before the library's own frames are on the stack saves a good part of it; the stack
+ * is read and sent only when the allocation happens (`allocation()`).
+ */
+function entryStack(above) {
+  return stacks && !process.sourceMapsEnabled ? capture(above) : undefined;
+}
+
 /** The call sites of the JS call that allocates. */
-const callSites = (above) => capturedStack(above, asCallSites);
+const callSites = (above) => read(capture(above), asCallSites);
 
 // CallSite's methods, from a CallSite taken at load (later changes to them change nothing).
 const siteMethods = (() => {
@@ -252,14 +279,17 @@ function stackText(sites) {
   return text;
 }
 
-/** Tells the binding the stack of this thread's next allocation (the call above `above`). */
-function sendStack(above) {
+/**
+ * Tells the binding the stack of this thread's next allocation: `captured` (from
+ * `entryStack`), or the call above `above`.
+ */
+function sendStack(above, captured) {
   // Source maps (--enable-source-maps) change what a frame says: Node's own formatting.
   if (process.sourceMapsEnabled) {
     native.observeNextStack(formattedStack(above));
     return;
   }
-  const sites = callSites(above);
+  const sites = captured === undefined ? callSites(above) : read(captured, asCallSites);
   const key = stackKey(sites);
   const id = apply(mapGet, stackIds, [key]);
   if (id !== undefined && native.observeNextStackId(id, stackGeneration)) return;
@@ -274,7 +304,7 @@ function sendStack(above) {
 
 /** The stack of the JS call above `above`, formatted by Node (and its source maps). */
 function formattedStack(above) {
-  const text = String(capturedStack(above, Error.prepareStackTrace));
+  const text = String(read(capture(above), Error.prepareStackTrace));
   const firstFrame = apply(stringIndexOf, text, ['\n']);
   return firstFrame < 0 ? '' : apply(stringSlice, text, [firstFrame + 1]);
 }
@@ -318,67 +348,66 @@ function tellObservers(error, kind, nbytes, queue) {
  * the `alloc` channel around it, the OOM observers told of a failure. Throws the error to
  * throw (converted).
  */
-function allocation(call, kind, nbytes, queue, above) {
-  if (stacks) sendStack(above);
+function allocation(call, kind, nbytes, queue, above, captured) {
+  if (stacks) sendStack(above, captured);
+  if (!subscribed(channels.alloc)) return allocate(call, kind, nbytes, queue);
+  // What `TracingChannel.traceSync` does, with no closure of its own: the context, then
+  // `start` (its stores bound) around `allocateTraced`.
+  const context = { kind: KIND_NAMES[kind], nbytes, device: queue.syclDevice.filterString, pointer: undefined };
+  return startOf(channels.alloc).runStores(context, allocateTraced, undefined, call, kind, nbytes, queue, context);
+}
+
+/** `call()`, its failure converted (and told to the OOM observers). */
+function allocate(call, kind, nbytes, queue) {
+  try {
+    return call();
+  } catch (carrier) {
+    const error = fromNative(carrier);
+    apply(weakSetAdd, converted, [error]);
+    tellObservers(error, kind, nbytes, queue);
+    throw error;
+  }
+}
+
+/** The traced allocation, inside `start`: `error` and `end` published as traceSync does. */
+function allocateTraced(call, kind, nbytes, queue, context) {
   const tracing = channels.alloc;
-  const traced = subscribed(tracing);
-  const context = traced ? { kind: KIND_NAMES[kind], nbytes, device: queue.syclDevice.filterString, pointer: undefined } : undefined;
-  const run = () => {
-    let handle;
-    try {
-      handle = call();
-    } catch (carrier) {
-      const error = fromNative(carrier);
-      apply(weakSetAdd, converted, [error]);
-      tellObservers(error, kind, nbytes, queue);
-      throw error;
-    }
-    if (context !== undefined) context.pointer = native.memPointer(handle);
+  try {
+    const handle = allocate(call, kind, nbytes, queue);
+    context.pointer = native.memPointer(handle);
+    context.result = handle;
     return handle;
-  };
-  return traced ? traceSync(tracing, context, run) : run();
+  } catch (error) {
+    context.error = error;
+    tracing.error.publish(context);
+    throw error;
+  } finally {
+    tracing.end.publish(context);
+  }
 }
 
 /**
- * `fn` traced on `tracing` as `TracingChannel.traceSync` does (start, end, error), with
- * `context.result` set to its result. `fn` throws converted errors.
- */
-function traceSync(tracing, context, fn) {
-  return tracing.start.runStores(context, () => {
-    try {
-      const result = fn();
-      context.result = result;
-      return result;
-    } catch (error) {
-      context.error = error;
-      tracing.error.publish(context);
-      throw error;
-    } finally {
-      tracing.end.publish(context);
-    }
-  });
-}
-
-/**
- * A binding call that throws the binding's error carriers, traced on `tracing`: the
- * subscribers see `context.error` converted (an error of the class, code and message the
- * caller then throws), and the carrier goes on to the caller, which converts it as usual.
+ * A binding call that throws the binding's error carriers, traced on `tracing` as
+ * `TracingChannel.traceSync` does (start, end, error; `context.result` set to its result):
+ * the subscribers see `context.error` converted (an error of the class, code and message
+ * the caller then throws), and the carrier goes on to the caller, which converts it as usual.
  */
 function traceNative(tracing, context, fn) {
-  let carrier;
-  let failed = false;
+  return startOf(tracing).runStores(context, callTraced, undefined, tracing, context, fn);
+}
+
+/** `fn()` inside `start`, for `traceNative`. */
+function callTraced(tracing, context, fn) {
   try {
-    return traceSync(tracing, context, () => {
-      try {
-        return fn();
-      } catch (thrown) {
-        carrier = thrown;
-        failed = true;
-        throw fromNative(thrown);
-      }
-    });
-  } catch (error) {
-    throw failed ? carrier : error;
+    const result = fn();
+    context.result = result;
+    return result;
+  } catch (carrier) {
+    context.error = fromNative(carrier);
+    tracing.error.publish(context);
+    throw carrier;
+  } finally {
+    tracing.end.publish(context);
   }
 }
 
@@ -405,6 +434,7 @@ module.exports = {
   onOutOfMemory,
   // For lib/memory.js:
   watching,
+  entryStack,
   allocation,
   isConverted,
   channels,
