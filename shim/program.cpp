@@ -466,13 +466,14 @@ void check_submission(const dpm_queue *q, const dpm_kernel *k, const dpm_kernel_
 // wait on the last submission) or records profiling, else q's lane.
 sycl::queue &wait_queue(dpm_queue *q) {
   if ((q->properties & (DPM_QUEUE_IN_ORDER | DPM_QUEUE_ENABLE_PROFILING)) != 0) return q->q;
-  std::call_once(q->lane_once, [q] {
+  std::lock_guard<std::mutex> hold(q->lane_mutex);
+  if (!q->lane) {
     std::shared_ptr<AsyncErrors> errors = q->errors;
     sycl::async_handler handler = [errors](sycl::exception_list list) {
       for (auto &e : list) errors->push(e);
     };
     q->lane.emplace(q->ctx, q->dev, handler, sycl::property_list{sycl::property::queue::in_order{}});
-  });
+  }
   return *q->lane;
 }
 

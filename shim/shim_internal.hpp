@@ -122,8 +122,9 @@ struct dpm_queue_s {
   sycl::context ctx;
   sycl::device dev;
   // dpm_submit_wait's in-order queue of the same context and device (out-of-order queues
-  // without profiling only), made at its first use.
-  std::once_flag lane_once;
+  // without profiling only), made at its first use. A mutex, not std::call_once: that
+  // needs pthread_once of glibc 2.34, above the runtime's glibc floor.
+  std::mutex lane_mutex;
   std::optional<sycl::queue> lane;
 };
 
