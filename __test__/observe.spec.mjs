@@ -169,6 +169,40 @@ register('each call site has its own stack, sent once and named again by its id,
   }
 });
 
+function allocateInside(nbytes) {
+  return new MemoryUSMHost(nbytes, { queue });
+}
+function callTwoWays(held) {
+  held.push(allocateInside(64));
+  held.push(allocateInside(64));
+}
+
+register('stacks that differ in a deeper frame only are two stacks; a builtin\'s frame (no file) is keyed by its text', (t) => {
+  recordMemoryHistory({ maxEntries: 1000 });
+  const held = [];
+  try {
+    const stackOf = (snapshot, m) => snapshot.stacks[snapshot.liveBlocks.find((b) => b.address === `0x${m.pointer.toString(16)}`).stack];
+    for (let i = 0; i < 3; i++) callTwoWays(held);
+    const mapped = [];
+    for (let i = 0; i < 3; i++) mapped.push(...[64, 64].map((n) => new MemoryUSMHost(n, { queue })));
+    const snapshot = memorySnapshot();
+    const first = stackOf(snapshot, held[0]);
+    const second = stackOf(snapshot, held[1]);
+    t.not(first, second, 'the two calls of callTwoWays are two lines');
+    t.is(first.split('\n')[0], second.split('\n')[0], 'from the same first frame');
+    t.regex(first.split('\n')[1], /at callTwoWays \(.*observe\.spec\.mjs:\d+:\d+\)/);
+    for (let i = 2; i < held.length; i++) t.is(stackOf(snapshot, held[i]), i % 2 === 0 ? first : second);
+    const viaMap = stackOf(snapshot, mapped[0]);
+    t.regex(viaMap, /\n {4}at Array\.map \(<anonymous>\)\n/);
+    t.true(mapped.every((m) => stackOf(snapshot, m) === viaMap));
+    t.is(snapshot.stacks.length, 3, 'three stacks however many calls');
+    held.push(...mapped);
+  } finally {
+    for (const m of held) m.free();
+    recordMemoryHistory({ enabled: false });
+  }
+});
+
 class HostSubclass extends MemoryUSMHost {}
 function allocateThroughSubclass(nbytes) {
   return new HostSubclass(nbytes, { queue });

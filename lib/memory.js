@@ -593,7 +593,7 @@ class MemoryUSMDevice extends _Memory {
    * this kind, or copies it with `copy: true`.
    */
   constructor(source, options) {
-    super(DEVICE, source, options, typeof source === 'number' || typeof source === 'bigint' ? observe.entryStack(new.target) : undefined);
+    super(DEVICE, source, options, observe.sendsStacks() && (typeof source === 'number' || typeof source === 'bigint') ? observe.entryStack(new.target) : undefined);
   }
 }
 
@@ -601,7 +601,7 @@ class MemoryUSMDevice extends _Memory {
 class MemoryUSMHost extends _Memory {
   /** As `MemoryUSMDevice`, for USM host memory. */
   constructor(source, options) {
-    super(HOST, source, options, typeof source === 'number' || typeof source === 'bigint' ? observe.entryStack(new.target) : undefined);
+    super(HOST, source, options, observe.sendsStacks() && (typeof source === 'number' || typeof source === 'bigint') ? observe.entryStack(new.target) : undefined);
   }
 }
 
@@ -609,7 +609,7 @@ class MemoryUSMHost extends _Memory {
 class MemoryUSMShared extends _Memory {
   /** As `MemoryUSMDevice`, for USM shared memory. */
   constructor(source, options) {
-    super(SHARED, source, options, typeof source === 'number' || typeof source === 'bigint' ? observe.entryStack(new.target) : undefined);
+    super(SHARED, source, options, observe.sendsStacks() && (typeof source === 'number' || typeof source === 'bigint') ? observe.entryStack(new.target) : undefined);
   }
   /**
    * Migrates the memory to the device (`to: 'device'`, the default) or the host, and

@@ -13,16 +13,17 @@ const { display, typeName } = require('./values.js');
 const devices = require('./device.js');
 
 // Intrinsics are taken at load, so later changes to globals change nothing here.
-const { Error, Object, Number, WeakSet, String, Reflect, Map } = globalThis;
+const { Error, Object, Number, WeakSet, String, Reflect, Map, Math, Int32Array } = globalThis;
 const { parse } = JSON;
 const keys = Object.keys;
 const apply = Reflect.apply;
 const isSafeInteger = Number.isSafeInteger;
+const imul = Math.imul;
+const typedArraySlice = Object.getPrototypeOf(Int32Array.prototype).slice;
 const captureStackTrace = Error.captureStackTrace;
 const weakSetAdd = WeakSet.prototype.add;
 const mapGet = Map.prototype.get;
 const mapSet = Map.prototype.set;
-const mapSize = Object.getOwnPropertyDescriptor(Map.prototype, 'size').get;
 const weakSetHas = WeakSet.prototype.has;
 const stringIndexOf = String.prototype.indexOf;
 const stringSlice = String.prototype.slice;
@@ -150,7 +151,7 @@ function recordMemoryHistory(options) {
   }
   native.observeRecord(enabled, maxEntries, enabled && withStacks);
   // The ids of this thread's stacks named the last recording's texts.
-  stackIds = new Map();
+  forgetStacks();
   recording = enabled;
   stacks = enabled && withStacks;
   stackDepth = depth;
@@ -225,15 +226,27 @@ function read(holder, prepare) {
   }
 }
 
+/** Whether this thread sends the stacks of its allocations (`entryStack` then takes them). */
+const sendsStacks = () => stacks;
+
 /**
  * The stack of an allocating call taken where the call enters the library (the memory
- * class's constructor, `above` being its `new.target`), or `undefined` when this thread
- * sends no stacks. V8's capture costs most for the optimized frames it walks, so taking
- * it before the library's own frames are on the stack saves a good part of it; the stack
- * is read and sent only when the allocation happens (`allocation()`).
+ * class's constructor, `above` being its `new.target`), or `undefined` under source maps
+ * (Node's formatting then takes it later). V8's capture costs most for the optimized
+ * frames it walks, the skipped ones included, so taking it before the library's own frames
+ * are on the stack saves a good part of it; the stack is read (its call sites made) and
+ * sent only when the allocation happens (`allocation()`). The capture is written out here,
+ * with no call of `capture()`: each function inlined into the frame that captures adds to
+ * what V8 decodes.
  */
 function entryStack(above) {
-  return stacks && !process.sourceMapsEnabled ? capture(above) : undefined;
+  if (process.sourceMapsEnabled) return undefined;
+  const holder = { __proto__: null };
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = stackDepth;
+  captureStackTrace(holder, above);
+  Error.stackTraceLimit = limit;
+  return holder;
 }
 
 /** The call sites of the JS call that allocates. */
@@ -246,30 +259,68 @@ const siteMethods = (() => {
   return { getFileName: proto.getFileName, getPosition: proto.getPosition, toString: proto.toString };
 })();
 
-/** A file's number in this thread's stack keys. */
-const fileIds = new Map();
-/** This thread's stack keys -> their ids in recording `stackGeneration`. */
+// A stack's key is its frames': each a file's number and the position in it, or (a frame
+// with no file, a builtin's) the number of its text. The key is looked up by its hash in
+// `stackIds` and compared frame by frame, so that no string is built per allocation.
+/** A file's number (from 0), or a file-less frame's text's (from -1 down), in this thread's keys. */
+const frameIds = new Map();
+let files = 0;
+let texts = 0;
+/** The key of the stack being sent: [frame id, position] per frame. */
+const frameKey = new Int32Array(2 * MAX_STACK_DEPTH);
+/**
+ * This thread's stacks by the hash of their key: lists of `{ key, id, next }` (`id`: the
+ * stack's id in recording `stackGeneration`).
+ */
 let stackIds = new Map();
+let stackCount = 0;
 let stackGeneration = -1;
 
-/** The key of a stack: each site's file number and position, or its text. */
-function stackKey(sites) {
-  let key = '';
+/** Fills `frameKey` with the key of `sites`; returns its hash. */
+function keyOf(sites) {
+  let hash = sites.length;
   for (let i = 0; i < sites.length; i++) {
     const site = sites[i];
     const file = apply(siteMethods.getFileName, site, []);
-    if (typeof file !== 'string') {
-      key += `\0${apply(siteMethods.toString, site, [])}\n`;
-      continue;
+    let frame;
+    let position = typeof file === 'string' ? apply(siteMethods.getPosition, site, []) : -1;
+    if (typeof position === 'number' && position >= 0 && position <= 0x7fffffff) {
+      frame = apply(mapGet, frameIds, [file]);
+      if (frame === undefined) {
+        frame = files++;
+        apply(mapSet, frameIds, [file, frame]);
+      }
+    } else {
+      position = 0;
+      // The text as a key of its own (`\0` first: no file name starts so): a builtin's
+      // frame, or one with no position.
+      const text = `\0${apply(siteMethods.toString, site, [])}`;
+      frame = apply(mapGet, frameIds, [text]);
+      if (frame === undefined) {
+        frame = -1 - texts++;
+        apply(mapSet, frameIds, [text, frame]);
+      }
     }
-    let id = apply(mapGet, fileIds, [file]);
-    if (id === undefined) {
-      id = apply(mapSize, fileIds, []);
-      apply(mapSet, fileIds, [file, id]);
-    }
-    key += `${id}:${apply(siteMethods.getPosition, site, [])},`;
+    frameKey[2 * i] = frame;
+    frameKey[2 * i + 1] = position;
+    hash = (imul(hash ^ frame, 0x01000193) + position) | 0;
   }
-  return key;
+  return hash;
+}
+
+/** The entry of `stackIds` whose key is `frameKey`'s first `length` numbers, or null. */
+function knownStack(hash, length) {
+  let entry = apply(mapGet, stackIds, [hash]);
+  while (entry !== undefined && entry !== null) {
+    const key = entry.key;
+    if (key.length === length) {
+      let i = 0;
+      while (i < length && key[i] === frameKey[i]) i++;
+      if (i === length) return entry;
+    }
+    entry = entry.next;
+  }
+  return null;
 }
 
 /** A stack's text, as Node prints the frames of an error's stack. */
@@ -277,6 +328,12 @@ function stackText(sites) {
   let text = '';
   for (let i = 0; i < sites.length; i++) text += `${i === 0 ? '' : '\n'}    at ${apply(siteMethods.toString, sites[i], [])}`;
   return text;
+}
+
+/** Forgets this thread's stack ids (they named the texts of a recording that is over). */
+function forgetStacks() {
+  stackIds = new Map();
+  stackCount = 0;
 }
 
 /**
@@ -290,16 +347,21 @@ function sendStack(above, captured) {
     return;
   }
   const sites = captured === undefined ? callSites(above) : read(captured, asCallSites);
-  const key = stackKey(sites);
-  const id = apply(mapGet, stackIds, [key]);
-  if (id !== undefined && native.observeNextStackId(id, stackGeneration)) return;
-  if (id !== undefined || apply(mapSize, stackIds, []) === 0) {
+  const hash = keyOf(sites);
+  const length = 2 * sites.length;
+  const known = knownStack(hash, length);
+  if (known !== null && native.observeNextStackId(known.id, stackGeneration)) return;
+  if (known !== null || stackCount === 0) {
     // A new recording (or the first stack): the ids of the last one name nothing now.
-    stackIds = new Map();
+    forgetStacks();
     stackGeneration = native.observeStackGeneration();
   }
   const fresh = native.observeNextStack(stackText(sites));
-  if (fresh >= 0) apply(mapSet, stackIds, [key, fresh]);
+  if (fresh >= 0) {
+    const entry = { __proto__: null, key: apply(typedArraySlice, frameKey, [0, length]), id: fresh, next: apply(mapGet, stackIds, [hash]) ?? null };
+    apply(mapSet, stackIds, [hash, entry]);
+    stackCount += 1;
+  }
 }
 
 /** The stack of the JS call above `above`, formatted by Node (and its source maps). */
@@ -434,6 +496,7 @@ module.exports = {
   onOutOfMemory,
   // For lib/memory.js:
   watching,
+  sendsStacks,
   entryStack,
   allocation,
   isConverted,
