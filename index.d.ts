@@ -1341,7 +1341,10 @@ export interface RecordMemoryHistoryOptions {
   maxEntries?: number
   /** Whether this thread sends the JS stack of each allocating call. Default `true`. */
   stacks?: boolean
-  /** Frames kept of each stack (1 ..= 64). Default 10, Node's own `Error.stackTraceLimit`. */
+  /**
+   * Frames kept of each stack (1 ..= 64). Default 10, Node's own `Error.stackTraceLimit`
+   * (a stack reads as an error's would); fewer cost less, V8's capture growing with them.
+   */
   stackDepth?: number
 }
 

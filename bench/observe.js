@@ -8,7 +8,10 @@
 //     same process: target at most +0.3 us per allocation; beside it Node's own floor, the
 //     same subscriber's cost on two bare `TracingChannel.traceSync` calls around a no-op
 //     (what tracing an allocation and a free cannot cost less than);
-//   - alloc+free with a history and stacks, against none: target at most +5 us;
+//   - alloc+free with a history and stacks, against none: target at most +5 us; beside it
+//     V8's floor, a history without stacks plus V8's capture of the same frames (the
+//     default 10), their call sites read and each one's file and position asked (what a
+//     recorder that tells call sites apart cannot cost less than); and with stackDepth 4;
 //   - memorySnapshot() of 10^5 live blocks: target under 200 ms;
 //   - the report of 10^6 recorded events (`dpctl-memory-report`, a child process): target
 //     under 5 s; rendered by headless Chromium (`--dump-dom`, start-up included): under 3 s.
@@ -80,6 +83,9 @@ function allocRows() {
   }
 }
 
+/** The shallower stack of the history rows (`recordMemoryHistory({ stackDepth })`). */
+const SHALLOW = 4;
+
 function sameProcessRows(m, queue) {
   const alloc = () => new m.MemoryUSMHost(4096, { queue }).free();
   const noop = () => {};
@@ -92,12 +98,38 @@ function sameProcessRows(m, queue) {
     bare.traceSync(noop, allocContext);
     bare.traceSync(noop, freeContext);
   };
+  // V8's share of a stack: the same frames captured (the caller of `new` first), read as
+  // call sites, and each frame's file and position asked.
+  const asCallSites = (_error, sites) => sites;
+  function bareStack() {
+    const holder = {};
+    const limit = Error.stackTraceLimit;
+    const prepare = Error.prepareStackTrace;
+    Error.stackTraceLimit = 10;
+    Error.prepareStackTrace = asCallSites;
+    Error.captureStackTrace(holder, bareStack);
+    const sites = holder.stack;
+    Error.prepareStackTrace = prepare;
+    Error.stackTraceLimit = limit;
+    for (const site of sites) {
+      site.getFileName();
+      site.getPosition();
+    }
+  }
+  const allocWithBareStack = () => {
+    bareStack();
+    new m.MemoryUSMHost(4096, { queue }).free();
+  };
   const plain = [];
   const traced = [];
   const recorded = [];
   const floorPlain = [];
   const floorTraced = [];
-  for (let round = 0; round < ROUNDS; round++) {
+  const recordedBare = [];
+  const recordedShallow = [];
+  // More rounds than the other sections: these rows are differences of sub-microsecond
+  // figures, and each round alternates all of them.
+  for (let round = 0; round < 2 * ROUNDS; round++) {
     plain.push(...measure(alloc, config.timing).samples);
     floorPlain.push(...measure(twoTraced, config.timing).samples);
     for (const c of channels) c.subscribe(handlers);
@@ -108,6 +140,10 @@ function sameProcessRows(m, queue) {
     for (const c of channels) c.unsubscribe(handlers);
     m.recordMemoryHistory({ maxEntries: 100_000, stacks: true });
     recorded.push(...measure(alloc, config.timing).samples);
+    m.recordMemoryHistory({ maxEntries: 100_000, stacks: true, stackDepth: SHALLOW });
+    recordedShallow.push(...measure(alloc, config.timing).samples);
+    m.recordMemoryHistory({ maxEntries: 100_000, stacks: false });
+    recordedBare.push(...measure(allocWithBareStack, config.timing).samples);
     m.recordMemoryHistory({ enabled: false });
   }
   const base = median(plain);
@@ -117,7 +153,12 @@ function sameProcessRows(m, queue) {
   const floor = median(floorTraced) - median(floorPlain);
   row('alloc+free host 4 KiB, TracingChannel subscriber on alloc and free', `${us(withTracing)} us`, `${us(base)} us`, 'no subscriber', (base / withTracing).toFixed(3), '+0.3 us', ours <= 300);
   row("  the subscriber's cost: ours over no subscriber, against Node's floor", `+${us(ours)} us`, `+${us(floor)} us`, "2x bare traceSync(no-op), same subscriber", (floor / ours).toFixed(3), '+0.3 us', ours <= 300);
-  row('alloc+free host 4 KiB, history with JS stacks', `${us(withHistory)} us`, `${us(base)} us`, 'no history', (base / withHistory).toFixed(3), '+5 us', withHistory - base <= 5000);
+  const stackCost = withHistory - base;
+  const v8Floor = median(recordedBare) - base;
+  row('alloc+free host 4 KiB, history with JS stacks (10 frames)', `${us(withHistory)} us`, `${us(base)} us`, 'no history', (base / withHistory).toFixed(3), '+5 us', stackCost <= 5000);
+  const shallow = median(recordedShallow);
+  row(`alloc+free host 4 KiB, history with JS stacks (stackDepth ${SHALLOW})`, `${us(shallow)} us`, `${us(base)} us`, 'no history', (base / shallow).toFixed(3), '+5 us', shallow - base <= 5000);
+  row("  the history's cost (10 frames): ours over no history, against V8's floor", `+${us(stackCost)} us`, `+${us(v8Floor)} us`, "no stacks + V8's capture of the 10 frames", (v8Floor / stackCost).toFixed(3), '+5 us', stackCost <= 5000);
 }
 
 function snapshotRow(m, queue) {
@@ -176,6 +217,7 @@ function reportRows(m, queue, dir) {
   row('the report rendered by headless Chromium (--dump-dom, start-up included)', `${(render / 1000).toFixed(2)} s`, '3 s', 'target', (3000 / render).toFixed(2), '< 3 s', render < 3000);
 }
 
+// `tracing`: the subscriber and history rows (one process, alternating).
 const SECTIONS = ['alloc', 'tracing', 'snapshot', 'report'];
 const named = process.argv.slice(2);
 const runs = (section) => named.length === 0 || named.includes(section);
