@@ -10,7 +10,7 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Float64Array, JsValue, Uint32Array, Unknown};
+use napi::bindgen_prelude::{JsValue, Unknown};
 use napi::Env;
 use napi_derive::napi;
 
@@ -259,11 +259,11 @@ pub fn queue_submit(
     env: &Env,
     queue_id: f64,
     kernel_id: f64,
-    spec: Float64Array,
-    bits: Uint32Array,
-    global: Float64Array,
-    local: Option<Float64Array>,
-    deps: Float64Array,
+    spec: &[f64],
+    bits: &[u32],
+    global: &[f64],
+    local: Option<&[f64]>,
+    deps: &[f64],
     asynchronous: bool,
 ) -> napi::Result<f64> {
     let queue = queue(env, queue_id)?;
@@ -271,8 +271,8 @@ pub fn queue_submit(
     let global: Vec<u64> = global.iter().map(|&n| n as u64).collect();
     let local: Option<Vec<u64>> = local.map(|l| l.iter().map(|&n| n as u64).collect());
     let range = model::nd_range(Some(kernel.info()), &global, local.as_deref()).or_throw(env)?;
-    let args = arguments(env, &spec, &bits)?;
-    let deps = events(env, &deps)?;
+    let args = arguments(env, spec, bits)?;
+    let deps = events(env, deps)?;
     if !asynchronous && deps.is_empty() && !queue.properties().enable_profiling {
         model::submit_and_wait(&queue, &kernel, &args, &range).or_throw(env)?;
         return Ok(COMPLETED_WITHOUT_EVENT);
@@ -289,12 +289,12 @@ pub fn queue_memcpy(
     dst_id: f64,
     src_id: f64,
     nbytes: f64,
-    deps: Float64Array,
+    deps: &[f64],
     asynchronous: bool,
 ) -> napi::Result<f64> {
     let queue = queue(env, queue_id)?;
     let (dst, src) = (live_memory(env, dst_id)?, live_memory(env, src_id)?);
-    let deps = events(env, &deps)?;
+    let deps = events(env, deps)?;
     let submission = model::memcpy_async(&queue, &dst, &src, nbytes as u64, &deps).or_throw(env)?;
     finish(env, &queue, submission, asynchronous)
 }
@@ -308,22 +308,22 @@ pub fn queue_fill(
     dst_id: f64,
     pattern: Unknown,
     count: f64,
-    deps: Float64Array,
+    deps: &[f64],
     asynchronous: bool,
 ) -> napi::Result<f64> {
     let queue = queue(env, queue_id)?;
     let dst = live_memory(env, dst_id)?;
     let pattern = copy_of(&host_bytes(env, &pattern, "pattern")?);
-    let deps = events(env, &deps)?;
+    let deps = events(env, deps)?;
     let submission = model::fill_async(&queue, &dst, &pattern, count as u64, &deps).or_throw(env)?;
     finish(env, &queue, submission, asynchronous)
 }
 
 /// `queue.submitBarrier(deps?)`: an event after `deps` (after everything so far when empty).
 #[napi]
-pub fn queue_barrier(env: &Env, queue_id: f64, deps: Float64Array) -> napi::Result<f64> {
+pub fn queue_barrier(env: &Env, queue_id: f64, deps: &[f64]) -> napi::Result<f64> {
     let queue = queue(env, queue_id)?;
-    let deps = events(env, &deps)?;
+    let deps = events(env, deps)?;
     let submission = model::barrier(&queue, &deps).or_throw(env)?;
     let event = Arc::clone(submission.event());
     insert_event(env, event, None)
