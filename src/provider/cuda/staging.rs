@@ -25,17 +25,15 @@ use crate::sync::lock;
 
 /// Tunables, read once from the environment (for measurement: `bench/staging-sweep.js`
 /// sweeps them). The defaults are the sweep's best single setting over 1-256 MiB both
-/// ways: eight lanes of 2 MiB chunks, mid sizes split down to 1 MiB chunks so that every
-/// lane still overlaps its memcpy with a DMA; and, from the same sweep, staging starts at
-/// 1 MiB to the host but 2 MiB to the device (at 1 MiB the driver's own copy to the
-/// device is as fast).
+/// ways: eight lanes of 2 MiB chunks, mid sizes split down to 512 KiB chunks so that
+/// every lane still overlaps its memcpy with a DMA; staging starts at 1 MiB both ways
+/// (below it the driver's own copy is as fast).
 ///
-/// - `DPCTL_MEMORY_STAGING_THRESHOLD` (bytes; default 1 MiB to the host, 2 MiB to the
-///   device): smaller copies go straight to the driver; set, it applies both ways; 0
-///   turns staging off.
+/// - `DPCTL_MEMORY_STAGING_THRESHOLD` (bytes; default 1 MiB): smaller copies go straight
+///   to the driver; 0 turns staging off.
 /// - `DPCTL_MEMORY_STAGING_CHUNK` (bytes, default 2 MiB, at least 64 KiB): the largest
 ///   chunk, and the size of each pinned buffer.
-/// - `DPCTL_MEMORY_STAGING_MIN_CHUNK` (bytes, default 1 MiB, at least 64 KiB): the
+/// - `DPCTL_MEMORY_STAGING_MIN_CHUNK` (bytes, default 512 KiB, at least 64 KiB): the
 ///   smallest chunk a copy is split into.
 /// - `DPCTL_MEMORY_STAGING_LANES` (default: the cores, at most 8; 1..32): concurrent lanes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,10 +64,10 @@ impl StagingConfig {
             let chunk = read("DPCTL_MEMORY_STAGING_CHUNK", 2 << 20).max(CHUNK_GRAIN as u64) as usize;
             let threshold = std::env::var("DPCTL_MEMORY_STAGING_THRESHOLD").ok().and_then(|v| v.parse().ok());
             StagingConfig {
-                to_device_threshold: threshold.unwrap_or(2 << 20),
+                to_device_threshold: threshold.unwrap_or(1 << 20),
                 to_host_threshold: threshold.unwrap_or(1 << 20),
                 chunk,
-                min_chunk: (read("DPCTL_MEMORY_STAGING_MIN_CHUNK", 1 << 20).max(CHUNK_GRAIN as u64) as usize)
+                min_chunk: (read("DPCTL_MEMORY_STAGING_MIN_CHUNK", 512 << 10).max(CHUNK_GRAIN as u64) as usize)
                     .min(chunk),
                 lanes: read("DPCTL_MEMORY_STAGING_LANES", cores.min(8)).clamp(1, 32) as usize,
             }
