@@ -48,14 +48,16 @@ const COMPLETED_WITHOUT_EVENT = -1;
 // native code reads it: a few such allocations a call were much of a sync submit's cost.
 // A call made while another is encoding (a memory argument's interface getter, or an
 // array's, can run user code that submits again) gets fresh arrays instead.
-const marshalScratch = { f64: new Float64Array(1024), u32: new Uint32Array(512), f: 0, u: 0, busy: false };
+/** An arena of one typed array, handed out in views from `used` on. */
+const arena = (array) => ({ array, used: 0 });
+const marshalScratch = { f64: arena(new Float64Array(1024)), u32: arena(new Uint32Array(512)), busy: false };
 
 /** The scratch, reset, for one call; `null` when a call in progress holds it. */
 function takeScratch() {
   if (marshalScratch.busy) return null;
   marshalScratch.busy = true;
-  marshalScratch.f = 0;
-  marshalScratch.u = 0;
+  marshalScratch.f64.used = 0;
+  marshalScratch.u32.used = 0;
   return marshalScratch;
 }
 
@@ -63,23 +65,17 @@ function releaseScratch(taken) {
   if (taken !== null) taken.busy = false;
 }
 
-/** A Float64Array of `n` zeros, from the scratch where it has room. */
-function f64Array(taken, n) {
-  if (taken === null || taken.f + n > taken.f64.length) return new Float64Array(n);
-  const view = taken.f64.subarray(taken.f, taken.f + n);
+/** `n` zeros of the arena's type, a view of it where it has room, else a new array. */
+function arenaView(from, n, Type) {
+  if (from === null || from.used + n > from.array.length) return new Type(n);
+  const view = from.array.subarray(from.used, from.used + n);
   view.fill(0);
-  taken.f += n;
+  from.used += n;
   return view;
 }
 
-/** A Uint32Array of `n` zeros, from the scratch where it has room. */
-function u32Array(taken, n) {
-  if (taken === null || taken.u + n > taken.u32.length) return new Uint32Array(n);
-  const view = taken.u32.subarray(taken.u, taken.u + n);
-  view.fill(0);
-  taken.u += n;
-  return view;
-}
+const f64Array = (taken, n) => arenaView(taken === null ? null : taken.f64, n, Float64Array);
+const u32Array = (taken, n) => arenaView(taken === null ? null : taken.u32, n, Uint32Array);
 
 const call = (f) => {
   try {

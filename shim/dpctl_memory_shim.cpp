@@ -93,15 +93,6 @@ int usm_kind_code(sycl::usm::alloc a) {
   }
 }
 
-void wait_and_report(dpm_queue_s *q, sycl::event ev) {
-  try {
-    ev.wait_and_throw();
-  } catch (...) {
-    q->errors->rethrow_first();  // an earlier async error, if any, is the root cause
-    throw;
-  }
-  q->errors->rethrow_first();
-}
 
 // The OpenCL adapter of the unified runtime enqueues a marker for prefetch and advice:
 // they are accepted and do nothing.

@@ -496,13 +496,7 @@ int dpm_submit_wait(dpm_queue *q, const dpm_kernel *k, const dpm_kernel_arg *arg
     check_submission(q, k, args, nargs, dims, global);
     sycl::queue &sq = wait_queue(q);
     submit_kernel(sq, k, args, nargs, dims, global, local, {});
-    try {
-      sq.wait_and_throw();
-    } catch (...) {
-      q->errors->rethrow_first();
-      throw;
-    }
-    q->errors->rethrow_first();
+    wait_and_report(q, sq);
   });
 }
 
@@ -599,13 +593,7 @@ int dpm_event_wait(dpm_queue *q, const dpm_event *e) {
     require(q, "queue");
     require(e, "event");
     sycl::event ev = e->ev;
-    try {
-      ev.wait_and_throw();
-    } catch (...) {
-      q->errors->rethrow_first();
-      throw;
-    }
-    q->errors->rethrow_first();
+    wait_and_report(q, ev);
   });
 }
 

@@ -128,4 +128,21 @@ struct dpm_queue_s {
   std::optional<sycl::queue> lane;
 };
 
+namespace dpm_detail {
+
+// Waits for `waitable` (an event, or a whole queue), then throws the first error q's
+// async handler collected: an earlier async error, if any, is the root cause.
+template <class Waitable>
+void wait_and_report(dpm_queue_s *q, Waitable &&waitable) {
+  try {
+    waitable.wait_and_throw();
+  } catch (...) {
+    q->errors->rethrow_first();
+    throw;
+  }
+  q->errors->rethrow_first();
+}
+
+}  // namespace dpm_detail
+
 #endif  // DPCTL_MEMORY_SHIM_INTERNAL_HPP
