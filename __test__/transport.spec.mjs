@@ -154,10 +154,33 @@ ucxTest('two processes over loopback TCP', async (t) => {
   await pair(t, '127.0.0.1', { UCX_TLS: 'tcp,self' }, SIZES);
 });
 
-ucxTest('two processes over shared memory', async (t) => {
-  // tcp is there for the connection manager (the sockaddr handshake): the data goes over
-  // the fastest lane UCX finds, shared memory (posix, CMA) between two local processes.
+ucxTest('two processes with UCX_TLS=shm,self,tcp (with error handling: over TCP)', async (t) => {
+  // tcp is there for the connection manager (the sockaddr handshake). With peer failure
+  // handling (the default) UCX leaves its shared-memory transports out (they cannot report
+  // a peer's failure): the data goes over TCP.
   await pair(t, '127.0.0.1', { UCX_TLS: 'shm,self,tcp' }, SIZES);
+});
+
+ucxTest('a receive of a message that had come settles at once, with its bytes and tag', async (t) => {
+  // Whether UCX completes such a receive inside the call or later, the result is the same.
+  const listener = ucx.listen({ host: '127.0.0.1', port: 0 });
+  const [client, server] = await Promise.all([ucx.connect({ host: '127.0.0.1', port: listener.port }), listener.accept()]);
+  listener.close();
+  for (let i = 0; i < 3; i++) await client.send(pattern(64, i), { tag: 40n + BigInt(i) });
+  await client.flush();
+  const plain = new Uint8Array(64);
+  const shared = new Uint8Array(new SharedArrayBuffer(64));
+  const host = new MemoryUSMHost(64);
+  t.deepEqual(await server.recv(plain, { tag: 40n }), { nbytes: 64, tag: 40n });
+  t.deepEqual(await server.recv(shared, { tag: 41n }), { nbytes: 64, tag: 41n });
+  t.deepEqual(await server.recv(host, { tag: 0n, tagMask: 0n }), { nbytes: 64, tag: 42n }, 'a mask reports the sender\'s tag');
+  t.is(mismatch(plain, 0), -1, 'into a plain ArrayBuffer');
+  t.is(mismatch(shared, 1), -1);
+  t.is(mismatch(host.copyToHost(), 2), -1);
+  t.is(ucx.info().inFlight, 0);
+  host.free();
+  await client.close();
+  await server.close();
 });
 
 /** Two network namespaces joined by a veth pair, with addresses of their own; removed by `cleanup`. */

@@ -345,13 +345,13 @@ export function runtimeDiagnostics(): string
 /** `{ available, message }` as JSON: whether UCX loads here, and from where (or what to install). */
 export function ucxAvailable(): string
 
-/** Starts this thread's worker (once) with `drain`, the JS function the worker's fd wakes; returns the worker's token. */
-export function ucxStart(drain: () => void): number
+/** Starts this thread's worker (once) with `drain`, the JS function the worker's fd wakes, and the spin window in microseconds (0: the fd alone); returns the worker's token. */
+export function ucxStart(drain: () => void, spinUs: number): number
 
 /** What the worker's library is, whether it moves CUDA memory, and its counts, as JSON: `{ library, cudaMemory, inFlight, endpoints, listeners, maps, rkeys }`. */
 export function ucxInfo(token: number): string
 
-/** Progresses the worker and returns what happened, as JSON: `[{ op, error?, length, tag }, { accepted: endpoint, listener, peer }, ...]` (tags as decimal strings). */
+/** Progresses the worker and returns what happened, as JSON: `[spin, { op, error?, length, tag }, { accepted: endpoint, listener }, { failed: endpoint }, ...]` (tags as decimal strings; `spin` 1: progress again on the loop's next turn, 0: the fd is armed). */
 export function ucxProgress(token: number): string
 
 /** Listens on `host`:`port`; returns `[listenerId, port]`. */
@@ -369,10 +369,10 @@ export function ucxClose(token: number, endpoint: number, force: boolean): numbe
 /** Flushes an endpoint; returns the op that completes when every earlier operation has. */
 export function ucxFlush(token: number, endpoint: number): number
 
-/** Sends a memory object (`memoryId`, or -1 with `host`) or a host buffer with a tag (`tagHi`, `tagLo`); returns the op. */
+/** Sends a memory object (`memoryId`, or -1 with `host`) or a host buffer with a tag (`tagHi`, `tagLo`); returns the op, or 0 when it completed at once. */
 export function ucxSend(token: number, endpoint: number, memoryId: number, host: HostBuffer | undefined | null, tagHi: number, tagLo: number): number
 
-/** Receives into a memory object or a host buffer a message whose tag matches under the mask; returns the op. */
+/** Receives into a memory object or a host buffer a message whose tag matches under the mask; returns the op, or `-1 - length` when it completed at once (only under a mask of every bit). */
 export function ucxRecv(token: number, endpoint: number, memoryId: number, host: HostBuffer | undefined | null, tagHi: number, tagLo: number, maskHi: number, maskLo: number): number
 
 /** Maps a memory object for remote access; returns the map's id (its key's bytes come from `ucxMapKey`). */
@@ -390,5 +390,5 @@ export function ucxUnpack(token: number, endpoint: number, bytes: HostBuffer): F
 /** Destroys an unpacked remote key. */
 export function ucxDestroyRkey(token: number, rkey: number): void
 
-/** `put` (`write`) or `get` of a memory object or host buffer at `offset` into a remote key's range; returns the op. */
+/** `put` (`write`) or `get` of a memory object or host buffer at `offset` into a remote key's range; returns the op, or 0 when it completed at once. */
 export function ucxRma(token: number, write: boolean, rkey: number, offset: number, memoryId: number, host?: HostBuffer | undefined | null): number

@@ -4,7 +4,8 @@
 // (tagged send/recv, put/get through remote keys), `ucx.mapMemory` (a memory object
 // registered for remote access, with the key bytes a peer unpacks). One UCX worker per
 // thread, made at first use; its event fd wakes `drain` below from the event loop (no
-// polling while idle). Each operation keeps its operands (here: the JS values; in the
+// polling while idle). An operation UCX completes inside the call that posts it (a small
+// send, a receive of a message that had come) settles at once. Each operation keeps its operands (here: the JS values; in the
 // binding: the memory) until its Promise settles, so `free()` of memory in flight only
 // drops the object's reference and the memory goes when UCX is done with it.
 const { native } = require('./native.js');
@@ -13,7 +14,7 @@ const { display, hostArg } = require('./values.js');
 const memory = require('./memory.js');
 
 const { isMemory, memorySource } = memory;
-const { Object, Map, Promise, JSON, BigInt, Number, Error, setImmediate, performance } = globalThis;
+const { Object, Map, Promise, JSON, BigInt, Number, Error, setImmediate } = globalThis;
 const { isArray } = Array;
 const keys = Object.keys;
 const inspect = Symbol.for('nodejs.util.inspect.custom');
@@ -38,9 +39,9 @@ function unavailableError() {
 function ensureWorker() {
   if (worker !== null) return worker;
   if (!available().available) throw unavailableError();
-  const state = { token: 0, ops: new Map(), listeners: new Map(), endpoints: new Map(), scheduled: false, busyAt: 0 };
+  const state = { token: 0, ops: new Map(), listeners: new Map(), endpoints: new Map(), scheduled: false };
   try {
-    state.token = native.ucxStart(() => drain(state));
+    state.token = native.ucxStart(() => drain(state), SPIN_US);
   } catch (error) {
     throw fromNative(error);
   }
@@ -67,29 +68,28 @@ function schedule(state) {
   });
 }
 
-// While operations are in flight and the worker has done something lately, it is
-// progressed on every turn of the event loop (setImmediate), not only when its event fd
-// wakes the loop: a wake-up through the fd costs tens of microseconds, which a ping-pong
-// pays on every message. The loop goes back to sleeping on the fd once nothing has
-// happened for this long, or nothing is in flight.
+// While operations are in flight and the worker has done something lately, the binding
+// keeps progressing it (`ucxProgress` spins up to a slice, then the loop takes a turn and
+// the drain asks again) instead of sleeping on its event fd: a wake-up through the fd costs
+// tens of microseconds, which a ping-pong pays on every message. Once nothing has happened
+// for the window, or nothing is in flight, the fd is armed and the loop sleeps on it.
 // Spinning pays only where the peer has a core of its own: on a machine of two cores or
 // fewer the default is the fd alone. DPCTL_MEMORY_UCX_SPIN_US sets it (0: the fd only).
-const SPIN_NS = spinNanoseconds(process.env.DPCTL_MEMORY_UCX_SPIN_US);
+const SPIN_US = spinMicroseconds(process.env.DPCTL_MEMORY_UCX_SPIN_US);
 
-function spinNanoseconds(given) {
+function spinMicroseconds(given) {
   const fallback = require('node:os').availableParallelism() > 2 ? 200 : 0;
   const us = given === undefined || given === '' ? fallback : Number(given);
-  return (Number.isFinite(us) && us >= 0 ? us : fallback) * 1000;
+  return Number.isFinite(us) && us >= 0 ? us : fallback;
 }
-const now = () => performance.now() * 1e6;
 
 /** Progresses the worker and settles what completed. */
 function drain(state) {
+  // The first element: 1 while the binding spins (progress again on the next turn), 0 once
+  // the fd is armed.
   const events = JSON.parse(call(native.ucxProgress, state.token));
-  const time = now();
-  if (events.length > 0) state.busyAt = time;
-  if (state.ops.size > events.length && time - state.busyAt < SPIN_NS) schedule(state);
-  for (let i = 0; i < events.length; i++) {
+  if (events[0] === 1) schedule(state);
+  for (let i = 1; i < events.length; i++) {
     const event = events[i];
     if (event.op !== undefined) {
       const op = state.ops.get(event.op);
@@ -109,14 +109,18 @@ function drain(state) {
   }
 }
 
-/** Starts an op (`post` returns its id) and returns its Promise, holding `operands` until it settles. */
-function operation(state, post, operands) {
-  const id = call(post);
-  state.busyAt = now();
+/** The Promise of op `id` in flight, holding `operands` until it settles. */
+function pending(state, id, operands) {
   return new Promise((resolve, reject) => {
     state.ops.set(id, { resolve, reject, operands });
     schedule(state);
   });
+}
+
+/** Starts an op (`post` returns its id, or 0 when it completed at once) and returns its Promise. */
+function operation(state, post, operands) {
+  const id = call(post);
+  return id === 0 ? Promise.resolve() : pending(state, id, operands);
 }
 
 function optionsObject(options, what, names) {
@@ -204,8 +208,8 @@ class UcxEndpoint {
       const { tag } = optionsObject(options, 'send', ['tag']);
       const tagValue = tagArg(tag, 'tag', 0n);
       const [handle, host] = operandArg(source, 'source');
-      return operation(self.#state, () => native.ucxSend(self.#state.token, self.#id, handle, host, hi(tagValue), lo(tagValue)), source)
-        .then(() => undefined);
+      const id = call(native.ucxSend, self.#state.token, self.#id, handle, host, hi(tagValue), lo(tagValue));
+      return id === 0 ? Promise.resolve() : pending(self.#state, id, source).then(() => undefined);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -223,7 +227,9 @@ class UcxEndpoint {
       const tagValue = tagArg(tag, 'tag', 0n);
       const mask = tagArg(tagMask, 'tagMask', ALL_TAG_BITS);
       const [handle, host] = operandArg(destination, 'destination');
-      return operation(self.#state, () => native.ucxRecv(self.#state.token, self.#id, handle, host, hi(tagValue), lo(tagValue), hi(mask), lo(mask)), destination);
+      const id = call(native.ucxRecv, self.#state.token, self.#id, handle, host, hi(tagValue), lo(tagValue), hi(mask), lo(mask));
+      // Negative: the message had come and the receive completed at once (-1 - its length).
+      return id < 0 ? Promise.resolve({ nbytes: -1 - id, tag: tagValue }) : pending(self.#state, id, destination);
     } catch (error) {
       return Promise.reject(error);
     }

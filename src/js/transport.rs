@@ -1,11 +1,13 @@
 //! The UCX transport's binding: one worker per JS thread (`provider::ucx::Worker`), its
 //! event fd watched in the thread's loop (`js::uv`), and the functions `lib/transport.js`
-//! calls. Operations return op ids at once; their completions come out of `ucxProgress`,
-//! which the JS drain calls when the fd wakes it (and once after posting). Each op holds
-//! its operands here (`memory::transport::InFlightBook`) until UCX has completed it:
-//! memory objects by their allocation, `SharedArrayBuffer`s and USM-backed views
-//! directly, plain `ArrayBuffer`s (which JS may detach or transfer meanwhile) through a
-//! bounce buffer of the op's own, copied out when a receive completes.
+//! calls. Operations return op ids at once, or say they completed inside the call (a small
+//! send, a receive of a message that had come): those settle at once, without a turn of
+//! the loop. The others' completions come out of `ucxProgress`, which the JS drain calls
+//! when the fd wakes it, after posting, and on each turn of the loop while it spins
+//! (`ucxProgress`). Each op holds its operands here (`memory::transport::InFlightBook`)
+//! until UCX has completed it: memory objects by their allocation, `SharedArrayBuffer`s
+//! and USM-backed views directly, plain `ArrayBuffer`s (which JS may detach or transfer
+//! meanwhile) through a bounce buffer of the op's own, copied out when a receive completes.
 //!
 //! Wrong thread: every call names its worker by a token; a token of another thread's
 //! worker is `ERR_UCX_WRONG_THREAD`.
@@ -14,6 +16,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use napi::bindgen_prelude::{Buffer, Float64Array, Unknown};
 use napi::Env;
@@ -66,7 +69,16 @@ struct State {
     /// Memory mapped for remote access, held until unmapped.
     maps: HashMap<u64, (UsmMemory, Vec<u8>)>,
     listeners: HashSet<u64>,
+    /// The spin window: while operations are in flight and the worker did something this
+    /// recently, `ucxProgress` keeps progressing instead of arming the fd (zero: never).
+    spin: Duration,
+    /// When the worker last did something (an operation posted or completed).
+    busy_at: Instant,
 }
+
+/// The longest one `ucxProgress` spins before it lets the event loop take a turn (and
+/// JS asks again): what the spin may delay other work of the loop by.
+const SPIN_SLICE: Duration = Duration::from_micros(50);
 
 thread_local! {
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
@@ -114,7 +126,18 @@ impl State {
     fn start(&mut self, id: u64, kind: OpKind, endpoint: u64, nbytes: u64, held: Held) -> u64 {
         self.book.start(id, InFlight { kind, endpoint, nbytes, held });
         self.watch.set_active(true);
+        self.busy_at = Instant::now();
         id
+    }
+
+    /// The op just posted, if UCX completed it inside the call (a small send, a receive of
+    /// a message that had come, a put): taken out of the book, with its length and what
+    /// it held, so that the caller settles it at once instead of through `ucxProgress`.
+    fn completed_at_once(&mut self, op: u64) -> Option<(u64, Held)> {
+        let done = self.worker.take_completed(op)?;
+        let rec = self.book.finish(op)?;
+        self.update_activity();
+        Some((if rec.kind == OpKind::Recv { done.length } else { rec.nbytes }, rec.held))
     }
 
     /// Keeps the loop alive while anything is pending or a listener is open.
@@ -151,10 +174,10 @@ pub fn ucx_available() -> String {
     json::object(&[("available", available.to_string()), ("message", json::string(&message))])
 }
 
-/// Starts this thread's worker (once) with `drain`, the JS function the fd wakes; returns
-/// the worker's token.
+/// Starts this thread's worker (once) with `drain`, the JS function the fd wakes, and the
+/// spin window in microseconds (0: the fd alone); returns the worker's token.
 #[napi]
-pub fn ucx_start(env: &Env, drain: Unknown) -> napi::Result<f64> {
+pub fn ucx_start(env: &Env, drain: Unknown, spin_us: f64) -> napi::Result<f64> {
     let existing = STATE.with(|cell| cell.try_borrow().ok().and_then(|s| s.as_ref().map(|s| s.token)));
     if let Some(token) = existing {
         return Ok(token as f64);
@@ -177,6 +200,8 @@ pub fn ucx_start(env: &Env, drain: Unknown) -> napi::Result<f64> {
             rkeys: HashMap::new(),
             maps: HashMap::new(),
             listeners: HashSet::new(),
+            spin: Duration::from_nanos((spin_us.clamp(0.0, 1e6) * 1e3) as u64),
+            busy_at: Instant::now(),
         })
     });
     // The worker goes with the environment (a worker thread that ends).
@@ -220,14 +245,67 @@ fn error_json(err: &MemoryError) -> String {
     ])
 }
 
-/// Progresses the worker and returns what happened, as JSON: `[{ op, error?, length,
-/// tag }, { accepted: endpoint, listener, peer }, ...]` (tags as decimal strings).
+/// Progresses the worker and returns what happened, as JSON: `[next, { op, error?, length,
+/// tag }, { accepted: endpoint, listener }, { failed: endpoint }, ...]` (tags as decimal
+/// strings). `next` says when to call again: 0 never (the fd is armed: it wakes the loop at
+/// the next event), 1 on the loop's next turn (operations are in flight and the worker was
+/// busy within the spin window; the fd is left unarmed, and with nothing come yet this
+/// call kept progressing for up to `SPIN_SLICE` first).
 #[napi]
 pub fn ucx_progress(env: &Env, token: f64) -> napi::Result<String> {
     let mut out = Vec::new();
     let mut copies = Vec::new();
+    let mut next = 0;
     with_state(env, token, |s| {
-        let events = s.worker.progress();
+        let started = Instant::now();
+        loop {
+            let events = s.worker.progress_events();
+            let came = !events.is_empty();
+            if came {
+                s.busy_at = Instant::now();
+                s.settle(events, &mut out, &mut copies);
+            }
+            let now = Instant::now();
+            let open = !s.book.is_empty() && now.duration_since(s.busy_at) < s.spin;
+            if !open {
+                if s.worker.arm() {
+                    break;
+                }
+                continue;
+            }
+            if came || !out.is_empty() || now.duration_since(started) >= SPIN_SLICE {
+                next = 1;
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        s.update_activity();
+        Ok(())
+    })?;
+    // Receives into plain ArrayBuffers: copied now, into the buffer as it is now.
+    for (scratch, target, length) in copies {
+        copy_in(env, &scratch, &target, length)?;
+    }
+    out.insert(0, next.to_string());
+    Ok(json::array(out))
+}
+
+/// Copies what a receive into a plain `ArrayBuffer` got into the buffer as it is now.
+fn copy_in(env: &Env, scratch: &Scratch, target: &TaskRef, length: u64) -> napi::Result<()> {
+    let value = target.get(env)?;
+    let len = (length as usize).min(scratch.len());
+    if let Some(bytes) = ffi::host_bytes(env, &value)?.filter(|b| b.byte_length() >= len) {
+        bytes.with_bytes(|dst| crate::host::host_memcpy(dst, ReadBytes::of_slice(&scratch[..len])));
+    }
+    Ok(())
+}
+
+impl State {
+    /// Turns what `progress_events` reported into JSON records (`out`), releasing what the
+    /// completed ops held, except receives into plain `ArrayBuffer`s (`copies`, to copy
+    /// out once the state is let go).
+    fn settle(&mut self, events: Vec<Event>, out: &mut Vec<String>, copies: &mut Vec<(Scratch, TaskRef, u64)>) {
+        let s = self;
         // Failures first: the receives they cancel come out of the next round.
         let mut again = false;
         for event in &events {
@@ -238,7 +316,7 @@ pub fn ucx_progress(env: &Env, token: f64) -> napi::Result<String> {
         }
         let mut events = events;
         if again {
-            events.extend(s.worker.progress());
+            events.extend(s.worker.progress_events());
         }
         for event in events {
             match event {
@@ -318,18 +396,7 @@ pub fn ucx_progress(env: &Env, token: f64) -> napi::Result<String> {
                 }
             }
         }
-        s.update_activity();
-        Ok(())
-    })?;
-    // Receives into plain ArrayBuffers: copied now, into the buffer as it is now.
-    for (scratch, target, length) in copies {
-        let value = target.get(env)?;
-        let len = (length as usize).min(scratch.len());
-        if let Some(bytes) = ffi::host_bytes(env, &value)?.filter(|b| b.byte_length() >= len) {
-            bytes.with_bytes(|dst| crate::host::host_memcpy(dst, ReadBytes::of_slice(&scratch[..len])));
-        }
     }
-    Ok(json::array(out))
 }
 
 impl State {
@@ -466,7 +533,8 @@ fn tag_of(hi: u32, lo: u32) -> u64 {
     (u64::from(hi) << 32) | u64::from(lo)
 }
 
-/// Sends a memory object (`memoryId`) or a host buffer with a tag (`tagHi`, `tagLo`).
+/// Sends a memory object (`memoryId`) or a host buffer with a tag (`tagHi`, `tagLo`);
+/// returns the op, or 0 when the send completed at once (its source may be reused).
 #[napi]
 pub fn ucx_send(
     env: &Env,
@@ -478,14 +546,21 @@ pub fn ucx_send(
     tag_lo: u32,
 ) -> napi::Result<f64> {
     let tag = tag_of(tag_hi, tag_lo);
-    tagged(env, token, endpoint, memory_id, host, OpKind::Send, |worker, endpoint, address, len| {
-        // SAFETY: `held` (kept with the op by `tagged`) keeps the bytes alive and in place
-        // until the op completes.
-        unsafe { worker.send(endpoint, address, len, tag) }
+    let posted =
+        tagged(env, token, endpoint, memory_id, host, OpKind::Send, true, |worker, endpoint, address, len| {
+            // SAFETY: `held` (kept with the op by `tagged`) keeps the bytes alive and in place
+            // until the op completes.
+            unsafe { worker.send(endpoint, address, len, tag) }
+        })?;
+    Ok(match posted {
+        Posted::Pending(op) => op as f64,
+        Posted::Done(..) => 0.0,
     })
 }
 
-/// Receives into a memory object or a host buffer a message whose tag matches under the mask.
+/// Receives into a memory object or a host buffer a message whose tag matches under the
+/// mask; returns the op, or, when the message had come and the mask is every bit (so that
+/// the sender's tag is the one asked for), `-1 - length`: the receive completed at once.
 #[napi]
 #[allow(clippy::too_many_arguments)]
 pub fn ucx_recv(
@@ -500,14 +575,35 @@ pub fn ucx_recv(
     mask_lo: u32,
 ) -> napi::Result<f64> {
     let (tag, mask) = (tag_of(tag_hi, tag_lo), tag_of(mask_hi, mask_lo));
-    tagged(env, token, endpoint, memory_id, host, OpKind::Recv, |worker, _, address, len| {
+    // Under a narrower mask the sender's tag may differ from the one asked for: that
+    // completion goes through `ucxProgress`, which reports it.
+    let at_once = mask == u64::MAX;
+    let posted = tagged(env, token, endpoint, memory_id, host, OpKind::Recv, at_once, |worker, _, address, len| {
         // SAFETY: as `ucx_send`; nothing else writes the op's bytes through us meanwhile.
         unsafe { worker.recv(address, len, tag, mask) }
-    })
+    })?;
+    match posted {
+        Posted::Pending(op) => Ok(op as f64),
+        Posted::Done(length, held) => {
+            if let Held::BounceIn(scratch, target) = held {
+                copy_in(env, &scratch, &target, length)?;
+            }
+            Ok(-1.0 - length as f64)
+        }
+    }
+}
+
+/// An operation just posted: in flight (its op id), or completed at once (its length and
+/// what it held).
+enum Posted {
+    Pending(u64),
+    Done(u64, Held),
 }
 
 /// Posts a tagged send or receive (`post`, given the worker, the endpoint and the bytes)
-/// of a memory object or a host buffer, which the op holds until it completes.
+/// of a memory object or a host buffer, which the op holds until it completes; `at_once`:
+/// whether an op UCX completed inside the call is settled by the caller.
+#[allow(clippy::too_many_arguments)]
 fn tagged(
     env: &Env,
     token: f64,
@@ -515,14 +611,19 @@ fn tagged(
     memory_id: f64,
     host: Option<Unknown>,
     kind: OpKind,
+    at_once: bool,
     post: impl FnOnce(&mut Worker, u64, u64, usize) -> Result<u64, UcxError>,
-) -> napi::Result<f64> {
+) -> napi::Result<Posted> {
     let (address, nbytes, held) = operand(env, memory_id, host, kind == OpKind::Recv)?;
     let endpoint = endpoint as u64;
     with_state(env, token, |s| {
         s.endpoint(endpoint)?;
         let op = post(&mut s.worker, endpoint, address, nbytes as usize).map_err(|e| ucx_error(&e))?;
-        Ok(s.start(op, kind, endpoint, nbytes, held) as f64)
+        s.start(op, kind, endpoint, nbytes, held);
+        Ok(match if at_once { s.completed_at_once(op) } else { None } {
+            Some((length, held)) => Posted::Done(length, held),
+            None => Posted::Pending(op),
+        })
     })
 }
 
@@ -591,7 +692,8 @@ pub fn ucx_destroy_rkey(env: &Env, token: f64, rkey: f64) -> napi::Result<()> {
     })
 }
 
-/// `put` (`write`) or `get` of a memory object or host buffer at `offset` into a remote key's range.
+/// `put` (`write`) or `get` of a memory object or host buffer at `offset` into a remote
+/// key's range; returns the op, or 0 when it completed at once.
 #[napi]
 #[allow(clippy::too_many_arguments)]
 pub fn ucx_rma(
@@ -604,7 +706,7 @@ pub fn ucx_rma(
     host: Option<Unknown>,
 ) -> napi::Result<f64> {
     let (address, nbytes, held) = operand(env, memory_id, host, !write)?;
-    with_state(env, token, |s| {
+    let done = with_state(env, token, |s| {
         let Some((endpoint, key)) = s.rkeys.get(&(rkey as u64)) else {
             return Err(MemoryError::UcxRkeyInvalid {
                 message: "this remote key was destroyed (or its endpoint closed)".into(),
@@ -623,6 +725,20 @@ pub fn ucx_rma(
         }
         .map_err(|e| ucx_error(&e))?;
         let kind = if write { OpKind::Put } else { OpKind::Get };
-        Ok(s.start(op, kind, endpoint, nbytes, held) as f64)
-    })
+        s.start(op, kind, endpoint, nbytes, held);
+        Ok(match s.completed_at_once(op) {
+            Some(done) => Posted::Done(done.0, done.1),
+            None => Posted::Pending(op),
+        })
+    })?;
+    match done {
+        Posted::Pending(op) => Ok(op as f64),
+        Posted::Done(length, held) => {
+            // A get into a plain ArrayBuffer: its bytes are in the op's own buffer.
+            if let Held::BounceIn(scratch, target) = held {
+                copy_in(env, &scratch, &target, length)?;
+            }
+            Ok(0.0)
+        }
+    }
 }

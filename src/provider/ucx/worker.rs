@@ -349,36 +349,58 @@ impl Worker {
         id
     }
 
-    /// Progresses until UCX has nothing more, makes endpoints of accepted connections,
-    /// arms the event fd, and returns what happened. After it returns the fd wakes the
-    /// loop for the next event.
-    pub fn progress(&mut self) -> Vec<Event> {
+    /// Progresses until UCX has nothing more, makes endpoints of accepted connections, and
+    /// returns what happened. The event fd is left as it is: [`Worker::arm`] before
+    /// waiting on it (a caller that keeps progressing has no use for its wake-ups, and on
+    /// some transports an armed worker costs the peer a signal per message).
+    pub fn progress_events(&mut self) -> Vec<Event> {
         let t = &self.ucp.table;
+        // SAFETY: a live worker, on its own thread.
+        while unsafe { (t.ucp_worker_progress)(self.worker) } != 0 {}
         let mut events = Vec::new();
-        loop {
-            // SAFETY: a live worker, on its own thread.
-            while unsafe { (t.ucp_worker_progress)(self.worker) } != 0 {}
-            let conn_requests = std::mem::take(&mut self.inbox.borrow_mut().conn_requests);
-            for (listener, request) in conn_requests {
-                match self.accept(request) {
-                    Ok(endpoint) => events.push(Event::Accepted { listener, endpoint }),
-                    Err(error) => events.push(Event::AcceptFailed { listener, error }),
-                }
+        let conn_requests = std::mem::take(&mut self.inbox.borrow_mut().conn_requests);
+        for (listener, request) in conn_requests {
+            match self.accept(request) {
+                Ok(endpoint) => events.push(Event::Accepted { listener, endpoint }),
+                Err(error) => events.push(Event::AcceptFailed { listener, error }),
             }
-            events.append(&mut self.inbox.borrow_mut().events);
-            for event in &events {
-                if let Event::Completed(done) = event {
-                    self.closing.remove(&done.id);
-                }
-            }
-            // SAFETY: a live worker. BUSY: events came in meanwhile, progress again.
-            if unsafe { (t.ucp_worker_arm)(self.worker) } != ucp::UCS_ERR_BUSY {
-                break;
+        }
+        events.append(&mut self.inbox.borrow_mut().events);
+        for event in &events {
+            if let Event::Completed(done) = event {
+                self.closing.remove(&done.id);
             }
         }
         events
     }
 
+    /// Arms the event fd: true when armed (it wakes the loop at the next event), false
+    /// when events came in meanwhile (progress again first).
+    pub fn arm(&mut self) -> bool {
+        // SAFETY: a live worker, on its own thread.
+        unsafe { (self.ucp.table.ucp_worker_arm)(self.worker) != ucp::UCS_ERR_BUSY }
+    }
+
+    /// The completion of `op` if it completed inside the call that posted it (UCX ran
+    /// its callback there): taken out of what `progress_events` would report. Only a
+    /// success is taken; a failure comes out of `progress_events` as usual.
+    pub fn take_completed(&mut self, op: u64) -> Option<Completion> {
+        let mut inbox = self.inbox.borrow_mut();
+        let at = inbox
+            .events
+            .iter()
+            .position(|e| matches!(e, Event::Completed(done) if done.id == op && done.status == ucp::UCS_OK))?;
+        match inbox.events.remove(at) {
+            Event::Completed(done) => Some(done),
+            _ => None,
+        }
+    }
+
+    /// An endpoint's parameters, with UCX's peer failure handling. UCX's shared-memory
+    /// transports (posix, sysv) cannot report a peer's failure, so UCX leaves them out of
+    /// such an endpoint: two processes of one host talk over TCP. Without it a dead peer
+    /// hangs its operations, and UCX's forced close and its close handshake misbehave
+    /// (tried: hangs, and a crash at exit), so every endpoint has it.
     fn endpoint_params(&self, arg: &ObjArg) -> ucp::EpParams {
         ucp::EpParams {
             field_mask: ucp::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | ucp::UCP_EP_PARAM_FIELD_ERR_HANDLER,
