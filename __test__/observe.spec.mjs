@@ -5,6 +5,8 @@
 // baseline, and the process has one set of counters.
 import test from 'ava';
 import diagnostics from 'node:diagnostics_channel';
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
 import { addon, getDevices } from './helpers/addon.mjs';
 
 const { MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared, SyclQueue, memoryStats, resetPeakStats, recordMemoryHistory, memorySnapshot, poolTrim } = addon;
@@ -316,6 +318,40 @@ register('allocations and frees are published on TracingChannels (start, end, er
   // Unsubscribed: nothing more.
   new MemoryUSMHost(64, { queue }).free();
   t.is(alloc.seen.length, 5);
+});
+
+register('each traced allocation\'s pointer is its own, in a row of every kind, through a conversion, and on a worker thread', async (t) => {
+  const alloc = subscribe('dpctl-memory:alloc');
+  const made = [];
+  try {
+    for (let i = 0; i < 3; i++) for (const kind of ['device', 'host', 'shared']) made.push(new classes[kind](64 * (i + 1), { queue }));
+    made.push(new MemoryUSMDevice(made[1], { copy: true, queue }));
+  } finally {
+    alloc.stop();
+  }
+  const ends = alloc.seen.filter((e) => e.event === 'end');
+  t.is(ends.length, made.length);
+  t.deepEqual(ends.map((e) => e.pointer), made.map((m) => m.pointer));
+  t.is(new Set(ends.map((e) => e.pointer)).size, made.length, 'live allocations, distinct addresses');
+  t.true(ends.every((e) => typeof e.pointer === 'bigint'));
+  for (const m of made) m.free();
+  const worker = new Worker(
+    `const { parentPort } = require('node:worker_threads');
+    const diagnostics = require('node:diagnostics_channel');
+    const m = require(${JSON.stringify(new URL('../index.js', import.meta.url).pathname)});
+    const queue = new m.SyclQueue('opencl:cpu');
+    const pointers = [];
+    const handlers = { end: (context) => pointers.push(context.pointer) };
+    diagnostics.tracingChannel('dpctl-memory:alloc').subscribe(handlers);
+    const made = [new m.MemoryUSMHost(64, { queue }), new m.MemoryUSMShared(128, { queue })];
+    diagnostics.tracingChannel('dpctl-memory:alloc').unsubscribe(handlers);
+    parentPort.postMessage({ seen: pointers.map(String), pointers: made.map((x) => String(x.pointer)) });
+    for (const x of made) x.free();`,
+    { eval: true },
+  );
+  const [result] = await once(worker, 'message');
+  await once(worker, 'exit');
+  t.deepEqual(result.seen, result.pointers, "a worker's traced allocations get their own thread's addresses");
 });
 
 register('copies and fills are published, the async ones with asyncStart and asyncEnd when they settle', async (t) => {

@@ -1,6 +1,6 @@
 // The native binding as `lib/` calls it: every function the `.node` exports, written by
 // hand (the napi-rs functions as `npm run build` declares them in target/binding.d.ts,
-// and the fast calls `src/js/memory.rs` defines itself). `lib/*.js` are checked against
+// and the fast calls `src/js/memory.rs` and `src/js/observe.rs` define themselves). `lib/*.js` are checked against
 // it (`// @ts-check`, `tsc -p lib` in `npm test`); __test__/types.spec.mjs checks that it
 // names exactly what the binding exports.
 
@@ -10,10 +10,16 @@ export type HostBuffer = ArrayBuffer | ArrayBufferView;
 /** A handle kind of `releaseHandle`: 0 device, 1 context, 2 queue, 3 memory. */
 export type HandleKind = 0 | 1 | 2 | 3;
 
-// --- The fast calls (`src/js/memory.rs`, `define_fast_calls`) --------------------------
+// --- The fast calls (`src/js/memory.rs` and `src/js/observe.rs`, `define_fast_calls`) ---
 
 /** A new allocation of `nbytes` of `kind` (dpctl's enum value: 1 device, 2 shared, 3 host) on the queue. */
 export function memAllocate(queueId: number, kind: number, nbytes: number, alignment: number): number
+
+/** `memAllocate` that also leaves the new allocation's address in this thread's slot (`src/js/observe.rs`). */
+export function observeAllocate(queueId: number, kind: number, nbytes: number, alignment: number): number
+
+/** An ArrayBuffer over this thread's address slot (eight bytes), or undefined where external buffers are refused. */
+export function observeAddressSlot(): ArrayBuffer | undefined
 
 /** Releases the memory now and gives the handle back (a freed handle: no-op). */
 export function memFree(memoryId: number): void

@@ -237,7 +237,7 @@ class _Memory {
       const queue = opts.queue ?? defaultQueue();
       if (observe.watching()) {
         const queueId = queueHandle(queue);
-        this.#handle = observe.allocation(() => native.memAllocate(queueId, kind, nbytes, opts.alignment), kind, nbytes, queue, new.target, stack);
+        this.#handle = observe.allocation(null, kind, nbytes, queue, new.target, stack, queueId, opts.alignment);
         tieLater(this);
       } else {
         try {
@@ -264,7 +264,7 @@ class _Memory {
       if (opts.copy && from.facts.kind !== kind && observe.watching()) {
         // A conversion allocates.
         const queueId = queueHandle(queue);
-        handle = observe.allocation(() => native.memAdopt(from.handle, kind, true, queueId), kind, from.facts.nbytes, queue, new.target);
+        handle = observe.allocation(() => native.memAdopt(from.handle, kind, true, queueId), kind, from.facts.nbytes, queue, new.target, undefined);
       } else {
         handle = native.memAdopt(from.handle, kind, opts.copy, queueHandle(queue));
       }

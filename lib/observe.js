@@ -13,7 +13,7 @@ const { display, typeName } = require('./values.js');
 const devices = require('./device.js');
 
 // Intrinsics are taken at load, so later changes to globals change nothing here.
-const { Error, Object, Number, WeakSet, String, Reflect, Map, Math, Int32Array } = globalThis;
+const { Error, Object, Number, WeakSet, String, Reflect, Map, Math, Int32Array, BigUint64Array } = globalThis;
 const { parse } = JSON;
 const keys = Object.keys;
 const apply = Reflect.apply;
@@ -406,23 +406,35 @@ function tellObservers(error, kind, nbytes, queue) {
 }
 
 /**
- * Runs `call` (the binding's allocating call) with what is watching: the stack sent first,
- * the `alloc` channel around it, the OOM observers told of a failure. Throws the error to
- * throw (converted).
+ * This thread's address slot: the address of the allocation `native.observeAllocate` made
+ * last, read with no call of its own (`undefined` where the engine refuses the binding's
+ * external buffers: `memPointer` then).
  */
-function allocation(call, kind, nbytes, queue, above, captured) {
+const addressSlot = (() => {
+  const buffer = native.observeAddressSlot();
+  return buffer === undefined ? undefined : new BigUint64Array(buffer);
+})();
+
+/**
+ * An allocation with what is watching: the stack sent first, the `alloc` channel around
+ * it, the OOM observers told of a failure. `call` is the binding's allocating call, or
+ * `null` for `memAllocate(queueId, kind, nbytes, alignment)`. Throws the error to throw
+ * (converted).
+ */
+function allocation(call, kind, nbytes, queue, above, captured, queueId, alignment) {
   if (stacks) sendStack(above, captured);
-  if (!subscribed(channels.alloc)) return allocate(call, kind, nbytes, queue);
+  if (!subscribed(channels.alloc)) return allocate(call, queueId, kind, nbytes, alignment, queue, false);
   // What `TracingChannel.traceSync` does, with no closure of its own: the context, then
   // `start` (its stores bound) around `allocateTraced`.
   const context = { kind: KIND_NAMES[kind], nbytes, device: queue.syclDevice.filterString, pointer: undefined };
-  return startOf(channels.alloc).runStores(context, allocateTraced, undefined, call, kind, nbytes, queue, context);
+  return startOf(channels.alloc).runStores(context, allocateTraced, undefined, call, queueId, kind, nbytes, alignment, queue, context);
 }
 
-/** `call()`, its failure converted (and told to the OOM observers). */
-function allocate(call, kind, nbytes, queue) {
+/** The allocation, its failure converted (and told to the OOM observers). */
+function allocate(call, queueId, kind, nbytes, alignment, queue, traced) {
   try {
-    return call();
+    if (call !== null) return call();
+    return traced && addressSlot !== undefined ? native.observeAllocate(queueId, kind, nbytes, alignment) : native.memAllocate(queueId, kind, nbytes, alignment);
   } catch (carrier) {
     const error = fromNative(carrier);
     apply(weakSetAdd, converted, [error]);
@@ -432,11 +444,11 @@ function allocate(call, kind, nbytes, queue) {
 }
 
 /** The traced allocation, inside `start`: `error` and `end` published as traceSync does. */
-function allocateTraced(call, kind, nbytes, queue, context) {
+function allocateTraced(call, queueId, kind, nbytes, alignment, queue, context) {
   const tracing = channels.alloc;
   try {
-    const handle = allocate(call, kind, nbytes, queue);
-    context.pointer = native.memPointer(handle);
+    const handle = allocate(call, queueId, kind, nbytes, alignment, queue, true);
+    context.pointer = call === null && addressSlot !== undefined ? addressSlot[0] : native.memPointer(handle);
     context.result = handle;
     return handle;
   } catch (error) {

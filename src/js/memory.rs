@@ -36,11 +36,24 @@ pub fn release_handle(env: &Env, kind: u32, id: f64) -> napi::Result<()> {
 /// A new allocation of `nbytes` (the JS layer checked it is a positive integer) of
 /// `kind` (dpctl's enum value) on the queue `queue_id`.
 pub fn mem_allocate(env: &Env, queue_id: f64, kind: u32, nbytes: f64, alignment: f64) -> napi::Result<f64> {
+    mem_allocate_with_address(env, queue_id, kind, nbytes, alignment).map(|(id, _)| id)
+}
+
+/// `mem_allocate`, and the new allocation's address (what `js::observe`'s traced
+/// allocation hands over without a second lookup).
+pub fn mem_allocate_with_address(
+    env: &Env,
+    queue_id: f64,
+    kind: u32,
+    nbytes: f64,
+    alignment: f64,
+) -> napi::Result<(f64, u64)> {
     let queue = lookup(env, |h| h.queue(queue_id))?;
     let kind = UsmKind::from_allocated_value(kind).or_throw(env)?;
     let memory = UsmMemory::allocate(process().pool(), &queue, kind, nbytes as u64, alignment as u64).or_throw(env)?;
+    let address = memory.address();
     let handle = MemoryHandle::allocated(env, memory);
-    lookup(env, |h| h.add_memory(handle))
+    Ok((lookup(env, |h| h.add_memory(handle))?, address))
 }
 
 /// A second handle on the same memory (zero-copy; views share the allocation).

@@ -3,15 +3,20 @@
 //! (`memory::snapshot`), handed over as JSON (see `js::json` for why). The fields are
 //! documented in `index.d.ts` (`MemoryStats`, `MemorySnapshot`).
 
+use std::cell::Cell;
 use std::fmt::Write;
+use std::rc::Rc;
 use std::sync::Arc;
 
-use napi::Env;
+use napi::bindgen_prelude::{Object, Unknown};
+use napi::{Env, JsValue};
 use napi_derive::napi;
 
 use crate::js::errors::OrThrow;
+use crate::js::ffi::{self, ExternalBufferError};
 use crate::js::json;
 use crate::js::lookup::lookup;
+use crate::js::memory;
 use crate::js::state::{process, registry};
 use crate::memory::history::{Event, HistoryConfig, NO_DEVICE, NO_STACK};
 use crate::memory::observe::Sink;
@@ -265,4 +270,53 @@ pub fn snapshot_json(s: &Snapshot) -> String {
 #[napi]
 pub fn observe_snapshot() -> String {
     snapshot_json(&snapshot::take(process().pool()))
+}
+
+// ---------------------------------------------------------------------------------------
+// The traced allocation's address, handed over with no second call: `observeAllocate` is
+// `memAllocate` that also leaves the new allocation's address in this thread's slot, eight
+// bytes that lib/observe.js reads as a `BigUint64Array` (`observeAddressSlot`). The address
+// is the `pointer` a subscriber of the `dpctl-memory:alloc` TracingChannel gets; asking
+// for it with `memPointer` cost a call and a BigInt of its own, as much as the rest of
+// what tracing adds.
+// ---------------------------------------------------------------------------------------
+
+thread_local! {
+    /// This thread's slot (each environment runs on a thread of its own).
+    static ADDRESS_SLOT: Rc<Cell<u64>> = Rc::new(Cell::new(0));
+}
+
+fn fast_observe_allocate(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    let (queue_id, kind) = (ffi::f64_arg(env, &args[0])?, ffi::u32_arg(env, &args[1])?);
+    let (id, address) = memory::mem_allocate_with_address(
+        env,
+        queue_id,
+        kind,
+        ffi::f64_arg(env, &args[2])?,
+        ffi::f64_arg(env, &args[3])?,
+    )?;
+    ADDRESS_SLOT.with(|slot| slot.set(address));
+    ffi::js_f64(env, id)
+}
+
+/// An `ArrayBuffer` over this thread's slot, or `undefined` where the engine refuses
+/// external buffers (the JS layer then asks `memPointer`).
+fn fast_observe_address_slot(env: &Env, _args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    let slot = ADDRESS_SLOT.with(Rc::clone);
+    let data = slot.as_ptr().cast::<u8>();
+    match ffi::external_arraybuffer(env, data, std::mem::size_of::<u64>(), slot) {
+        Ok(buffer) => Ok(buffer.raw()),
+        Err(ExternalBufferError::NotAllowed | ExternalBufferError::TooLarge) => ffi::js_undefined(env),
+        Err(ExternalBufferError::Napi(error)) => Err(error),
+    }
+}
+
+/// Puts this file's fast calls on `exports` (as `memory::define_fast_calls` does its own).
+pub fn define_fast_calls(env: &Env, exports: &mut Object) -> napi::Result<()> {
+    let calls: [(&str, ffi::FastFn); 2] =
+        [("observeAllocate", fast_observe_allocate), ("observeAddressSlot", fast_observe_address_slot)];
+    for (name, function) in calls {
+        ffi::define_fast(env, exports, name, function)?;
+    }
+    Ok(())
 }
