@@ -3,10 +3,10 @@
 //! worker is made with `UCS_THREAD_MODE_SINGLE` and is not `Send`: only its thread calls
 //! it, and UCX runs every callback inside `ucp_worker_progress` (or a cancel) on that
 //! thread. The callbacks only record what happened in the worker's [`Inbox`];
-//! [`Worker::progress`] hands those records out.
+//! [`Worker::progress_events`] hands those records out.
 //!
 //! Memory: the caller keeps every buffer it passes alive and unmoved until the operation's
-//! [`Completion`] comes out of `progress` (the binding holds its operands until then).
+//! [`Completion`] comes out of `progress_events` (the binding holds its operands until then).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -40,7 +40,7 @@ pub struct Completion {
     pub sender_tag: u64,
 }
 
-/// What `progress` reports.
+/// What `progress_events` reports.
 #[derive(Debug, Clone)]
 pub enum Event {
     Completed(Completion),
@@ -61,7 +61,7 @@ pub enum Event {
     },
 }
 
-/// What the callbacks record, until `progress` takes it.
+/// What the callbacks record, until `progress_events` takes it.
 #[derive(Default)]
 struct Inbox {
     events: Vec<Event>,
@@ -338,7 +338,7 @@ impl Worker {
         status == ucp::UCS_OK && attr.memory_types & ucp::UCS_MEMORY_TYPE_CUDA_BIT != 0
     }
 
-    /// The worker's event fd: readable when `progress` has work.
+    /// The worker's event fd: readable when `progress_events` has work (once armed).
     pub fn event_fd(&self) -> c_int {
         self.efd
     }
@@ -516,7 +516,7 @@ impl Worker {
     }
 
     /// Posts an operation: `post` gets the request parameters and returns UCX's status
-    /// pointer; the op id is returned, its completion comes out of `progress`.
+    /// pointer; the op id is returned, its completion comes out of `progress_events`.
     fn post(
         &mut self,
         operation: &'static str,
