@@ -582,15 +582,7 @@ pub fn ucx_recv(
         // SAFETY: as `ucx_send`; nothing else writes the op's bytes through us meanwhile.
         unsafe { worker.recv(address, len, tag, mask) }
     })?;
-    match posted {
-        Posted::Pending(op) => Ok(op as f64),
-        Posted::Done(length, held) => {
-            if let Held::BounceIn(scratch, target) = held {
-                copy_in(env, &scratch, &target, length)?;
-            }
-            Ok(-1.0 - length as f64)
-        }
-    }
+    settled_or_pending(env, posted, |length| -1.0 - length as f64)
 }
 
 /// An operation just posted: in flight (its op id), or completed at once (its length and
@@ -598,6 +590,21 @@ pub fn ucx_recv(
 enum Posted {
     Pending(u64),
     Done(u64, Held),
+}
+
+/// What the binding returns for a posted op: its id while in flight, else `done(length)`,
+/// after the bytes of a receive or get into a plain ArrayBuffer (in the op's own buffer)
+/// are copied into it.
+fn settled_or_pending(env: &Env, posted: Posted, done: impl FnOnce(u64) -> f64) -> napi::Result<f64> {
+    match posted {
+        Posted::Pending(op) => Ok(op as f64),
+        Posted::Done(length, held) => {
+            if let Held::BounceIn(scratch, target) = held {
+                copy_in(env, &scratch, &target, length)?;
+            }
+            Ok(done(length))
+        }
+    }
 }
 
 /// Posts a tagged send or receive (`post`, given the worker, the endpoint and the bytes)
@@ -731,14 +738,5 @@ pub fn ucx_rma(
             None => Posted::Pending(op),
         })
     })?;
-    match done {
-        Posted::Pending(op) => Ok(op as f64),
-        Posted::Done(length, held) => {
-            // A get into a plain ArrayBuffer: its bytes are in the op's own buffer.
-            if let Held::BounceIn(scratch, target) = held {
-                copy_in(env, &scratch, &target, length)?;
-            }
-            Ok(0.0)
-        }
-    }
+    settled_or_pending(env, done, |_| 0.0)
 }
