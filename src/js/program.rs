@@ -228,10 +228,17 @@ fn settle_later(env: &Env, submission: Submission) -> napi::Result<f64> {
     insert_event(env, event, Some(reference))
 }
 
-/// The id `finish` gives for a completed synchronous operation whose event has nothing left
-/// to say (its queue records no profiling times): the JS layer makes a completed
-/// `SyclEvent` without a native event.
+/// The id of a completed synchronous operation whose event the model did not keep: the JS
+/// layer makes a completed `SyclEvent` without a native event.
 const COMPLETED_WITHOUT_EVENT: f64 = -1.0;
+
+/// The handle of a finished synchronous operation's event, if the model kept it.
+fn sync_event(env: &Env, kept: Option<Arc<dyn Event>>) -> napi::Result<f64> {
+    match kept {
+        Some(event) => insert_event(env, event, None),
+        None => Ok(COMPLETED_WITHOUT_EVENT),
+    }
+}
 
 fn finish(
     env: &Env,
@@ -242,13 +249,7 @@ fn finish(
     if asynchronous {
         return settle_later(env, submission);
     }
-    let event = submission.wait().or_throw(env)?;
-    if !queue.properties().enable_profiling {
-        // Let go of the runtime's event now rather than when JS collects the object: the
-        // runtime tracks every live event, and a loop of sync submits would pile them up.
-        return Ok(COMPLETED_WITHOUT_EVENT);
-    }
-    insert_event(env, event, None)
+    sync_event(env, submission.wait_sync(queue).or_throw(env)?)
 }
 
 /// `queue.submit` (waits) and `queue.submitAsync`: the event handle (an asynchronous
@@ -273,12 +274,11 @@ pub fn queue_submit(
     let range = model::nd_range(Some(kernel.info()), &global, local.as_deref()).or_throw(env)?;
     let args = arguments(env, spec, bits)?;
     let deps = events(env, deps)?;
-    if !asynchronous && deps.is_empty() && !queue.properties().enable_profiling {
-        model::submit_and_wait(&queue, &kernel, &args, &range).or_throw(env)?;
-        return Ok(COMPLETED_WITHOUT_EVENT);
+    if !asynchronous {
+        return sync_event(env, model::submit_sync(&queue, &kernel, &args, &range, &deps).or_throw(env)?);
     }
     let submission = model::submit(&queue, &kernel, &args, &range, &deps).or_throw(env)?;
-    finish(env, &queue, submission, asynchronous)
+    settle_later(env, submission)
 }
 
 /// `queue.memcpy(dst, src, nbytes)` / `memcpyAsync` between memory objects.

@@ -374,20 +374,33 @@ pub fn submit(
     Ok(Submission { event, operands })
 }
 
-/// Runs `kernel` on `queue` after nothing and waits: a sync submit whose event nobody
-/// needs (the queue records no profiling times), held for the call's length.
-pub fn submit_and_wait(
+/// Whether the event of a finished synchronous operation on `queue` is kept: only a
+/// profiling queue's has more to say (its times) than that the work is done. Letting go of
+/// the others at once keeps a loop of sync operations from piling up runtime events.
+fn keeps_sync_events(queue: &Arc<dyn Queue>) -> bool {
+    queue.properties().enable_profiling
+}
+
+/// Runs `kernel` on `queue` after `deps` and waits (dpctl's `submit`): its event where the
+/// queue keeps one (`keeps_sync_events`). After no dependency, without an event to keep,
+/// the provider waits its cheapest way (`Submissions::submit_and_wait`).
+pub fn submit_sync(
     queue: &Arc<dyn Queue>,
     kernel: &Arc<dyn Kernel>,
     args: &[KernelArgument],
     range: &NdRange,
-) -> Result<()> {
+    deps: &[Arc<dyn Event>],
+) -> Result<Option<Arc<dyn Event>>> {
+    if !deps.is_empty() || keeps_sync_events(queue) {
+        return submit(queue, kernel, args, range, deps)?.wait_sync(queue);
+    }
     let launch = launch_args(queue, kernel.info(), args)?;
     let runner = submissions(queue)?;
     // SAFETY: every pointer argument is the address of a memory object checked to be of
     // the queue's context above; `args` holds each object, so its allocation stays alive
     // until the call has waited for the kernel.
-    unsafe { runner.submit_and_wait(kernel.as_ref(), &launch, range) }
+    unsafe { runner.submit_and_wait(kernel.as_ref(), &launch, range) }?;
+    Ok(None)
 }
 
 /// `nbytes` (at most both lengths) from `src` to `dst`, after `deps`.
@@ -503,6 +516,13 @@ impl Submission {
         let waited = event.wait();
         drop(operands);
         waited.map(|()| event)
+    }
+
+    /// `wait`, for a synchronous operation on `queue`: the event where the queue keeps one
+    /// (`keeps_sync_events`).
+    pub fn wait_sync(self, queue: &Arc<dyn Queue>) -> Result<Option<Arc<dyn Event>>> {
+        let event = self.wait()?;
+        Ok(keeps_sync_events(queue).then_some(event))
     }
 
     /// Calls `notify` on the thread of `completions` once the work is done, after letting
