@@ -52,17 +52,18 @@ const COMPLETED_WITHOUT_EVENT = -1;
 const arena = (array) => ({ array, used: 0 });
 const marshalScratch = { f64: arena(new Float64Array(1024)), u32: arena(new Uint32Array(512)), busy: false };
 
-/** The scratch, reset, for one call; `null` when a call in progress holds it. */
-function takeScratch() {
-  if (marshalScratch.busy) return null;
+/** `run(taken)` with the scratch reset for it, or with `null` while a call in progress
+ * holds it; the scratch is free again however `run` ends. */
+function withScratch(run) {
+  if (marshalScratch.busy) return run(null);
   marshalScratch.busy = true;
   marshalScratch.f64.used = 0;
   marshalScratch.u32.used = 0;
-  return marshalScratch;
-}
-
-function releaseScratch(taken) {
-  if (taken !== null) taken.busy = false;
+  try {
+    return run(marshalScratch);
+  } finally {
+    marshalScratch.busy = false;
+  }
 }
 
 /** `n` zeros of the arena's type, a view of it where it has room, else a new array. */
@@ -583,21 +584,17 @@ function giveBack(temporary) {
 function submitOn(queue, method, kernel, args, globalRange, localRange, deps, asynchronous) {
   if (!isQueue(queue)) throw invalidThis('SyclQueue', method);
   if (!isKernel(kernel)) throw typeError(`${method}: the kernel must be a SyclKernel (program.getKernel(name)), not ${display(kernel)}`, ErrorCode.InvalidArgType);
-  const taken = takeScratch();
-  let id;
-  try {
+  const id = withScratch((taken) => {
     const global = rangeArg(globalRange, 'the global range', taken);
     const local = localRange === undefined || localRange === null ? undefined : rangeArg(localRange, 'the local range', taken);
     const depIds = dependencies(deps, method, taken);
     const { spec, bits, temporary } = encodeArgs(args, kernel.functionName, taken);
     try {
-      id = call(() => native.queueSubmit(queueHandle(queue), kernelHandle(kernel), spec, bits, global, local, depIds, asynchronous));
+      return call(() => native.queueSubmit(queueHandle(queue), kernelHandle(kernel), spec, bits, global, local, depIds, asynchronous));
     } finally {
       giveBack(temporary);
     }
-  } finally {
-    releaseScratch(taken);
-  }
+  });
   if (!asynchronous) return new SyclEvent(INTERNAL, id, queue);
   return asyncEvent(queue, id, [kernel, args, deps]);
 }
@@ -616,9 +613,7 @@ function byteCount(value, method) {
 function memcpyOn(queue, method, dst, src, nbytes, deps, asynchronous) {
   if (!isQueue(queue)) throw invalidThis('SyclQueue', method);
   const count = byteCount(nbytes, method);
-  const taken = takeScratch();
-  let id;
-  try {
+  const id = withScratch((taken) => {
     const depIds = dependencies(deps, method, taken);
     const to = memoryOperand(dst, method, 'the destination');
     let from;
@@ -629,13 +624,11 @@ function memcpyOn(queue, method, dst, src, nbytes, deps, asynchronous) {
       throw error;
     }
     try {
-      id = call(() => native.queueMemcpy(queueHandle(queue), to.handle, from.handle, count, depIds, asynchronous));
+      return call(() => native.queueMemcpy(queueHandle(queue), to.handle, from.handle, count, depIds, asynchronous));
     } finally {
       giveBack([to, from].filter((s) => s.temporary).map((s) => s.handle));
     }
-  } finally {
-    releaseScratch(taken);
-  }
+  });
   if (!asynchronous) return new SyclEvent(INTERNAL, id, queue);
   return asyncEvent(queue, id, [dst, src, deps]);
 }
@@ -660,19 +653,15 @@ function patternBytes(pattern, method) {
 
 function fillOn(queue, method, dst, bytes, count, deps, asynchronous) {
   if (!isQueue(queue)) throw invalidThis('SyclQueue', method);
-  const taken = takeScratch();
-  let id;
-  try {
+  const id = withScratch((taken) => {
     const depIds = dependencies(deps, method, taken);
     const to = memoryOperand(dst, method, 'the destination');
     try {
-      id = call(() => native.queueFill(queueHandle(queue), to.handle, bytes, count, depIds, asynchronous));
+      return call(() => native.queueFill(queueHandle(queue), to.handle, bytes, count, depIds, asynchronous));
     } finally {
       if (to.temporary) native.memFree(to.handle);
     }
-  } finally {
-    releaseScratch(taken);
-  }
+  });
   if (!asynchronous) return new SyclEvent(INTERNAL, id, queue);
   return asyncEvent(queue, id, [dst, deps]);
 }
@@ -738,15 +727,8 @@ const queueMethods = {
   /** An event after `dependsOn` (after everything submitted so far when not given). */
   submitBarrier(dependsOn) {
     if (!isQueue(this)) throw invalidThis('SyclQueue', 'submitBarrier');
-    const taken = takeScratch();
-    let id;
-    try {
-      const depIds = dependencies(dependsOn, 'submitBarrier', taken);
-      const handle = queueHandle(this);
-      id = call(() => native.queueBarrier(handle, depIds));
-    } finally {
-      releaseScratch(taken);
-    }
+    const handle = queueHandle(this);
+    const id = withScratch((taken) => call(() => native.queueBarrier(handle, dependencies(dependsOn, 'submitBarrier', taken))));
     return new SyclEvent(INTERNAL, id, this);
   },
 };
