@@ -35,30 +35,27 @@ typed('index.d.ts has no any', (t) => {
   t.notRegex(text, /this: unknown/);
 });
 
-typed('index.d.ts declares exactly the values the package exports at run time', (t) => {
-  const program = ts.createProgram([DTS], { strict: true, types: ['node'] });
+/** The sorted names a declaration file exports whose symbol has one of `flags`. */
+function declaredExports(file, flags) {
+  const program = ts.createProgram([file], { strict: true, types: ['node'] });
   const checker = program.getTypeChecker();
-  const symbol = checker.getSymbolAtLocation(program.getSourceFile(DTS));
-  const values = checker
+  const symbol = checker.getSymbolAtLocation(program.getSourceFile(file));
+  return checker
     .getExportsOfModule(symbol)
-    .filter((s) => s.flags & ts.SymbolFlags.Value)
+    .filter((s) => s.flags & flags)
     .map((s) => s.name)
     .sort();
-  t.deepEqual(values, Object.keys(require('../index.js')).sort());
+}
+
+typed('index.d.ts declares exactly the values the package exports at run time', (t) => {
+  t.deepEqual(declaredExports(DTS, ts.SymbolFlags.Value), Object.keys(require('../index.js')).sort());
 });
 
 // lib/binding.d.ts, which lib/*.js are checked against (`tsc -p lib` in npm test), names
 // exactly the functions the native binding exports.
 const BINDING_DTS = `${ROOT}lib/binding.d.ts`;
 typed('lib/binding.d.ts declares exactly the functions of the native binding', (t) => {
-  const program = ts.createProgram([BINDING_DTS], { strict: true, types: ['node'] });
-  const checker = program.getTypeChecker();
-  const symbol = checker.getSymbolAtLocation(program.getSourceFile(BINDING_DTS));
-  const declared = checker
-    .getExportsOfModule(symbol)
-    .filter((s) => s.flags & ts.SymbolFlags.Function)
-    .map((s) => s.name)
-    .sort();
+  const declared = declaredExports(BINDING_DTS, ts.SymbolFlags.Function);
   const { native } = require('../lib/native.js');
   const exported = Object.getOwnPropertyNames(native).filter((name) => typeof native[name] === 'function').sort();
   t.deepEqual(declared, exported);
