@@ -2,6 +2,7 @@
 // them against dpctl (bench/peers/dpctl_cpu.py, same case ids) and Node's Buffer.copy.
 'use strict';
 const { sizeLabel, runCase, sectionContext, runGetters, getterRows } = require('./lib');
+const { loadNapiFloor } = require('./napi-floor');
 
 /** Measures our cases; returns { ours, node, checks } keyed by case id. */
 function runOurs(addon, cfg, timing) {
@@ -19,6 +20,21 @@ function runOurs(addon, cfg, timing) {
       new Uint8Array(m.buffer); // eslint-disable-line no-new
       m.free();
     });
+  }
+  // Its floor: our alloc+free beside Node-API's bare external ArrayBuffer (made with a
+  // finalizer, then detached), which any zero-copy view of a JS addon costs.
+  const napiFloor = loadNapiFloor();
+  if (napiFloor.probe) {
+    const { view, detach } = napiFloor.probe;
+    const n = cfg.viewSize;
+    runCase(node, `alloc_view_floor.host.${sizeLabel(n)}`, () => {
+      new MemoryUSMHost(n, opts).free();
+      const buffer = view(n);
+      new Uint8Array(buffer); // eslint-disable-line no-new
+      detach(buffer);
+    }, timing);
+  } else {
+    console.log(`bench: the Node-API view floor is missing: ${napiFloor.error}`);
   }
 
   for (const n of cfg.copySizes) {
@@ -126,6 +142,10 @@ function rows(cfg, latencyBelow) {
     const target = n === cfg.viewSize ? { ratio: 3 } : null;
     out.push({ label: `alloc+view+free host ${sizeLabel(n)}`, ours: id, metric: 'time', peer: dpctl(id, 'dpctl + np.frombuffer', target) });
   }
+  out.push({
+    label: `alloc+view+free host ${sizeLabel(cfg.viewSize)}`, ours: `alloc_view.host.${sizeLabel(cfg.viewSize)}`, metric: 'time',
+    peer: { source: 'node', id: `alloc_view_floor.host.${sizeLabel(cfg.viewSize)}`, name: 'our alloc+free + bare Node-API view (floor)', target: null },
+  });
   const ops = [['h2d', 'copyFromHost', 'copy_from_host'], ['d2h', 'copyToHost', 'copy_to_host'], ['d2d', 'copyFromDevice', 'copy_from_device']];
   for (const n of cfg.copySizes) {
     const lab = sizeLabel(n);

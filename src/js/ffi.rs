@@ -2,6 +2,7 @@
 //! references that are released on drop, external ArrayBuffers tied to an owner, detaching, and reading the
 //! bytes behind any host buffer argument. All `unsafe` of the binding lives here.
 
+use std::any::TypeId;
 use std::ffi::c_void;
 use std::ptr;
 use std::rc::Rc;
@@ -80,6 +81,56 @@ impl Drop for JsRef {
         // ignored: at environment teardown there is nothing left to release.
         let _ = unsafe { sys::napi_delete_reference(self.env, self.reference) };
     }
+}
+
+/// An environment's instance data as `set_instance_data` stores it: the value's type
+/// first (`repr(C)`: at offset 0 whatever `T` is), so that `instance_data` checks it
+/// without napi-rs's process-wide table of payloads, a lock and a lookup per call.
+#[repr(C)]
+struct InstanceSlot<T> {
+    type_id: TypeId,
+    teardown: fn(T),
+    value: T,
+}
+
+/// Stores `value` as this addon's instance data of `env`, once per environment; at the
+/// environment's teardown `teardown` gets it back.
+pub fn set_instance_data<T: 'static>(env: &Env, value: T, teardown: fn(T)) -> napi::Result<()> {
+    unsafe extern "C" fn finalize<T>(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+        // SAFETY: `data` is the `Box<InstanceSlot<T>>` leaked below, which Node hands to this
+        // one finalizer call at the environment's teardown.
+        let slot = unsafe { Box::from_raw(data.cast::<InstanceSlot<T>>()) };
+        let InstanceSlot { teardown, value, .. } = *slot;
+        teardown(value);
+    }
+    let slot = Box::into_raw(Box::new(InstanceSlot { type_id: TypeId::of::<T>(), teardown, value }));
+    // SAFETY: `slot` stays valid until the finalizer, which Node calls once.
+    let status = unsafe { sys::napi_set_instance_data(env.raw(), slot.cast(), Some(finalize::<T>), ptr::null_mut()) };
+    if status != sys::Status::napi_ok {
+        // SAFETY: Node did not take `slot`, so it is still ours to drop.
+        drop(unsafe { Box::from_raw(slot) });
+        return Err(napi::Error::new(napi::Status::from(status), "napi_set_instance_data failed"));
+    }
+    Ok(())
+}
+
+/// This addon's instance data of `env`, when `set_instance_data` stored a `T` there.
+pub fn instance_data<T: 'static>(env: &Env) -> Option<&'static T> {
+    let mut data = ptr::null_mut();
+    // SAFETY: plain read of the current environment's instance data pointer.
+    let status = unsafe { sys::napi_get_instance_data(env.raw(), &mut data) };
+    if status != sys::Status::napi_ok || data.is_null() {
+        return None;
+    }
+    // SAFETY: this addon's instance data is only ever set by `set_instance_data`, so `data`
+    // is an `InstanceSlot<_>`, whose first field (repr(C)) is its `TypeId`.
+    let type_id = unsafe { *data.cast::<TypeId>().cast_const() };
+    if type_id != TypeId::of::<T>() {
+        return None;
+    }
+    // SAFETY: the type matches, and the slot lives until the environment's teardown, after
+    // which no call of this environment runs.
+    Some(unsafe { &(*data.cast::<InstanceSlot<T>>().cast_const()).value })
 }
 
 /// The longest `ArrayBuffer` or TypedArray Node 20 makes (`buffer.constants.MAX_LENGTH`).

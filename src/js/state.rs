@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use napi::Env;
 
-use crate::js::ffi::JsRef;
+use crate::js::ffi::{self, JsRef};
 use crate::js::handles::Handles;
 use crate::memory::process::ProcessRuntime;
 use crate::memory::registry::Registry;
@@ -28,8 +28,7 @@ pub fn install(env: &Env, state: EnvState) -> napi::Result<()> {
     // the finalizer could touch it after that, so the references are forgotten instead.
     // The handles' values are plain Rust: what this environment still held (a worker
     // that exits, memory never freed) goes back now.
-    env.set_instance_data(state, (), |context| {
-        let EnvState { builtins, handles } = context.value;
+    ffi::set_instance_data(env, state, |EnvState { builtins, handles }| {
         std::mem::forget(builtins);
         let mut handles = handles.into_inner();
         handles.forget_references();
@@ -39,8 +38,7 @@ pub fn install(env: &Env, state: EnvState) -> napi::Result<()> {
 
 /// This environment's state.
 pub fn state(env: &Env) -> napi::Result<&'static EnvState> {
-    env.get_instance_data::<EnvState>()?
-        .map(|state| &*state)
+    ffi::instance_data::<EnvState>(env)
         .ok_or_else(|| napi::Error::new(napi::Status::GenericFailure, "dpctl-memory: the module state is missing"))
 }
 
