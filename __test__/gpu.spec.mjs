@@ -203,6 +203,30 @@ gpuTest('1 GiB round trip host -> device -> host', (t, device) => {
   freeAll(d, pinned);
 });
 
+// Pageable copies from 1 MiB are staged: pipelined from the calling thread up to 16 MiB,
+// through the lanes above. Sizes on both sides of each boundary, odd lengths, and host
+// views at odd offsets, both ways, each byte checked.
+gpuTest('staged pageable copies at the sizes around each path, at odd offsets, both ways', (t, device) => {
+  const queue = queueFor(device);
+  const sizes = [MiB - 1, MiB, MiB + 1, 3 * MiB + 12345, 4 * MiB, 16 * MiB - 1, 16 * MiB, 16 * MiB + 1, 33 * MiB + 7];
+  for (const n of sizes) {
+    const d = new MemoryUSMDevice(n, { queue });
+    const backing = bigPattern(n + 3);
+    const src = backing.subarray(3);
+    d.copyFromHost(src);
+    const whole = new Uint8Array(n + 5).fill(0xee);
+    const back = whole.subarray(5);
+    d.copyToHost(back);
+    t.is(Buffer.compare(Buffer.from(back.buffer, back.byteOffset, n), Buffer.from(src.buffer, src.byteOffset, n)), 0, `${n} bytes equal after the round trip`);
+    t.true(whole.subarray(0, 5).every((b) => b === 0xee), `${n}: nothing written before the destination view`);
+    // Through pinned memory too, which the device copies on its own: the staged H2D landed whole.
+    const pinned = new MemoryUSMHost(n, { queue });
+    pinned.copyFromDevice(d);
+    t.is(Buffer.compare(Buffer.from(pinned.buffer), Buffer.from(src.buffer, src.byteOffset, n)), 0, `${n}: device -> pinned`);
+    freeAll(d, pinned);
+  }
+});
+
 // ---------------------------------------------------------------------------------------
 // Out of memory, and managed memory beyond free memory
 // ---------------------------------------------------------------------------------------

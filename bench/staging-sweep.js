@@ -5,12 +5,14 @@
 // src/provider/cuda/staging.rs), plus the driver's own path (staging off) as the baseline.
 // Prints every figure and the best setting per size and direction.
 // Usage, from the repository root with the addon built: node bench/staging-sweep.js
-// (SWEEP_QUICK=1: a smaller grid).
+// (SWEEP_QUICK=1: a smaller grid; SWEEP_SET=pipeline: the mid sizes, 1-32 MiB, with the
+// pipelined path's settings against the lanes alone).
 'use strict';
 const { spawnSync } = require('node:child_process');
 const { MiB, sizeLabel, measure } = require('./lib');
 
-const SIZES = [1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB, 256 * MiB];
+const PIPELINE_SET = process.env.SWEEP_SET === 'pipeline';
+const SIZES = PIPELINE_SET ? [1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB, 32 * MiB] : [1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB, 256 * MiB];
 const TIMING = { warmupCalls: 2, batchTargetMs: 10, maxBatch: 200, warmupBatches: 1, repeats: 5 };
 const quick = process.env.SWEEP_QUICK === '1';
 const KiB = 1024;
@@ -44,9 +46,25 @@ function run(env) {
   return JSON.parse(r.stdout);
 }
 
+/** The pipelined path (up to DPCTL_MEMORY_STAGING_PIPELINE_MAX) against the lanes alone. */
+function pipelineSettings() {
+  const at = (name, env) => ({ name, env: { DPCTL_MEMORY_STAGING_THRESHOLD: '1', ...env } });
+  return [
+    at('lanes only (pipeline off)', { DPCTL_MEMORY_STAGING_PIPELINE_MAX: '0' }),
+    at('defaults (pipeline to 16 MiB)', {}),
+    at('pipeline to 32 MiB', { DPCTL_MEMORY_STAGING_PIPELINE_MAX: String(32 * MiB) }),
+    at('pipeline, min chunk 256 KiB', { DPCTL_MEMORY_STAGING_MIN_CHUNK: String(256 * KiB) }),
+    at('pipeline, min chunk 1 MiB', { DPCTL_MEMORY_STAGING_MIN_CHUNK: String(MiB) }),
+    at('pipeline, chunk 4 MiB', { DPCTL_MEMORY_STAGING_CHUNK: String(4 * MiB) }),
+    at('pipeline, 16 lanes', { DPCTL_MEMORY_STAGING_LANES: '16' }),
+    at('pipeline, 4 lanes', { DPCTL_MEMORY_STAGING_LANES: '4' }),
+  ];
+}
+
 function main() {
   const settings = [{ name: 'driver (staging off)', env: { DPCTL_MEMORY_STAGING_THRESHOLD: '0' } }];
-  for (const lanes of LANES) {
+  if (PIPELINE_SET) settings.push(...pipelineSettings());
+  for (const lanes of PIPELINE_SET ? [] : LANES) {
     for (const chunk of CHUNKS) {
       for (const min of MIN_CHUNKS) {
         if (min > chunk) continue;

@@ -19,7 +19,7 @@ use cudarc::driver::sys::CU_MEMHOSTALLOC_PORTABLE;
 
 use super::driver::{ContextHandle, CurrentContext, Driver, PinnedHost, Stream};
 use crate::error::{MemoryError, Result};
-use crate::host::workers::{queue_jobs, Job};
+use crate::host::workers::{queue_jobs, run_pieces, workers, Job};
 use crate::runtime::Address;
 use crate::sync::lock;
 
@@ -36,6 +36,11 @@ use crate::sync::lock;
 /// - `DPCTL_MEMORY_STAGING_MIN_CHUNK` (bytes, default 512 KiB, at least 64 KiB): the
 ///   smallest chunk a copy is split into.
 /// - `DPCTL_MEMORY_STAGING_LANES` (default: the cores, at most 8; 1..32): concurrent lanes.
+/// - `DPCTL_MEMORY_STAGING_PIPELINE_MAX` (bytes, default 16 MiB; 0: never): copies up to
+///   this size take the pipelined path (`Stager::copy_pipelined`) when their chunks fit in
+///   the buffers: the calling thread makes every driver call and the copy workers only
+///   split each chunk's memcpy, since driver calls from several threads of one context
+///   wait on each other, which at mid sizes costs as much as the copy itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct StagingConfig {
     /// Copies to the device smaller than this go straight to the driver (0: never staged).
@@ -47,6 +52,8 @@ pub(super) struct StagingConfig {
     /// The smallest chunk.
     pub min_chunk: usize,
     pub lanes: usize,
+    /// Copies up to this size are pipelined from the calling thread (0: none).
+    pub pipeline_max: u64,
 }
 
 /// Chunks are whole multiples of this.
@@ -70,6 +77,7 @@ impl StagingConfig {
                 min_chunk: (read("DPCTL_MEMORY_STAGING_MIN_CHUNK", 512 << 10).max(CHUNK_GRAIN as u64) as usize)
                     .min(chunk),
                 lanes: read("DPCTL_MEMORY_STAGING_LANES", cores.min(8)).clamp(1, 32) as usize,
+                pipeline_max: read("DPCTL_MEMORY_STAGING_PIPELINE_MAX", 16 << 20),
             }
         })
     }
@@ -88,6 +96,18 @@ impl StagingConfig {
             Direction::DeviceToHost => self.to_host_threshold,
         };
         threshold != 0 && self.lanes > 1 && nbytes >= threshold
+    }
+
+    /// The chunk of a pipelined copy of `nbytes`: about a quarter of it, so that the DMA
+    /// of one chunk overlaps the memcpy of the next, within `min_chunk..=chunk`.
+    pub(super) fn pipeline_chunk(&self, nbytes: usize) -> usize {
+        nbytes.div_ceil(4).div_ceil(CHUNK_GRAIN).saturating_mul(CHUNK_GRAIN).clamp(self.min_chunk, self.chunk)
+    }
+
+    /// Whether a staged copy of `nbytes` is pipelined from the calling thread: small
+    /// enough, and each of its chunks with a buffer of its own (`buffers` of them).
+    pub(super) fn pipelines(&self, nbytes: usize, buffers: usize) -> bool {
+        nbytes as u64 <= self.pipeline_max && nbytes.div_ceil(self.pipeline_chunk(nbytes)) <= buffers
     }
 
     /// The chunk a copy of `nbytes` is split into: small enough that each lane gets two
@@ -215,6 +235,10 @@ impl Stager {
         device: Address,
         nbytes: usize,
     ) -> Result<()> {
+        if self.config.pipelines(nbytes, self.buffers.len()) {
+            // SAFETY: this function's contract is the pipelined copy's.
+            return unsafe { self.copy_pipelined(direction, host, device, nbytes) };
+        }
         let lanes = self.buffers.len() / 2;
         let chunk = self.config.chunk_for(nbytes);
         let total = nbytes.div_ceil(chunk);
@@ -261,6 +285,65 @@ impl Stager {
             Some(error) => Err(error),
             None => Ok(()),
         }
+    }
+
+    /// A mid-size copy: chunks of `pipeline_chunk`, each through a pinned buffer and
+    /// stream of its own, with every driver call made on this thread. To the device, each
+    /// chunk is copied into its buffer (the memcpy split over the copy workers) and its DMA
+    /// queued, so it overlaps the next chunk's memcpy; to the host, every DMA is queued
+    /// first and each chunk copied out (split the same way) once its stream is done. Every
+    /// queued DMA is complete when this returns, also on failure.
+    ///
+    /// # Safety
+    /// As [`Stager::copy`]; the chunks fit in the buffers (`StagingConfig::pipelines`).
+    unsafe fn copy_pipelined(&self, direction: Direction, host: usize, device: Address, nbytes: usize) -> Result<()> {
+        let current = self.driver.push(self.context)?;
+        let chunk = self.config.pipeline_chunk(nbytes);
+        let pieces = chunk.div_ceil(self.config.lanes.max(1)).div_ceil(CHUNK_GRAIN).max(1) * CHUNK_GRAIN;
+        let chunks = (0..nbytes.div_ceil(chunk)).map(|i| (i * chunk, chunk.min(nbytes - i * chunk)));
+        let mut queued = 0;
+        let result = (|| -> Result<()> {
+            match direction {
+                Direction::HostToDevice => {
+                    for (buffer, (offset, len)) in self.buffers.iter().zip(chunks) {
+                        // SAFETY: the caller vouches for the host range; the buffer holds
+                        // `chunk >= len` bytes and no DMA of this copy uses it yet.
+                        unsafe { parallel_memcpy(host + offset, buffer.host.as_ptr() as usize, len, pieces) };
+                        // SAFETY: the caller vouches for the device range; the buffer holds
+                        // `len` bytes; both stay valid until the stream is synchronised
+                        // below, before this returns.
+                        unsafe { current.memcpy_async(device + offset as u64, buffer.address(), len, &buffer.stream) }
+                            .map_err(|e| e.during("staged"))?;
+                        queued += 1;
+                    }
+                }
+                Direction::DeviceToHost => {
+                    let chunks: Vec<(usize, usize)> = chunks.collect();
+                    for (buffer, &(offset, len)) in self.buffers.iter().zip(&chunks) {
+                        // SAFETY: as above; nothing reads the buffer until its stream is
+                        // synchronised.
+                        unsafe { current.memcpy_async(buffer.address(), device + offset as u64, len, &buffer.stream) }
+                            .map_err(|e| e.during("staged"))?;
+                        queued += 1;
+                    }
+                    for (buffer, &(offset, len)) in self.buffers.iter().zip(&chunks) {
+                        sync(&current, buffer)?;
+                        // SAFETY: the DMA into the buffer is complete; the caller vouches for
+                        // the host range.
+                        unsafe { parallel_memcpy(buffer.host.as_ptr() as usize, host + offset, len, pieces) };
+                    }
+                }
+            }
+            Ok(())
+        })();
+        // No DMA may outlive the call: the caller reuses its memory, the next copy the buffers.
+        let mut outcome = result;
+        for buffer in &self.buffers[..queued] {
+            if let Err(error) = sync(&current, buffer) {
+                outcome = outcome.and(Err(error));
+            }
+        }
+        outcome
     }
 
     /// Lane `lane`: takes chunks until none is left, through its two buffers.
@@ -361,6 +444,28 @@ impl PinnedBuffer {
     }
 }
 
+/// Copies `len` bytes from `src` to `dst` in pieces of `piece` bytes, on this thread and
+/// the copy workers (`host::workers::run_pieces`); returns when every piece is copied.
+///
+/// # Safety
+/// `src..src + len` is readable and `dst..dst + len` writable for the whole call, and the
+/// two do not overlap.
+unsafe fn parallel_memcpy(src: usize, dst: usize, len: usize, piece: usize) {
+    let total = len.div_ceil(piece.max(1));
+    run_pieces(workers(), total.saturating_sub(1), total, move |i| {
+        let offset = i * piece;
+        // SAFETY: piece `i` lies within both ranges, which the caller keeps valid until
+        // `run_pieces` returns, after every piece ran; pieces do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (src + offset) as *const u8,
+                (dst + offset) as *mut u8,
+                piece.min(len - offset),
+            )
+        };
+    });
+}
+
 /// Waits for the buffer's stream.
 fn sync(current: &CurrentContext, buffer: &PinnedBuffer) -> Result<()> {
     current.synchronize(&buffer.stream).map_err(|e| e.during("staged"))
@@ -378,6 +483,7 @@ mod tests {
             chunk: 4 << 20,
             min_chunk: 256 << 10,
             lanes: 8,
+            pipeline_max: 16 << 20,
         };
         let (to_device, to_host) = (Direction::HostToDevice, Direction::DeviceToHost);
         assert!(!config.applies(to_device, (8 << 20) - 1));
@@ -390,6 +496,31 @@ mod tests {
     }
 
     #[test]
+    fn mid_sizes_are_pipelined_in_about_four_chunks_that_fit_the_buffers() {
+        let config = StagingConfig {
+            to_device_threshold: 1 << 20,
+            to_host_threshold: 1 << 20,
+            chunk: 2 << 20,
+            min_chunk: 512 << 10,
+            lanes: 8,
+            pipeline_max: 16 << 20,
+        };
+        assert_eq!(config.pipeline_chunk(1 << 20), 512 << 10);
+        assert_eq!(config.pipeline_chunk(4 << 20), 1 << 20);
+        assert_eq!(config.pipeline_chunk(16 << 20), 2 << 20);
+        assert!(config.pipelines(1 << 20, 16) && config.pipelines(16 << 20, 16));
+        assert!(!config.pipelines((16 << 20) + 1, 16));
+        // Chunks that would not each have a buffer of their own go through the lanes.
+        assert!(!config.pipelines(16 << 20, 4));
+        assert!(!StagingConfig { pipeline_max: 0, ..config }.pipelines(1 << 20, 16));
+        for n in [(1 << 20) + 1, 3 << 20, (16 << 20) - 1] {
+            let chunk = config.pipeline_chunk(n);
+            assert_eq!(chunk % CHUNK_GRAIN, 0);
+            assert!(n.div_ceil(chunk) <= 4 || chunk == config.chunk, "{n}: {chunk}");
+        }
+    }
+
+    #[test]
     fn chunks_give_every_lane_two_within_the_bounds() {
         let config = StagingConfig {
             to_device_threshold: 1 << 20,
@@ -397,6 +528,7 @@ mod tests {
             chunk: 4 << 20,
             min_chunk: 256 << 10,
             lanes: 8,
+            pipeline_max: 16 << 20,
         };
         // 16 MiB over 8 lanes: two 1 MiB chunks each.
         assert_eq!(config.chunk_for(16 << 20), 1 << 20);
