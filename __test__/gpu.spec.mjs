@@ -203,15 +203,15 @@ gpuTest('1 GiB round trip host -> device -> host', (t, device) => {
   freeAll(d, pinned);
 });
 
-// Pageable copies from 1 MiB are staged: pipelined from the calling thread up to 16 MiB,
-// through the lanes above. Sizes on both sides of each boundary, odd lengths, and host
+// Pageable copies from 1 MiB are staged: to the host pipelined from the calling thread up
+// to 32 MiB, through the lanes above that and in every copy to the device. Sizes on both sides of each boundary, odd lengths, and host
 // views at odd offsets, both ways, each byte checked.
 gpuTest('staged pageable copies at the sizes around each path, at odd offsets, both ways', (t, device) => {
   const queue = queueFor(device);
-  const sizes = [MiB - 1, MiB, MiB + 1, 3 * MiB + 12345, 4 * MiB, 16 * MiB - 1, 16 * MiB, 16 * MiB + 1, 33 * MiB + 7];
+  const sizes = [MiB - 1, MiB, MiB + 1, 3 * MiB + 12345, 4 * MiB, 16 * MiB - 1, 16 * MiB, 16 * MiB + 1, 32 * MiB, 33 * MiB + 7];
   for (const n of sizes) {
     const d = new MemoryUSMDevice(n, { queue });
-    const backing = bigPattern(n + 3);
+    const backing = pattern(n + 3, 229);
     const src = backing.subarray(3);
     d.copyFromHost(src);
     const whole = new Uint8Array(n + 5).fill(0xee);

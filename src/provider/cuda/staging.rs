@@ -36,11 +36,12 @@ use crate::sync::lock;
 /// - `DPCTL_MEMORY_STAGING_MIN_CHUNK` (bytes, default 512 KiB, at least 64 KiB): the
 ///   smallest chunk a copy is split into.
 /// - `DPCTL_MEMORY_STAGING_LANES` (default: the cores, at most 8; 1..32): concurrent lanes.
-/// - `DPCTL_MEMORY_STAGING_PIPELINE_MAX` (bytes, default 16 MiB; 0: never): copies up to
-///   this size take the pipelined path (`Stager::copy_pipelined`) when their chunks fit in
-///   the buffers: the calling thread makes every driver call and the copy workers only
-///   split each chunk's memcpy, since driver calls from several threads of one context
-///   wait on each other, which at mid sizes costs as much as the copy itself.
+/// - `DPCTL_MEMORY_STAGING_PIPELINE_MAX` (bytes; 0: never): copies up to this size take
+///   the pipelined path (`Stager::copy_pipelined`) when their chunks fit in the buffers:
+///   the calling thread makes every driver call and the copy workers only split each
+///   chunk's memcpy. By default copies to the host up to 32 MiB do, where it beat the
+///   lanes in the sweep (`SWEEP_SET=pipeline`), and copies to the device never do: there
+///   the lanes, each memcpy overlapping its own DMA, were as fast or faster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct StagingConfig {
     /// Copies to the device smaller than this go straight to the driver (0: never staged).
@@ -52,8 +53,10 @@ pub(super) struct StagingConfig {
     /// The smallest chunk.
     pub min_chunk: usize,
     pub lanes: usize,
-    /// Copies up to this size are pipelined from the calling thread (0: none).
-    pub pipeline_max: u64,
+    /// Copies to the device up to this size are pipelined from the calling thread (0: none).
+    pub pipeline_to_device_max: u64,
+    /// Copies to the host up to this size are pipelined from the calling thread (0: none).
+    pub pipeline_to_host_max: u64,
 }
 
 /// Chunks are whole multiples of this.
@@ -77,7 +80,8 @@ impl StagingConfig {
                 min_chunk: (read("DPCTL_MEMORY_STAGING_MIN_CHUNK", 512 << 10).max(CHUNK_GRAIN as u64) as usize)
                     .min(chunk),
                 lanes: read("DPCTL_MEMORY_STAGING_LANES", cores.min(8)).clamp(1, 32) as usize,
-                pipeline_max: read("DPCTL_MEMORY_STAGING_PIPELINE_MAX", 16 << 20),
+                pipeline_to_device_max: read("DPCTL_MEMORY_STAGING_PIPELINE_MAX", 0),
+                pipeline_to_host_max: read("DPCTL_MEMORY_STAGING_PIPELINE_MAX", 32 << 20),
             }
         })
     }
@@ -104,10 +108,14 @@ impl StagingConfig {
         nbytes.div_ceil(4).div_ceil(CHUNK_GRAIN).saturating_mul(CHUNK_GRAIN).clamp(self.min_chunk, self.chunk)
     }
 
-    /// Whether a staged copy of `nbytes` is pipelined from the calling thread: small
-    /// enough, and each of its chunks with a buffer of its own (`buffers` of them).
-    pub(super) fn pipelines(&self, nbytes: usize, buffers: usize) -> bool {
-        nbytes as u64 <= self.pipeline_max && nbytes.div_ceil(self.pipeline_chunk(nbytes)) <= buffers
+    /// Whether a staged copy of `nbytes` going `direction` is pipelined from the calling
+    /// thread: small enough, and each of its chunks with a buffer of its own (`buffers`).
+    pub(super) fn pipelines(&self, direction: Direction, nbytes: usize, buffers: usize) -> bool {
+        let max = match direction {
+            Direction::HostToDevice => self.pipeline_to_device_max,
+            Direction::DeviceToHost => self.pipeline_to_host_max,
+        };
+        nbytes as u64 <= max && nbytes.div_ceil(self.pipeline_chunk(nbytes)) <= buffers
     }
 
     /// The chunk a copy of `nbytes` is split into: small enough that each lane gets two
@@ -235,7 +243,7 @@ impl Stager {
         device: Address,
         nbytes: usize,
     ) -> Result<()> {
-        if self.config.pipelines(nbytes, self.buffers.len()) {
+        if self.config.pipelines(direction, nbytes, self.buffers.len()) {
             // SAFETY: this function's contract is the pipelined copy's.
             return unsafe { self.copy_pipelined(direction, host, device, nbytes) };
         }
@@ -483,7 +491,8 @@ mod tests {
             chunk: 4 << 20,
             min_chunk: 256 << 10,
             lanes: 8,
-            pipeline_max: 16 << 20,
+            pipeline_to_device_max: 0,
+            pipeline_to_host_max: 16 << 20,
         };
         let (to_device, to_host) = (Direction::HostToDevice, Direction::DeviceToHost);
         assert!(!config.applies(to_device, (8 << 20) - 1));
@@ -503,16 +512,19 @@ mod tests {
             chunk: 2 << 20,
             min_chunk: 512 << 10,
             lanes: 8,
-            pipeline_max: 16 << 20,
+            pipeline_to_device_max: 0,
+            pipeline_to_host_max: 16 << 20,
         };
         assert_eq!(config.pipeline_chunk(1 << 20), 512 << 10);
         assert_eq!(config.pipeline_chunk(4 << 20), 1 << 20);
         assert_eq!(config.pipeline_chunk(16 << 20), 2 << 20);
-        assert!(config.pipelines(1 << 20, 16) && config.pipelines(16 << 20, 16));
-        assert!(!config.pipelines((16 << 20) + 1, 16));
+        let (to_device, to_host) = (Direction::HostToDevice, Direction::DeviceToHost);
+        assert!(config.pipelines(to_host, 1 << 20, 16) && config.pipelines(to_host, 16 << 20, 16));
+        assert!(!config.pipelines(to_host, (16 << 20) + 1, 16));
+        assert!(!config.pipelines(to_device, 1 << 20, 16));
+        assert!(StagingConfig { pipeline_to_device_max: 4 << 20, ..config }.pipelines(to_device, 4 << 20, 16));
         // Chunks that would not each have a buffer of their own go through the lanes.
-        assert!(!config.pipelines(16 << 20, 4));
-        assert!(!StagingConfig { pipeline_max: 0, ..config }.pipelines(1 << 20, 16));
+        assert!(!config.pipelines(to_host, 16 << 20, 4));
         for n in [(1 << 20) + 1, 3 << 20, (16 << 20) - 1] {
             let chunk = config.pipeline_chunk(n);
             assert_eq!(chunk % CHUNK_GRAIN, 0);
@@ -528,7 +540,8 @@ mod tests {
             chunk: 4 << 20,
             min_chunk: 256 << 10,
             lanes: 8,
-            pipeline_max: 16 << 20,
+            pipeline_to_device_max: 0,
+            pipeline_to_host_max: 16 << 20,
         };
         // 16 MiB over 8 lanes: two 1 MiB chunks each.
         assert_eq!(config.chunk_for(16 << 20), 1 << 20);
