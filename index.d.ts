@@ -1352,7 +1352,10 @@ export interface RecordMemoryHistoryOptions {
  * Starts recording every allocation, free, block given back to the runtime, trim, retry
  * and refusal (dropping an earlier recording), or stops with `{ enabled: false }`. Off by
  * default; off, it costs nothing. Stacks are those of the calling thread's allocations
- * (another thread sends its own after calling this itself).
+ * (another thread sends its own after calling this itself). A stack is taken at the
+ * allocating call and read only if a snapshot may need it: the thread keeps V8's record
+ * of each stack the recording still names (its frames' functions and receivers too),
+ * at most about `maxEntries` plus its live blocks.
  */
 export declare function recordMemoryHistory(options?: RecordMemoryHistoryOptions): void
 
@@ -1394,6 +1397,11 @@ export interface SnapshotHistory {
   dropped: number
   /** New stacks not kept because 65,536 distinct ones were. */
   stacksRefused: number
+  /**
+   * Events and live blocks listed with no stack because another thread holds theirs
+   * unread (a thread reads its own stacks when it takes a snapshot: take one there).
+   */
+  stacksUnread: number
 }
 
 /**

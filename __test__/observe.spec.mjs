@@ -9,6 +9,11 @@ import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import { addon, getDevices } from './helpers/addon.mjs';
 
+// AVA runs with --enable-source-maps, under which stacks go through Node's formatting (a
+// test below turns it on again): the stacks of every other test are read as V8's call
+// sites, as they are in a program that does not map its sources.
+process.setSourceMapsEnabled(false);
+
 const { MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared, SyclQueue, memoryStats, resetPeakStats, recordMemoryHistory, memorySnapshot, poolTrim } = addon;
 
 const CPU = (() => {
@@ -107,7 +112,7 @@ register('recordMemoryHistory() records allocations with their JS stacks; memory
     const snapshot = memorySnapshot();
     t.is(snapshot.format, 'dpctl-memory-snapshot');
     t.is(snapshot.version, 1);
-    t.deepEqual(snapshot.history, { enabled: true, maxEntries: 1000, stacks: true, dropped: 0, stacksRefused: 0 });
+    t.deepEqual(snapshot.history, { enabled: true, maxEntries: 1000, stacks: true, dropped: 0, stacksRefused: 0, stacksUnread: 0 });
     const address = `0x${live.pointer.toString(16)}`;
     const block = snapshot.liveBlocks.find((b) => b.address === address);
     t.truthy(block, 'the live allocation is listed');
@@ -263,6 +268,89 @@ register('stackDepth bounds the frames of each stack (1 ..= 64, default 10)', (t
   t.throws(() => recordMemoryHistory({ stackDepth: 0 }), { instanceOf: RangeError });
   t.throws(() => recordMemoryHistory({ stackDepth: 65 }), { instanceOf: RangeError });
   t.throws(() => recordMemoryHistory({ stackDepth: 2.5 }), { instanceOf: TypeError });
+});
+
+function allocateAndFreeHere(n) {
+  for (let i = 0; i < n; i++) new MemoryUSMHost(64, { queue }).free();
+}
+
+register('stacks read late are right: for live blocks and freed ones across many sweeps, and none once the ring has dropped them', (t) => {
+  // Each thread keeps its stacks unread, reads those of live blocks every few thousand
+  // allocations and all that are left at a snapshot: these cross many such sweeps.
+  const addressOf = (m) => `0x${m.pointer.toString(16)}`;
+  for (const maxEntries of [20, 100_000]) {
+    recordMemoryHistory({ maxEntries });
+    try {
+      const early = allocateHere('host', 100);
+      allocateAndFreeHere(30_000);
+      const late = allocateThere(200);
+      const gone = allocateThere(300);
+      gone.free();
+      const snapshot = memorySnapshot();
+      t.is(snapshot.history.stacksUnread, 0, `${maxEntries}: this thread's stacks are all read`);
+      const stackOf = (m) => snapshot.stacks[snapshot.liveBlocks.find((b) => b.address === addressOf(m)).stack];
+      t.regex(stackOf(early), /^ {4}at allocateHere \(.*observe\.spec\.mjs:\d+:\d+\)/, `${maxEntries}: a block live across the sweeps`);
+      t.regex(stackOf(late), /^ {4}at allocateThere \(/, `${maxEntries}: one allocated since the last sweep`);
+      const events = snapshot.events.filter((e) => e.action === 'alloc' || e.action === 'free');
+      t.true(events.length > 0 && events.every((e) => e.stack !== null), `${maxEntries}: every event in the ring has its stack`);
+      const freed = snapshot.events.findLast((e) => e.action === 'free');
+      t.like(freed, { requested: 300 });
+      t.regex(snapshot.stacks[freed.stack], /^ {4}at allocateThere \(/, 'a freed block the ring names keeps its stack');
+      const looped = events.filter((e) => e.requested === 64);
+      t.true(looped.length > 0 && looped.every((e) => /^ {4}at allocateAndFreeHere \(/.test(snapshot.stacks[e.stack])));
+      t.is(snapshot.stacks.length, new Set(snapshot.stacks).size, 'each text once');
+      t.true(snapshot.stacks.length <= 4, `${maxEntries}: interned, ${snapshot.stacks.length} stacks`);
+      // A second snapshot names the same stacks.
+      const again = memorySnapshot();
+      t.is(again.stacks[again.liveBlocks.find((b) => b.address === addressOf(early)).stack], stackOf(early));
+      early.free();
+      late.free();
+    } finally {
+      recordMemoryHistory({ enabled: false });
+    }
+  }
+});
+
+register("another thread's snapshot lists this thread's unread stacks as none and counts them; this thread's own reads them", async (t) => {
+  recordMemoryHistory({ maxEntries: 1000 });
+  const held = allocateHere('host', 4321);
+  try {
+    const worker = new Worker(
+      `const { parentPort } = require('node:worker_threads');
+      const m = require(${JSON.stringify(new URL('../index.js', import.meta.url).pathname)});
+      const snapshot = m.memorySnapshot();
+      const block = snapshot.liveBlocks.find((b) => b.requested === 4321);
+      parentPort.postMessage({ stack: block.stack, unread: snapshot.history.stacksUnread });`,
+      { eval: true },
+    );
+    const [seen] = await once(worker, 'message');
+    await once(worker, 'exit');
+    t.is(seen.stack, null, "the worker cannot read the main thread's stack");
+    t.true(seen.unread >= 2, `the live block and its event: ${seen.unread}`);
+    const snapshot = memorySnapshot();
+    const block = snapshot.liveBlocks.find((b) => b.address === `0x${held.pointer.toString(16)}`);
+    t.regex(snapshot.stacks[block.stack], /^ {4}at allocateHere \(/);
+    t.is(snapshot.history.stacksUnread, 0);
+  } finally {
+    held.free();
+    recordMemoryHistory({ enabled: false });
+  }
+});
+
+register('under --enable-source-maps a stack is taken as Node formats it, and read at once', (t) => {
+  process.setSourceMapsEnabled(true);
+  recordMemoryHistory({ maxEntries: 100 });
+  try {
+    const here = allocateHere('host', 1234);
+    const snapshot = memorySnapshot();
+    const block = snapshot.liveBlocks.find((b) => b.address === `0x${here.pointer.toString(16)}`);
+    t.regex(snapshot.stacks[block.stack], /^ {4}at allocateHere \(.*observe\.spec\.mjs:\d+:\d+\)\n {4}at /);
+    t.is(snapshot.history.stacksUnread, 0);
+    here.free();
+  } finally {
+    recordMemoryHistory({ enabled: false });
+    process.setSourceMapsEnabled(false);
+  }
 });
 
 register('the ring keeps the newest maxEntries events; stacks: false records none', (t) => {

@@ -13,13 +13,14 @@ const { display, typeName } = require('./values.js');
 const devices = require('./device.js');
 
 // Intrinsics are taken at load, so later changes to globals change nothing here.
-const { Error, Object, Number, WeakSet, String, Reflect, Map, Math, Int32Array, BigUint64Array } = globalThis;
+const { Array, Error, Object, Number, WeakSet, String, Reflect, Map, Math, Int32Array, Float64Array, BigUint64Array } = globalThis;
 const { parse } = JSON;
 const keys = Object.keys;
 const apply = Reflect.apply;
 const isSafeInteger = Number.isSafeInteger;
 const imul = Math.imul;
 const typedArraySlice = Object.getPrototypeOf(Int32Array.prototype).slice;
+const arraySlice = Array.prototype.slice;
 const captureStackTrace = Error.captureStackTrace;
 const weakSetAdd = WeakSet.prototype.add;
 const mapGet = Map.prototype.get;
@@ -163,6 +164,7 @@ function recordMemoryHistory(options) {
  * blocks, and the recorded events and stacks.
  */
 function memorySnapshot() {
+  readStacks();
   try {
     return parse(native.observeSnapshot());
   } catch (error) {
@@ -234,8 +236,8 @@ const sendsStacks = () => stacks;
  * class's constructor, `above` being its `new.target`), or `undefined` under source maps
  * (Node's formatting then takes it later). V8's capture costs most for the optimized
  * frames it walks, the skipped ones included, so taking it before the library's own frames
- * are on the stack saves a good part of it; the stack is read (its call sites made) and
- * sent only when the allocation happens (`allocation()`). The capture is written out here,
+ * are on the stack saves a good part of it; the stack is handed over unread when the
+ * allocation happens (`allocation()`, `deferStack`). The capture is written out here,
  * with no call of `capture()`: each function inlined into the frame that captures adds to
  * what V8 decodes.
  */
@@ -274,7 +276,7 @@ const frameKey = new Int32Array(2 * MAX_STACK_DEPTH);
  */
 let stackIds = new Map();
 let stackCount = 0;
-let stackGeneration = -1;
+let stackGeneration = 0;
 
 /** Fills `frameKey` with the key of `sites`; returns its hash. */
 function keyOf(sites) {
@@ -330,10 +332,39 @@ function stackText(sites) {
   return text;
 }
 
-/** Forgets this thread's stack ids (they named the texts of a recording that is over). */
+/** Forgets this thread's stack ids and unread stacks (they named a recording that is over). */
 function forgetStacks() {
   stackIds = new Map();
   stackCount = 0;
+  pending = [];
+  pendingBase = sequence;
+  untilSweep = SWEEP_EVERY;
+}
+
+/** Takes the recording now as this thread's, forgetting what named an earlier one. */
+function followRecording() {
+  const generation = native.observeStackGeneration();
+  if (generation === stackGeneration) return;
+  forgetStacks();
+  stackGeneration = generation;
+}
+
+/**
+ * The id of the stack `sites` in the recording (`stackGeneration`), its text sent the
+ * first time this thread sees it; -1 for none (the table is full, or the recording over).
+ */
+function stackId(sites) {
+  const hash = keyOf(sites);
+  const length = 2 * sites.length;
+  const known = knownStack(hash, length);
+  if (known !== null) return known.id;
+  const id = native.observeInternStack(stackGeneration, stackText(sites));
+  if (id >= 0) {
+    const entry = { __proto__: null, key: apply(typedArraySlice, frameKey, [0, length]), id, next: apply(mapGet, stackIds, [hash]) ?? null };
+    apply(mapSet, stackIds, [hash, entry]);
+    stackCount += 1;
+  }
+  return id;
 }
 
 /**
@@ -341,27 +372,128 @@ function forgetStacks() {
  * `entryStack`), or the call above `above`.
  */
 function sendStack(above, captured) {
+  if (captured !== undefined) {
+    deferStack(captured);
+    return;
+  }
   // Source maps (--enable-source-maps) change what a frame says: Node's own formatting.
   if (process.sourceMapsEnabled) {
     native.observeNextStack(formattedStack(above));
     return;
   }
-  const sites = captured === undefined ? callSites(above) : read(captured, asCallSites);
-  const hash = keyOf(sites);
-  const length = 2 * sites.length;
-  const known = knownStack(hash, length);
-  if (known !== null && native.observeNextStackId(known.id, stackGeneration)) return;
-  if (known !== null || stackCount === 0) {
-    // A new recording (or the first stack): the ids of the last one name nothing now.
+  const sites = callSites(above);
+  let id = stackId(sites);
+  if (id >= 0 && native.observeNextStackId(id, stackGeneration)) return;
+  // A new recording: the ids of the last one name nothing now.
+  followRecording();
+  id = stackId(sites);
+  if (id >= 0) native.observeNextStackId(id, stackGeneration);
+}
+
+// A stack taken in the memory class's constructor is not read at once: reading V8's call
+// sites costs more than taking them, and most stacks of a busy program are never looked
+// at (their events leave the ring, their blocks are freed). The allocation gets this
+// thread's next sequence number as a provisional stack, and the holder is kept unread
+// while the recording names it. A sweep every so many allocations asks the binding which
+// of them it still names: it reads those of live blocks (so that a snapshot has few left
+// to read), keeps those only events name, and drops the rest unread. A snapshot reads all
+// that are left. So what holds V8's call-site records (receivers and functions included)
+// is at most the stacks the ring's events name and one sweep's worth of allocations.
+/** Allocations with an unread stack between two sweeps, at the least. */
+const SWEEP_EVERY = 4096;
+/** The next sequence number of this thread's unread stacks (never reused). */
+let sequence = 0;
+/**
+ * The holders of this thread's unread stacks: `pending[i]` is sequence `pendingBase + i`'s
+ * (`undefined` once read or dropped); it ends at `sequence`.
+ */
+let pending = [];
+let pendingBase = 0;
+let untilSweep = SWEEP_EVERY;
+
+/** Makes `holder`, unread, the stack of this thread's next allocation. */
+function deferStack(holder) {
+  if (--untilSweep <= 0) sweep(false);
+  if (!native.observeNextStackProvisional(stackGeneration, sequence)) {
+    followRecording();
+    if (!native.observeNextStackProvisional(stackGeneration, sequence)) return;
+  }
+  pending[sequence - pendingBase] = holder;
+  sequence += 1;
+}
+
+/** The id of unread stack `number` (-1: none), its holder read and dropped. */
+function readStack(number) {
+  const index = number - pendingBase;
+  const holder = index >= 0 ? pending[index] : undefined;
+  if (holder === undefined) return -1;
+  pending[index] = undefined;
+  return stackId(holder.stack);
+}
+
+/**
+ * Reads the unread stacks the recording still names, those of live blocks (every one
+ * when `all`, for a snapshot), and tells the binding their ids; drops those it no longer
+ * names.
+ */
+function sweep(all) {
+  const named = native.observeReferencedStacks(stackGeneration);
+  if (named === undefined) {
     forgetStacks();
-    stackGeneration = native.observeStackGeneration();
+    return;
   }
-  const fresh = native.observeNextStack(stackText(sites));
-  if (fresh >= 0) {
-    const entry = { __proto__: null, key: apply(typedArraySlice, frameKey, [0, length]), id: fresh, next: apply(mapGet, stackIds, [hash]) ?? null };
-    apply(mapSet, stackIds, [hash, entry]);
-    stackCount += 1;
+  const liveAllocations = named[0];
+  const first = Math.max(named[1], pendingBase);
+  const last = named[2];
+  const live = named[3];
+  const holesAt = 4 + live;
+  // The ones to read: the live ones, then (`all`) the rest of the range but its holes.
+  let count = live;
+  if (all && last >= first) count = last - first + 1 - (named.length - holesAt);
+  const numbers = new Float64Array(count);
+  for (let i = 0; i < live; i++) numbers[i] = named[4 + i];
+  if (all) {
+    let at = live;
+    let hole = holesAt;
+    let liveAt = 4;
+    for (let number = first; number <= last && at < count; number++) {
+      while (hole < named.length && named[hole] < number) hole++;
+      if (hole < named.length && named[hole] === number) continue;
+      while (liveAt < holesAt && named[liveAt] < number) liveAt++;
+      if (liveAt < holesAt && named[liveAt] === number) continue;
+      numbers[at++] = number;
+    }
   }
+  if (count > 0) {
+    const ids = new Float64Array(count);
+    const saved = Error.prepareStackTrace;
+    Error.prepareStackTrace = asCallSites;
+    try {
+      for (let i = 0; i < count; i++) ids[i] = readStack(numbers[i]);
+    } finally {
+      Error.prepareStackTrace = saved;
+    }
+    native.observeResolveStacks(stackGeneration, numbers, ids, live);
+  }
+  if (all || last < first) {
+    pending = [];
+    pendingBase = sequence;
+  } else {
+    // Keep the named range (the holes and what was read dropped), then what follows it.
+    const kept = apply(arraySlice, pending, [first - pendingBase, last - pendingBase + 1]);
+    for (let i = holesAt; i < named.length; i++) if (named[i] >= first) kept[named[i] - first] = undefined;
+    for (let number = last + 1; number < sequence; number++) kept[number - first] = undefined;
+    pending = kept;
+    pendingBase = first;
+  }
+  // Often enough that few live blocks are left unread, seldom enough that asking the
+  // binding (a walk of the ring and the live blocks) costs little per allocation.
+  untilSweep = Math.max(SWEEP_EVERY, pending.length >> 2, liveAllocations >> 4);
+}
+
+/** Reads every unread stack of this thread the recording names (before a snapshot). */
+function readStacks() {
+  if (sequence > pendingBase) sweep(true);
 }
 
 /** The stack of the JS call above `above`, formatted by Node (and its source maps). */

@@ -520,6 +520,14 @@ pub fn js_f64(env: &Env, number: f64) -> napi::Result<sys::napi_value> {
     Ok(value)
 }
 
+/// A JS boolean.
+pub fn js_bool(env: &Env, flag: bool) -> napi::Result<sys::napi_value> {
+    let mut value = ptr::null_mut();
+    // SAFETY: as above.
+    check(unsafe { sys::napi_get_boolean(env.raw(), flag, &mut value) }, "napi_get_boolean")?;
+    Ok(value)
+}
+
 /// `undefined`.
 pub fn js_undefined(env: &Env) -> napi::Result<sys::napi_value> {
     let mut value = ptr::null_mut();

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Object, Unknown};
+use napi::bindgen_prelude::{Float64Array, Object, Unknown};
 use napi::{Env, JsValue};
 use napi_derive::napi;
 
@@ -18,7 +18,7 @@ use crate::js::json;
 use crate::js::lookup::lookup;
 use crate::js::memory;
 use crate::js::state::{process, registry};
-use crate::memory::history::{Event, HistoryConfig, NO_DEVICE, NO_STACK};
+use crate::memory::history::{self, Event, HistoryConfig, StackRef, NO_DEVICE, NO_STACK};
 use crate::memory::observe::Sink;
 use crate::memory::snapshot::{self, Snapshot};
 use crate::memory::stats::{DeviceCounters, KindCounters, Stat};
@@ -134,6 +134,38 @@ pub fn observe_stack_generation() -> u32 {
     sink().recording_generation()
 }
 
+/// The id of a stack's text in recording `generation`, or -1 (that recording is over or
+/// its table is full).
+#[napi]
+pub fn observe_intern_stack(generation: u32, stack: String) -> f64 {
+    sink().intern_stack(generation, &stack).map_or(-1.0, f64::from)
+}
+
+/// This thread's unread stacks that recording `generation` still names:
+/// `[liveAllocations, first, last, live, ...liveSequences, ...holes]`: every sequence
+/// from `first` to `last` is named but the holes; the `live` ones are live allocations'
+/// (`first > last`: none named). `undefined` when that recording is over or takes no
+/// stacks.
+#[napi]
+pub fn observe_referenced_stacks(generation: u32) -> Option<Float64Array> {
+    let r = sink().referenced_stacks(generation)?;
+    let (first, last) = r.named.map_or((0.0, -1.0), |(first, last)| (first as f64, last as f64));
+    let mut out = Vec::with_capacity(4 + r.live.len() + r.holes.len());
+    out.extend([r.live_allocations as f64, first, last, r.live.len() as f64]);
+    out.extend(r.live.iter().chain(&r.holes).map(|&s| s as f64));
+    Some(Float64Array::new(out))
+}
+
+/// This thread's unread stacks `sequences` were read: `ids[i]` (from `observeInternStack`,
+/// or -1 for none) stands for `sequences[i]` from now on; the first `live` are live
+/// allocations'.
+#[napi]
+pub fn observe_resolve_stacks(generation: u32, sequences: Float64Array, ids: Float64Array, live: u32) {
+    let sequences: Vec<u64> = sequences.iter().map(|&s| s as u64).collect();
+    let ids: Vec<StackRef> = ids.iter().map(|&id| if id >= 0.0 { id as StackRef } else { NO_STACK }).collect();
+    sink().resolve_stacks(generation, &sequences, &ids, live as usize);
+}
+
 fn kind_name(kind: UsmKind) -> &'static str {
     kind.name()
 }
@@ -142,12 +174,8 @@ fn micros(ns: u64) -> f64 {
     (ns / 1000) as f64 + (ns % 1000) as f64 / 1000.0
 }
 
-fn stack_json(stack: u32) -> String {
-    if stack == NO_STACK {
-        "null".into()
-    } else {
-        stack.to_string()
-    }
+fn stack_json(stack: StackRef) -> String {
+    history::interned(stack).map_or_else(|| "null".into(), |id| id.to_string())
 }
 
 fn device_json(device: u16) -> String {
@@ -235,12 +263,14 @@ pub fn snapshot_json(s: &Snapshot) -> String {
     }
     out.push_str("],\"history\":");
     match &s.recording {
-        None => out.push_str("{\"enabled\":false,\"maxEntries\":0,\"stacks\":false,\"dropped\":0,\"stacksRefused\":0}"),
+        None => out.push_str(
+            "{\"enabled\":false,\"maxEntries\":0,\"stacks\":false,\"dropped\":0,\"stacksRefused\":0,\"stacksUnread\":0}",
+        ),
         Some(r) => {
             let _ = write!(
                 out,
-                "{{\"enabled\":true,\"maxEntries\":{},\"stacks\":{},\"dropped\":{},\"stacksRefused\":{}}}",
-                r.config.max_entries, r.config.stacks, r.dropped, r.stacks_refused
+                "{{\"enabled\":true,\"maxEntries\":{},\"stacks\":{},\"dropped\":{},\"stacksRefused\":{},\"stacksUnread\":{}}}",
+                r.config.max_entries, r.config.stacks, r.dropped, r.stacks_refused, r.stacks_unread
             );
         }
     }
@@ -311,10 +341,22 @@ fn fast_observe_address_slot(env: &Env, _args: &[Unknown; 4]) -> napi::Result<na
     }
 }
 
+/// `observeNextStackProvisional(generation, sequence)`: the stack of this thread's next
+/// allocation is its JS layer's unread stack `sequence` (see `memory::history`); `false`
+/// when recording `generation` is not the one taking stacks now. A fast call: it runs
+/// once per allocation while stacks are recorded.
+fn fast_observe_next_stack_provisional(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    let (generation, sequence) = (ffi::u32_arg(env, &args[0])?, ffi::f64_arg(env, &args[1])?);
+    ffi::js_bool(env, sink().set_next_stack_provisional(generation, sequence as u64))
+}
+
 /// Puts this file's fast calls on `exports` (as `memory::define_fast_calls` does its own).
 pub fn define_fast_calls(env: &Env, exports: &mut Object) -> napi::Result<()> {
-    let calls: [(&str, ffi::FastFn); 2] =
-        [("observeAllocate", fast_observe_allocate), ("observeAddressSlot", fast_observe_address_slot)];
+    let calls: [(&str, ffi::FastFn); 3] = [
+        ("observeAllocate", fast_observe_allocate),
+        ("observeAddressSlot", fast_observe_address_slot),
+        ("observeNextStackProvisional", fast_observe_next_stack_provisional),
+    ];
     for (name, function) in calls {
         ffi::define_fast(env, exports, name, function)?;
     }

@@ -11,10 +11,11 @@
 //! zero).
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use crate::memory::history::{Action, Event, History, HistoryConfig, NO_DEVICE, NO_STACK};
+use crate::memory::history::{self, Action, Event, History, HistoryConfig, StackRef, NO_DEVICE, NO_STACK};
 use crate::memory::stats::{kind_slot, DeviceCounters, Giveback};
 use crate::runtime::{Address, Device, UsmKind};
 
@@ -28,8 +29,8 @@ const MAX_ALIASES: usize = 64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Origin {
     pub device: u16,
-    /// An index of the stacks of recording `generation` ([`NO_STACK`]: none).
-    pub stack: u32,
+    /// A stack of recording `generation` ([`StackRef`]; [`NO_STACK`]: none).
+    pub stack: StackRef,
     pub generation: u32,
     /// Nanoseconds since the sink's epoch (0 when no history was recorded).
     pub time_ns: u64,
@@ -50,14 +51,32 @@ pub struct GivenBack {
     pub why: Giveback,
 }
 
-/// A stack the JS layer sent for the next allocation of its thread: (generation, id).
-type PendingStack = Option<(u32, u32)>;
+/// A stack the JS layer sent for the next allocation of its thread: (generation, stack).
+pub type PendingStack = Option<(u32, StackRef)>;
 
 thread_local! {
     /// Set by [`Sink::set_next_stack`] right before the JS layer's allocating call, taken
     /// by the allocation: per thread, because each JS thread allocates on its own.
     static NEXT_STACK: Cell<PendingStack> = const { Cell::new(None) };
+    /// This thread's number in provisional stacks (0: not given yet).
+    static THREAD_NUMBER: Cell<u32> = const { Cell::new(0) };
 }
+
+/// The numbers given to threads so far.
+static THREADS: AtomicU32 = AtomicU32::new(0);
+
+/// This thread's number in provisional stacks ([`history::provisional`]), from 1.
+pub fn thread_number() -> u32 {
+    THREAD_NUMBER.with(|number| {
+        if number.get() == 0 {
+            number.set(THREADS.fetch_add(1, Ordering::Relaxed).wrapping_add(1).max(1));
+        }
+        number.get()
+    })
+}
+
+/// [`Sink::stacks_generation`] while no recording with stacks runs.
+const NO_STACKS: u64 = u64::MAX;
 
 #[derive(Default)]
 struct State {
@@ -117,6 +136,9 @@ pub enum Source {
 pub struct Sink {
     bypassed: bool,
     state: Mutex<State>,
+    /// The generation of the recording while it takes stacks, else [`NO_STACKS`]: what a
+    /// provisional stack is checked against with no lock taken.
+    stacks_generation: AtomicU64,
     epoch: Instant,
     /// The wall-clock time of `epoch`, in ms since 1970, for snapshots.
     epoch_unix_ms: f64,
@@ -139,7 +161,13 @@ impl Sink {
     /// A sink; `bypassed`: every hook returns at once.
     pub fn new(bypassed: bool) -> Self {
         let epoch_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0);
-        Sink { bypassed, state: Mutex::new(State::default()), epoch: Instant::now(), epoch_unix_ms }
+        Sink {
+            bypassed,
+            state: Mutex::new(State::default()),
+            stacks_generation: AtomicU64::new(NO_STACKS),
+            epoch: Instant::now(),
+            epoch_unix_ms,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -205,6 +233,7 @@ impl Sink {
             _ => NO_STACK,
         };
         let time_ns = self.now_ns();
+        history.allocated(stack);
         history.push(Event {
             time_ns,
             action: Action::Alloc,
@@ -231,7 +260,7 @@ impl Sink {
         }
         let generation = state.generation;
         if let Some(history) = state.history.as_mut() {
-            let stack = if origin.generation == generation { origin.stack } else { NO_STACK };
+            let stack = if origin.generation == generation { history.freed(origin.stack) } else { NO_STACK };
             history.push(Event {
                 time_ns: self.now_ns(),
                 action: Action::Free,
@@ -372,6 +401,8 @@ impl Sink {
         let mut state = self.lock();
         state.generation = state.generation.wrapping_add(1);
         let generation = state.generation;
+        let stacks = config.is_some_and(|c| c.stacks);
+        self.stacks_generation.store(if stacks { u64::from(generation) } else { NO_STACKS }, Ordering::Release);
         let old = std::mem::replace(&mut state.history, config.map(|config| History::new(config, generation)));
         drop(state);
         // A large ring is freed outside the lock.
@@ -387,8 +418,39 @@ impl Sink {
         let id = history.intern(stack);
         let generation = history.generation;
         drop(state);
-        NEXT_STACK.with(|next| next.set(Some((generation, id))));
-        (id != NO_STACK).then_some(id)
+        NEXT_STACK.with(|next| next.set(Some((generation, id.map_or(NO_STACK, StackRef::from)))));
+        id
+    }
+
+    /// Marks the provisional stack `sequence` of this thread ([`history::provisional`]),
+    /// which its JS layer holds unread, as the stack of its next allocation. `false` (and
+    /// nothing marked) when recording `generation` is not the one taking stacks now.
+    pub fn set_next_stack_provisional(&self, generation: u32, sequence: u64) -> bool {
+        if self.stacks_generation.load(Ordering::Acquire) != u64::from(generation) {
+            return false;
+        }
+        NEXT_STACK.with(|next| next.set(Some((generation, history::provisional(thread_number(), sequence)))));
+        true
+    }
+
+    /// The id of `text` in recording `generation`'s table; `None` when that recording is
+    /// over or takes no stacks, or its table is full.
+    pub fn intern_stack(&self, generation: u32, text: &str) -> Option<u32> {
+        let mut state = self.lock();
+        state.history.as_mut().filter(|h| h.config.stacks && h.generation == generation)?.intern(text)
+    }
+
+    /// This thread's provisional stacks `sequences` of recording `generation` were read:
+    /// `ids[i]` (an interned id, or [`NO_STACK`]) stands for `sequences[i]` from now on (see
+    /// [`History::resolve`]; the first `live` are live allocations'). Nothing when that
+    /// recording is over.
+    pub fn resolve_stacks(&self, generation: u32, sequences: &[u64], ids: &[StackRef], live: usize) {
+        let thread = thread_number();
+        let stacks: Vec<StackRef> = sequences.iter().map(|&s| history::provisional(thread, s)).collect();
+        let mut state = self.lock();
+        if let Some(h) = state.history.as_mut().filter(|h| h.generation == generation) {
+            h.resolve(&stacks, ids, live);
+        }
     }
 
     /// Marks stack `id` of recording `generation` (as [`Sink::set_next_stack`] returned it)
@@ -402,9 +464,18 @@ impl Sink {
             .is_some_and(|h| h.config.stacks && h.generation == generation && (id as usize) < h.stacks().len());
         drop(state);
         if known {
-            NEXT_STACK.with(|next| next.set(Some((generation, id))));
+            NEXT_STACK.with(|next| next.set(Some((generation, StackRef::from(id)))));
         }
         known
+    }
+
+    /// This thread's provisional stacks that recording `generation` still names (see
+    /// [`history::Referenced`]); `None` when that recording is over or takes no stacks.
+    pub fn referenced_stacks(&self, generation: u32) -> Option<history::Referenced> {
+        let thread = thread_number();
+        let state = self.lock();
+        let h = state.history.as_ref().filter(|h| h.generation == generation && h.config.stacks)?;
+        Some(h.referenced(thread))
     }
 
     /// The generation of the recording now (what [`Sink::set_next_stack_id`] compares).
@@ -534,9 +605,9 @@ mod tests {
         sink.record(Some(HistoryConfig { max_entries: 8, stacks: true }));
         let generation = sink.recording_generation();
         let id = sink.set_next_stack("at f (a.js:1:1)").unwrap();
-        assert_eq!(Sink::take_next_stack(), Some((generation, id)));
+        assert_eq!(Sink::take_next_stack(), Some((generation, StackRef::from(id))));
         assert!(sink.set_next_stack_id(generation, id));
-        assert_eq!(Sink::take_next_stack(), Some((generation, id)), "the id names the stack again");
+        assert_eq!(Sink::take_next_stack(), Some((generation, StackRef::from(id))), "the id names the stack again");
         assert!(!sink.set_next_stack_id(generation, id + 1), "an id the recording never gave");
         assert_eq!(Sink::take_next_stack(), None);
         sink.record(Some(HistoryConfig { max_entries: 8, stacks: true }));
@@ -544,6 +615,39 @@ mod tests {
         assert_eq!(Sink::take_next_stack(), None);
         sink.record(Some(HistoryConfig { max_entries: 8, stacks: false }));
         assert!(!sink.set_next_stack_id(sink.recording_generation(), 0), "stacks off");
+    }
+
+    #[test]
+    fn a_provisional_stack_is_recorded_and_read_later_for_its_recording_only() {
+        let sink = Sink::new(false);
+        let a = device();
+        assert!(!sink.set_next_stack_provisional(sink.recording_generation(), 1), "no recording");
+        sink.record(Some(HistoryConfig { max_entries: 8, stacks: false }));
+        assert!(!sink.set_next_stack_provisional(sink.recording_generation(), 1), "stacks off");
+        sink.record(Some(HistoryConfig { max_entries: 8, stacks: true }));
+        let generation = sink.recording_generation();
+        assert!(!sink.set_next_stack_provisional(generation.wrapping_sub(1), 1), "an ended recording");
+        assert_eq!(Sink::take_next_stack(), None);
+        assert!(sink.set_next_stack_provisional(generation, 1));
+        let live = sink.allocated(&a, UsmKind::Host, 0x1000, 10, 512, Source::Runtime, Sink::take_next_stack());
+        assert!(sink.set_next_stack_provisional(generation, 2));
+        let gone = sink.allocated(&a, UsmKind::Host, 0x2000, 10, 512, Source::Runtime, Sink::take_next_stack());
+        sink.released(gone, UsmKind::Host, 0x2000, 10, 512, true);
+        let thread = thread_number();
+        assert_eq!(history::sequence_of(live.stack, thread), Some(1));
+        // Read: the live one (listed first) and the freed one, whose events name it.
+        let f = sink.intern_stack(generation, "at f (a.js:1:1)").unwrap();
+        let g = sink.intern_stack(generation, "at g (a.js:2:1)").unwrap();
+        assert_eq!(sink.intern_stack(generation.wrapping_add(1), "at h (a.js:3:1)"), None);
+        sink.resolve_stacks(generation, &[1, 2], &[StackRef::from(f), StackRef::from(g)], 1);
+        let stacks = sink.with_history(|h| h.unwrap().events().map(|e| e.stack).collect::<Vec<_>>());
+        assert_eq!(stacks, [f, g, g].map(StackRef::from));
+        sink.released(live, UsmKind::Host, 0x1000, 10, 512, true);
+        let last = sink.with_history(|h| h.unwrap().events().last().unwrap().stack);
+        assert_eq!(last, StackRef::from(f), "the end of a live allocation read names the id");
+        // Another thread's number never matches this one's.
+        let other = std::thread::spawn(thread_number).join().unwrap();
+        assert_ne!(other, thread);
     }
 
     #[test]

@@ -585,7 +585,7 @@ impl Pool {
         kind: UsmKind,
         nbytes: u64,
         alignment: u64,
-        stack: Option<(u32, u32)>,
+        stack: crate::memory::observe::PendingStack,
     ) -> Result<(Block, Origin)> {
         let Some(slot) = slot(kind) else {
             return Err(MemoryError::UnknownKindAllocation);

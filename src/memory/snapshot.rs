@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::memory::allocation::Allocation;
-use crate::memory::history::{Event, HistoryConfig, NO_STACK};
+use crate::memory::history::{self, Event, HistoryConfig, StackRef, NO_STACK};
 use crate::memory::observe::DeviceFigures;
 use crate::memory::pool::{CachedBlock, Pool};
 use crate::runtime::{Address, UsmKind};
@@ -17,8 +17,9 @@ pub struct LiveBlock {
     pub size: u64,
     pub kind: UsmKind,
     pub device: u16,
-    /// An index of [`Recording::stacks`], or [`NO_STACK`] (none, or from an earlier recording).
-    pub stack: u32,
+    /// An index of [`Recording::stacks`], or [`NO_STACK`] (none, or from an earlier
+    /// recording), or a provisional stack another thread has not read yet.
+    pub stack: StackRef,
     /// When it was allocated (ns since the sink's epoch), if a recording saw it.
     pub time_ns: Option<u64>,
 }
@@ -28,6 +29,9 @@ pub struct Recording {
     pub config: HistoryConfig,
     pub dropped: u64,
     pub stacks_refused: u64,
+    /// Events and live blocks whose stack another thread holds unread (see
+    /// `memory::history`): listed with none.
+    pub stacks_unread: u64,
     pub events: Vec<Event>,
     pub stacks: Vec<Arc<str>>,
 }
@@ -53,6 +57,7 @@ pub fn take(pool: &Pool) -> Snapshot {
                 config: h.config,
                 dropped: h.dropped,
                 stacks_refused: h.stacks_refused,
+                stacks_unread: 0,
                 events: h.events().copied().collect(),
                 stacks: h.stacks().to_vec(),
             }),
@@ -78,6 +83,21 @@ pub fn take(pool: &Pool) -> Snapshot {
     }
     // The holders go now, outside every lock (one may be the last reference).
     drop(holders);
+    let mut recording = recording;
+    if let Some(r) = recording.as_mut() {
+        // A live block's stack read since its allocation is looked up in the recording.
+        if live.iter().any(|b| history::is_provisional(b.stack)) {
+            sink.with_history(|h| {
+                if let Some(h) = h.filter(|h| Some(h.generation) == generation) {
+                    for block in &mut live {
+                        block.stack = h.live_stack(block.stack);
+                    }
+                }
+            });
+        }
+        let unread = r.events.iter().map(|e| e.stack).chain(live.iter().map(|b| b.stack));
+        r.stacks_unread = unread.filter(|&s| history::is_provisional(s)).count() as u64;
+    }
     Snapshot {
         epoch_unix_ms: sink.epoch_unix_ms(),
         time_ns: sink.elapsed_ns(),
@@ -152,6 +172,7 @@ mod tests {
         let b = Allocation::new(pool, &queue, UsmKind::Host, 2000, 0).unwrap();
         drop(b);
         let snapshot = take(pool);
+        assert_eq!(snapshot.recording.as_ref().unwrap().stacks_unread, 0);
         assert_eq!(snapshot.live.len(), 2);
         let live_a = snapshot.live.iter().find(|l| l.address == a.address()).unwrap();
         let recording = snapshot.recording.as_ref().unwrap();
@@ -165,6 +186,42 @@ mod tests {
         assert_eq!(actions, [Action::Alloc, Action::Alloc, Action::Free]);
         assert_eq!(recording.events[1].stack, NO_STACK, "the stack went with the first allocation only");
         assert_eq!(snapshot.devices.len(), 1);
+    }
+
+    #[test]
+    fn provisional_stacks_are_listed_while_named_and_read_ones_are_snapshot_as_ids() {
+        let pool = own_pool();
+        let context = FakeContext::new(3004, FakeDevice::new(1 << 34, 1 << 34));
+        let queue = context.queue();
+        let sink = pool.sink();
+        assert!(sink.referenced_stacks(sink.recording_generation()).is_none(), "no recording");
+        sink.record(Some(HistoryConfig { max_entries: 3, stacks: true }));
+        let generation = sink.recording_generation();
+        let mut allocations = Vec::new();
+        for sequence in 1..=4 {
+            assert!(sink.set_next_stack_provisional(generation, sequence));
+            allocations.push(Allocation::new(pool, &queue, UsmKind::Host, 100, 0).unwrap());
+        }
+        // The ring holds the last three allocations; 1 and 2 are freed, 3 and 4 live.
+        allocations.drain(..2);
+        let r = sink.referenced_stacks(generation).unwrap();
+        assert_eq!((r.live, r.named, r.holes, r.live_allocations), (vec![3, 4], Some((1, 4)), vec![], 2));
+        let snapshot = take(pool);
+        assert_eq!(snapshot.recording.as_ref().unwrap().stacks_unread, 5, "three events and two live blocks, unread");
+        let id = StackRef::from(sink.intern_stack(generation, "at f (a.js:1:1)").unwrap());
+        sink.resolve_stacks(generation, &[3, 4, 2], &[id, NO_STACK, id], 2);
+        let r = sink.referenced_stacks(generation).unwrap();
+        assert_eq!((r.live, r.named, r.holes), (vec![], Some((1, 1)), vec![]), "read ones are no longer named");
+        let snapshot = take(pool);
+        let mut live: Vec<StackRef> = snapshot.live.iter().map(|b| b.stack).collect();
+        live.sort_unstable();
+        assert_eq!(live, [id, NO_STACK], "one read, one refused (a full table)");
+        assert_eq!(snapshot.recording.as_ref().unwrap().stacks_unread, 1, "the free of 1");
+        assert!(sink.set_next_stack_provisional(generation, 6));
+        allocations.push(Allocation::new(pool, &queue, UsmKind::Host, 100, 0).unwrap());
+        let r = sink.referenced_stacks(generation).unwrap();
+        assert_eq!((r.live, r.named, r.holes), (vec![6], Some((1, 6)), vec![2, 3, 4, 5]), "a range and its holes");
+        assert!(sink.referenced_stacks(generation.wrapping_add(1)).is_none(), "another recording");
     }
 
     #[test]
