@@ -1,6 +1,6 @@
 // The native binding as `lib/` calls it: every function the `.node` exports, written by
 // hand (the napi-rs functions as `npm run build` declares them in target/binding.d.ts,
-// and the fast calls `src/js/memory.rs` and `src/js/observe.rs` define themselves). `lib/*.js` are checked against
+// and the fast calls `src/js/memory.rs`, `src/js/observe.rs` and `src/js/transport.rs` define themselves). `lib/*.js` are checked against
 // it (`// @ts-check`, `tsc -p lib` in `npm test`); __test__/types.spec.mjs checks that it
 // names exactly what the binding exports.
 
@@ -366,8 +366,11 @@ export function ucxStart(drain: () => void, spinUs: number): number
 /** What the worker's library is, whether it moves CUDA memory, and its counts, as JSON: `{ library, cudaMemory, inFlight, endpoints, listeners, maps, rkeys }`. */
 export function ucxInfo(token: number): string
 
-/** Progresses the worker and returns what happened, as JSON: `[spin, { op, error?, length, tag }, { accepted: endpoint, listener }, { failed: endpoint }, ...]` (tags as decimal strings; `spin` 1: progress again on the loop's next turn, 0: the fd is armed). */
-export function ucxProgress(token: number): string
+/** A fast call (`src/js/transport.rs`): progresses the worker and writes what happened into `records`: the count, then records of five numbers `[kind, op, length, tagHi, tagLo]` (kind 1: the op succeeded; 2: an event whose object `ucxNextEvent` returns). Returns 0 (the fd is armed), 1 (progress again on the loop's next turn) or 2 (more than `records` holds: progress again now). */
+export function ucxProgress(token: number, records: Float64Array): number
+
+/** The next event object `ucxProgress` announced, as JSON: `{ op, error }`, `{ accepted: endpoint, listener }`, `{ acceptFailed: listener, error }` or `{ failed: endpoint }`; `null` when none. */
+export function ucxNextEvent(token: number): string
 
 /** Listens on `host`:`port`; returns `[listenerId, port]`. */
 export function ucxListen(token: number, host: string, port: number): Float64Array

@@ -39,7 +39,7 @@ function unavailableError() {
 function ensureWorker() {
   if (worker !== null) return worker;
   if (!available().available) throw unavailableError();
-  const state = { token: 0, ops: new Map(), listeners: new Map(), endpoints: new Map(), scheduled: false };
+  const state = { token: 0, ops: new Map(), listeners: new Map(), endpoints: new Map(), scheduled: false, records: new Float64Array(1 + RECORD_SLOTS * RECORDS) };
   try {
     state.token = native.ucxStart(() => drain(state), SPIN_US);
   } catch (error) {
@@ -72,47 +72,81 @@ function schedule(state) {
 // keeps progressing it (`ucxProgress` spins up to a slice, then the loop takes a turn and
 // the drain asks again) instead of sleeping on its event fd: a wake-up through the fd costs
 // tens of microseconds, which a ping-pong pays on every message. Once nothing has happened
-// for the window, or nothing is in flight, the fd is armed and the loop sleeps on it.
-// Spinning pays only where the peer has a core of its own: on a machine of two cores or
-// fewer the default is the fd alone. DPCTL_MEMORY_UCX_SPIN_US sets it (0: the fd only).
+// for the window, or nothing is in flight, the fd is armed and the loop sleeps on it. The
+// spin yields the core between polls, so a peer or another process waiting for this core
+// gets it (on a machine of few cores, or a loaded one). DPCTL_MEMORY_UCX_SPIN_US sets the
+// window (0: the fd only).
+const DEFAULT_SPIN_US = 200;
 const SPIN_US = spinMicroseconds(process.env.DPCTL_MEMORY_UCX_SPIN_US);
 
 function spinMicroseconds(given) {
-  const fallback = require('node:os').availableParallelism() > 2 ? 200 : 0;
+  const fallback = DEFAULT_SPIN_US;
   const us = given === undefined || given === '' ? fallback : Number(given);
   return Number.isFinite(us) && us >= 0 ? us : fallback;
 }
 
+// What `ucxProgress` writes into `state.records`: the count, then records of
+// RECORD_SLOTS numbers, [kind, op, length, tagHi, tagLo]. RECORD_DONE: an operation that
+// succeeded; RECORD_EVENT: anything else, whose object `ucxNextEvent` returns (a failed
+// operation, an accepted connection, a failed endpoint). No JSON on the way of a message.
+const RECORD_SLOTS = 5;
+const RECORDS = 256;
+const RECORD_DONE = 1;
+
 /** Progresses the worker and settles what completed. */
 function drain(state) {
-  // The first element: 1 while the binding spins (progress again on the next turn), 0 once
-  // the fd is armed.
-  const events = JSON.parse(call(native.ucxProgress, state.token));
-  if (events[0] === 1) schedule(state);
-  for (let i = 1; i < events.length; i++) {
-    const event = events[i];
-    if (event.op !== undefined) {
-      const op = state.ops.get(event.op);
-      if (op === undefined) continue;
-      state.ops.delete(event.op);
-      if (event.error !== undefined) op.reject(makeError(event.error.errorClass, event.error.message, event.error.code));
-      else op.resolve({ nbytes: event.length, tag: BigInt(event.tag) });
-    } else if (event.accepted !== undefined) {
-      const listener = state.listeners.get(event.listener);
-      const endpoint = new UcxEndpoint(INTERNAL, state, event.accepted, 'a client');
-      if (listener === undefined) endpoint.close({ force: true }).catch(() => {});
-      else listener._accepted(endpoint);
-    } else if (event.failed !== undefined) {
-      const endpoint = state.endpoints.get(event.failed);
-      if (endpoint !== undefined) endpoint._failed();
+  const records = state.records;
+  let next;
+  do {
+    // 0: the fd is armed; 1: the binding spins (progress again on the next turn); 2: more
+    // happened than the records hold (progress again now).
+    next = call(native.ucxProgress, state.token, records);
+    const count = records[0];
+    for (let i = 0, at = 1; i < count; i++, at += RECORD_SLOTS) {
+      if (records[at] === RECORD_DONE) settle(state, records[at + 1], records[at + 2], records[at + 3], records[at + 4]);
+      else handle(state, JSON.parse(call(native.ucxNextEvent, state.token)));
     }
+  } while (next === 2);
+  if (next === 1) schedule(state);
+}
+
+/** Resolves op `id`, which succeeded: a receive with `{ nbytes, tag }`, any other op with undefined. */
+function settle(state, id, length, tagHi, tagLo) {
+  const op = state.ops.get(id);
+  if (op === undefined) return;
+  state.ops.delete(id);
+  if (op.tag === null) op.resolve(undefined);
+  // Under a full mask the sender's tag is the one asked for.
+  else op.resolve({ nbytes: length, tag: op.exact ? op.tag : (BigInt(tagHi) << 32n) | BigInt(tagLo) });
+}
+
+/** What the binding reports besides successes: a failed op, an accepted connection, a failed endpoint. */
+function handle(state, event) {
+  if (event === null) return;
+  if (event.op !== undefined) {
+    const op = state.ops.get(event.op);
+    if (op === undefined) return;
+    state.ops.delete(event.op);
+    op.reject(makeError(event.error.errorClass, event.error.message, event.error.code));
+  } else if (event.accepted !== undefined) {
+    const listener = state.listeners.get(event.listener);
+    const endpoint = new UcxEndpoint(INTERNAL, state, event.accepted, 'a client');
+    if (listener === undefined) endpoint.close({ force: true }).catch(() => {});
+    else listener._accepted(endpoint);
+  } else if (event.failed !== undefined) {
+    const endpoint = state.endpoints.get(event.failed);
+    if (endpoint !== undefined) endpoint._failed();
   }
 }
 
-/** The Promise of op `id` in flight, holding `operands` until it settles. */
-function pending(state, id, operands) {
+/**
+ * The Promise of op `id` in flight, holding `operands` until it settles. It resolves with
+ * undefined, or for a receive (`tag` not null: the tag asked for, `exact`: under a full
+ * mask) with `{ nbytes, tag }`.
+ */
+function pending(state, id, operands, tag = null, exact = false) {
   return new Promise((resolve, reject) => {
-    state.ops.set(id, { resolve, reject, operands });
+    state.ops.set(id, { resolve, reject, operands, tag, exact });
     schedule(state);
   });
 }
@@ -209,7 +243,7 @@ class UcxEndpoint {
       const tagValue = tagArg(tag, 'tag', 0n);
       const [handle, host] = operandArg(source, 'source');
       const id = call(native.ucxSend, self.#state.token, self.#id, handle, host, hi(tagValue), lo(tagValue));
-      return id === 0 ? Promise.resolve() : pending(self.#state, id, source).then(() => undefined);
+      return id === 0 ? Promise.resolve() : pending(self.#state, id, source);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -229,7 +263,7 @@ class UcxEndpoint {
       const [handle, host] = operandArg(destination, 'destination');
       const id = call(native.ucxRecv, self.#state.token, self.#id, handle, host, hi(tagValue), lo(tagValue), hi(mask), lo(mask));
       // Negative: the message had come and the receive completed at once (-1 - its length).
-      return id < 0 ? Promise.resolve({ nbytes: -1 - id, tag: tagValue }) : pending(self.#state, id, destination);
+      return id < 0 ? Promise.resolve({ nbytes: -1 - id, tag: tagValue }) : pending(self.#state, id, destination, tagValue, mask === ALL_TAG_BITS);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -261,7 +295,7 @@ class UcxEndpoint {
       if (!(key instanceof UcxRemoteKey)) throw typeError(`key must be a UcxRemoteKey, not ${display(key)}`);
       const [handle, host] = operandArg(buffer, write ? 'source' : 'destination');
       const rkey = key._id();
-      return operation(self.#state, () => native.ucxRma(self.#state.token, write, rkey, at, handle, host), [buffer, key]).then(() => undefined);
+      return operation(self.#state, () => native.ucxRma(self.#state.token, write, rkey, at, handle, host), [buffer, key]);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -271,7 +305,7 @@ class UcxEndpoint {
   flush() {
     const self = UcxEndpoint.#live(this, 'flush');
     try {
-      return operation(self.#state, () => native.ucxFlush(self.#state.token, self.#id), null).then(() => undefined);
+      return operation(self.#state, () => native.ucxFlush(self.#state.token, self.#id), null);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -304,7 +338,7 @@ class UcxEndpoint {
       if (id < 0) return undefined;
       return new Promise((resolve) => {
         // A close completes even when the peer is gone: it never rejects.
-        state.ops.set(id, { resolve: () => resolve(), reject: () => resolve(), operands: null });
+        state.ops.set(id, { resolve: () => resolve(), reject: () => resolve(), operands: null, tag: null, exact: false });
         schedule(state);
       });
     }).then(() => {
@@ -494,7 +528,7 @@ function connect(options) {
     const [id, op] = call(native.ucxConnect, state.token, address, wanted);
     const endpoint = new UcxEndpoint(INTERNAL, state, id, `${address}:${wanted}`);
     return new Promise((resolve, reject) => {
-      state.ops.set(op, { resolve: () => resolve(endpoint), reject, operands: null });
+      state.ops.set(op, { resolve: () => resolve(endpoint), reject, operands: null, tag: null, exact: false });
       schedule(state);
     });
   } catch (error) {

@@ -13,7 +13,7 @@
 //! worker is `ERR_UCX_WRONG_THREAD`.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -39,8 +39,9 @@ use crate::runtime::ReadBytes;
 enum Held {
     /// Memory of ours: its allocation.
     Memory(UsmMemory),
-    /// JS memory UCX may use directly, and the JS value (kept from collection).
-    Direct(HostSide, TaskRef),
+    /// JS memory UCX may use directly (`HostSide` holds what keeps it: the
+    /// `SharedArrayBuffer`, or the allocation under a USM-backed view).
+    Direct(HostSide),
     /// A receive into a plain `ArrayBuffer`: the op's own buffer, copied into the JS
     /// value when the receive completes.
     BounceIn(Scratch, TaskRef),
@@ -74,7 +75,27 @@ struct State {
     spin: Duration,
     /// When the worker last did something (an operation posted or completed).
     busy_at: Instant,
+    /// What happened and is not handed to JS yet (more than its records array holds).
+    backlog: VecDeque<Record>,
+    /// The objects of the `Event` records handed to JS, for `ucxNextEvent`, in order.
+    events: VecDeque<String>,
 }
+
+/// One thing that happened, as `ucxProgress` hands it to JS.
+enum Record {
+    /// An operation that completed successfully: its op id, length and the sender's tag.
+    Done { op: u64, length: u64, tag: u64 },
+    /// Anything else (a failed operation, an accepted connection, a failed endpoint), as
+    /// the JSON object `ucxNextEvent` returns.
+    Event(String),
+}
+
+/// The slots of one record in the array `ucxProgress` fills: `[kind, op, length, tagHi,
+/// tagLo]`, kind `RECORD_DONE` or `RECORD_EVENT` (its object from `ucxNextEvent`; the
+/// other slots unused).
+const RECORD_SLOTS: usize = 5;
+const RECORD_DONE: f64 = 1.0;
+const RECORD_EVENT: f64 = 2.0;
 
 /// The longest one `ucxProgress` spins before it lets the event loop take a turn (and
 /// JS asks again): what the spin may delay other work of the loop by.
@@ -202,6 +223,8 @@ pub fn ucx_start(env: &Env, drain: Unknown, spin_us: f64) -> napi::Result<f64> {
             listeners: HashSet::new(),
             spin: Duration::from_nanos((spin_us.clamp(0.0, 1e6) * 1e3) as u64),
             busy_at: Instant::now(),
+            backlog: VecDeque::new(),
+            events: VecDeque::new(),
         })
     });
     // The worker goes with the environment (a worker thread that ends).
@@ -245,25 +268,31 @@ fn error_json(err: &MemoryError) -> String {
     ])
 }
 
-/// Progresses the worker and returns what happened, as JSON: `[next, { op, error?, length,
-/// tag }, { accepted: endpoint, listener }, { failed: endpoint }, ...]` (tags as decimal
-/// strings). `next` says when to call again: 0 never (the fd is armed: it wakes the loop at
-/// the next event), 1 on the loop's next turn (operations are in flight and the worker was
-/// busy within the spin window; the fd is left unarmed, and with nothing come yet this
-/// call kept progressing for up to `SPIN_SLICE` first).
-#[napi]
-pub fn ucx_progress(env: &Env, token: f64) -> napi::Result<String> {
-    let mut out = Vec::new();
+/// Progresses the worker and writes what happened into `records` (a `Float64Array`):
+/// `records[0]` is the count, then that many records of `RECORD_SLOTS` (see there; tags as
+/// two 32-bit halves). Returns when to call again: 0 never (the fd is armed: it wakes the
+/// loop at the next event), 1 on the loop's next turn (operations are in flight and the
+/// worker was busy within the spin window; the fd is left unarmed, and with nothing come
+/// yet this call kept progressing for up to `SPIN_SLICE` first), 2 at once (more happened
+/// than `records` holds).
+fn ucx_progress(env: &Env, token: f64, records: &Unknown) -> napi::Result<f64> {
+    let target = ffi::host_bytes(env, records)?
+        .filter(|b| b.byte_length() >= (1 + RECORD_SLOTS) * 8)
+        .ok_or_else(|| MemoryError::NotHostBuffer { what: "records".into() })
+        .or_throw(env)?;
+    let capacity = (target.byte_length() / 8 - 1) / RECORD_SLOTS;
     let mut copies = Vec::new();
     let mut next = 0;
+    let mut slots = vec![0.0f64];
     with_state(env, token, |s| {
         let started = Instant::now();
-        loop {
+        // What an earlier call could not hand out goes first.
+        while s.backlog.is_empty() {
             let events = s.worker.progress_events();
             let came = !events.is_empty();
             if came {
                 s.busy_at = Instant::now();
-                s.settle(events, &mut out, &mut copies);
+                s.settle(events, &mut copies);
             }
             let now = Instant::now();
             let open = !s.book.is_empty() && now.duration_since(s.busy_at) < s.spin;
@@ -273,11 +302,32 @@ pub fn ucx_progress(env: &Env, token: f64) -> napi::Result<String> {
                 }
                 continue;
             }
-            if came || !out.is_empty() || now.duration_since(started) >= SPIN_SLICE {
+            if came || !s.backlog.is_empty() || now.duration_since(started) >= SPIN_SLICE {
                 next = 1;
                 break;
             }
-            std::hint::spin_loop();
+            // A peer on this core (a loaded machine) gets it meanwhile.
+            std::thread::yield_now();
+        }
+        let count = s.backlog.len().min(capacity);
+        for record in s.backlog.drain(..count) {
+            match record {
+                Record::Done { op, length, tag } => slots.extend([
+                    RECORD_DONE,
+                    op as f64,
+                    length as f64,
+                    (tag >> 32) as f64,
+                    (tag & 0xffff_ffff) as f64,
+                ]),
+                Record::Event(event) => {
+                    s.events.push_back(event);
+                    slots.extend([RECORD_EVENT, 0.0, 0.0, 0.0, 0.0]);
+                }
+            }
+        }
+        slots[0] = count as f64;
+        if !s.backlog.is_empty() {
+            next = 2;
         }
         s.update_activity();
         Ok(())
@@ -286,8 +336,29 @@ pub fn ucx_progress(env: &Env, token: f64) -> napi::Result<String> {
     for (scratch, target, length) in copies {
         copy_in(env, &scratch, &target, length)?;
     }
-    out.insert(0, next.to_string());
-    Ok(json::array(out))
+    let bytes: Vec<u8> = slots.iter().flat_map(|slot| slot.to_ne_bytes()).collect();
+    target.with_bytes(|dst| crate::host::host_memcpy(dst, ReadBytes::of_slice(&bytes)));
+    Ok(f64::from(next))
+}
+
+/// The object of the next `Event` record `ucxProgress` handed out, as JSON: `{ op, error }`
+/// (a failed operation), `{ accepted: endpoint, listener }`, `{ acceptFailed: listener,
+/// error }` or `{ failed: endpoint }`; `null` when there is none.
+#[napi]
+pub fn ucx_next_event(env: &Env, token: f64) -> napi::Result<String> {
+    with_state(env, token, |s| Ok(s.events.pop_front().unwrap_or_else(|| "null".into())))
+}
+
+fn fast_ucx_progress(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    let next = ucx_progress(env, ffi::f64_arg(env, &args[0])?, &args[1])?;
+    ffi::js_f64(env, next)
+}
+
+/// Puts this file's fast calls on `exports` (as `memory::define_fast_calls` does its own):
+/// `ucxProgress(token, records)`, called on every wake-up, where napi-rs's per-call
+/// machinery would cost more than the call's own work when nothing came.
+pub fn define_fast_calls(env: &Env, exports: &mut napi::bindgen_prelude::Object) -> napi::Result<()> {
+    ffi::define_fast(env, exports, "ucxProgress", fast_ucx_progress)
 }
 
 /// Copies what a receive into a plain `ArrayBuffer` got into the buffer as it is now.
@@ -301,10 +372,10 @@ fn copy_in(env: &Env, scratch: &Scratch, target: &TaskRef, length: u64) -> napi:
 }
 
 impl State {
-    /// Turns what `progress_events` reported into JSON records (`out`), releasing what the
+    /// Turns what `progress_events` reported into records (`backlog`), releasing what the
     /// completed ops held, except receives into plain `ArrayBuffer`s (`copies`, to copy
     /// out once the state is let go).
-    fn settle(&mut self, events: Vec<Event>, out: &mut Vec<String>, copies: &mut Vec<(Scratch, TaskRef, u64)>) {
+    fn settle(&mut self, events: Vec<Event>, copies: &mut Vec<(Scratch, TaskRef, u64)>) {
         let s = self;
         // Failures first: the receives they cancel come out of the next round.
         let mut again = false;
@@ -323,11 +394,11 @@ impl State {
                 Event::Completed(done) => {
                     let Some(op) = s.book.finish(done.id) else { continue };
                     let info = s.endpoints.get(&op.endpoint);
-                    let peer = info.map(|i| i.peer.clone()).unwrap_or_default();
                     let failed = info.and_then(|i| i.failed);
                     let closed = info.is_some_and(|i| i.closed);
                     let mut error = None;
                     if done.status != ucx::ucp::UCS_OK {
+                        let peer = info.map(|i| i.peer.clone()).unwrap_or_default();
                         let status = i32::from(done.status);
                         let text = failed
                             .filter(|_| done.status == ucx::ucp::UCS_ERR_CANCELED)
@@ -367,15 +438,12 @@ impl State {
                     if let (None, Held::BounceIn(scratch, target)) = (&error, op.held) {
                         copies.push((scratch, target, length));
                     }
-                    let mut fields = vec![("op", done.id.to_string())];
-                    match &error {
-                        Some(e) => fields.push(("error", error_json(e))),
-                        None => {
-                            fields.push(("length", done.length.to_string()));
-                            fields.push(("tag", json::string(&done.sender_tag.to_string())));
+                    s.backlog.push_back(match &error {
+                        Some(e) => {
+                            Record::Event(json::object(&[("op", done.id.to_string()), ("error", error_json(e))]))
                         }
-                    }
-                    out.push(json::object(&fields));
+                        None => Record::Done { op: done.id, length: done.length, tag: done.sender_tag },
+                    });
                 }
                 Event::Accepted { listener, endpoint } => {
                     if !s.listeners.contains(&listener) {
@@ -383,16 +451,19 @@ impl State {
                         continue;
                     }
                     s.endpoints.insert(endpoint, EndpointInfo { peer: "a client".into(), failed: None, closed: false });
-                    out.push(json::object(&[("accepted", endpoint.to_string()), ("listener", listener.to_string())]));
+                    s.backlog.push_back(Record::Event(json::object(&[
+                        ("accepted", endpoint.to_string()),
+                        ("listener", listener.to_string()),
+                    ])));
                 }
                 Event::AcceptFailed { listener, error } => {
-                    out.push(json::object(&[
+                    s.backlog.push_back(Record::Event(json::object(&[
                         ("acceptFailed", listener.to_string()),
                         ("error", error_json(&ucx_error(&error))),
-                    ]));
+                    ])));
                 }
                 Event::EndpointFailed { endpoint, .. } => {
-                    out.push(json::object(&[("failed", endpoint.to_string())]));
+                    s.backlog.push_back(Record::Event(json::object(&[("failed", endpoint.to_string())])));
                 }
             }
         }
@@ -499,7 +570,7 @@ fn operand(env: &Env, memory_id: f64, host: Option<Unknown>, writes: bool) -> na
         let len = bytes.byte_length() as u64;
         let side = if writes { HostSide::destination(env, &bytes)? } else { HostSide::source(env, &bytes)? };
         return Ok(match side {
-            HostSide::Direct { .. } => (bytes.address(), len, Held::Direct(side, TaskRef::new(&value)?)),
+            HostSide::Direct { .. } => (bytes.address(), len, Held::Direct(side)),
             HostSide::Bounce(Some(copy)) => (copy.as_ptr() as u64, len, Held::BounceOut(copy)),
             HostSide::Bounce(None) => {
                 let mut scratch =
