@@ -143,7 +143,7 @@ async function main() {
   }
   if (!tool) console.log('bench/ucx: no ucx_perftest (DPCTL_MEMORY_UCX_ROOT/bin or the cached wheel): ours only');
   const spin = process.env.DPCTL_MEMORY_UCX_SPIN_US;
-  const spinText = spin === undefined || spin === '' ? `default (${require('node:os').availableParallelism() > 2 ? 200 : 0} us)` : `${spin} us`;
+  const spinText = spin === undefined || spin === '' ? 'default (200 us)' : `${spin} us`;
   console.log(`bench/ucx: ${ucx.available().message}; devices: ${getDevices().map((d) => d.filterString).join(', ')}; spin window ${spinText}`);
   const rows = [];
   const row = (name, ours, peer, unit, ratio, target, met, gap) => {
