@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The other process of bench/ucx.js. `sink SIZE COUNT KIND`: receive COUNT messages of
-// SIZE bytes (tag 1) into memory of KIND (host or device), acknowledging each batch: after
-// the first (the warm-up) and after the last, with an 8-byte message of tag 2.
+// The other process of bench/ucx.js. `sink SIZE WARMUP COUNT KIND AHEAD`: receive WARMUP,
+// then COUNT messages of SIZE bytes (tag 1) into memory of KIND (host or device), with up
+// to AHEAD receives posted, acknowledging each batch with an 8-byte message of tag 2.
 // `pong COUNT`: answer COUNT 8-byte messages of tag 3 with tag 4.
 'use strict';
 const path = require('node:path');
@@ -14,19 +14,22 @@ async function main() {
   const endpoint = await listener.accept();
   listener.close();
   if (role === 'sink') {
-    const [size, count] = args.slice(0, 2).map(Number);
-    const dst = args[2] === 'device' ? new MemoryUSMDevice(size) : new MemoryUSMHost(size);
+    const [size, warmup, count] = args.slice(0, 3).map(Number);
+    const dst = args[3] === 'device' ? new MemoryUSMDevice(size) : new MemoryUSMHost(size);
+    const ahead = Number(args[4]);
     const ack = new Uint8Array(8);
-    await endpoint.recv(dst, { tag: 1n });
-    await endpoint.send(ack, { tag: 2n });
-    // The timed messages: receives posted up to 4 ahead, all into one buffer (as perftest).
-    const inFlight = [];
-    for (let i = 1; i < count; i++) {
-      inFlight.push(endpoint.recv(dst, { tag: 1n }));
-      if (inFlight.length >= 4) await inFlight.shift();
-    }
-    await Promise.all(inFlight);
-    await endpoint.send(ack, { tag: 2n });
+    // Receives posted up to `ahead` before the messages, all into one buffer (as perftest).
+    const batch = async (n) => {
+      const inFlight = [];
+      for (let i = 0; i < n; i++) {
+        inFlight.push(endpoint.recv(dst, { tag: 1n }));
+        if (inFlight.length >= ahead) await inFlight.shift();
+      }
+      await Promise.all(inFlight);
+      await endpoint.send(ack, { tag: 2n });
+    };
+    await batch(warmup);
+    await batch(count);
   } else {
     const count = Number(args[0]);
     const buffer = new Uint8Array(new SharedArrayBuffer(8));

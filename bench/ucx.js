@@ -5,7 +5,9 @@
 //   - 8-byte tag ping-pong latency (half a round trip); target: within 5 us of perftest's;
 //   - BENCH_UCX_DEVICE=1 (the H200): the same bandwidth row with device memory on both sides
 //     (MemoryUSMDevice against `ucx_perftest -m cuda`), target >= 0.9x; needs a UCX with CUDA
-//     transports (the wheel's: DPCTL_MEMORY_UCX_ROOT=<cache>/ucx-1.22.0/libucx).
+//     transports (the wheel's: DPCTL_MEMORY_UCX_ROOT=<cache>/ucx-1.22.0/libucx). Its rows
+//     time 256 messages after 8 warm-up ones (host rows: 16 after 1), perftest the same
+//     (-n, -w), so that the steady state is measured on both sides.
 // Our endpoints have UCX's peer failure handling, which UCX's shared-memory transports lack:
 // UCX leaves them out, and two processes of one host talk over TCP even when UCX_TLS names
 // shm. The same transport is therefore `ucx_perftest -e` (endpoints with error handling):
@@ -26,6 +28,16 @@ const { cachedPrefix } = require('../scripts/install-ucx.js');
 const QUICK = process.env.BENCH_QUICK === '1';
 const BW_SIZE = 256 * 2 ** 20;
 const BW_ITERS = QUICK ? 4 : 16;
+// Device memory moves at TB/s: 16 messages of 256 MiB take ~2 ms there, and fixed costs
+// (the ack's round trip, the first rendezvous, mapping the peer's memory) would weigh in
+// the figure. Its rows time many more, after warm-up messages outside the timing, and
+// perftest gets the same counts (-n, -w).
+const DEVICE_BW_ITERS = QUICK ? 8 : 256;
+/** [timed, warm-up] messages of a bandwidth row. */
+const bwCounts = (kind) => (kind === 'device' ? [DEVICE_BW_ITERS, QUICK ? 2 : 8] : [BW_ITERS, 1]);
+// Receives the sink keeps posted ahead of the messages (perftest's receiver keeps the
+// whole window posted): enough that a send never waits for its receive.
+const RECV_AHEAD = 16;
 const LAT_ITERS = QUICK ? 2000 : 20000;
 const TLS = (process.env.BENCH_UCX_TLS || 'tcp,shm').split(',');
 // tcp in the shm row is for the connection manager (our sockaddr handshake; perftest's own
@@ -81,29 +93,34 @@ function memoryOf(kind, size) {
   return kind === 'device' ? new MemoryUSMDevice(size) : new MemoryUSMHost(size);
 }
 
-/** Bandwidth: ITERS sends of 256 MiB into the peer's receives, timed to its ack. */
+/** Bandwidth: the row's timed sends of 256 MiB into the peer's receives, timed to its ack. */
 async function ourBandwidth(tls, kind) {
-  const peer = ourPeer('sink', tls, [String(BW_SIZE), String(BW_ITERS + 1), kind], kind);
+  const [iters, warmup] = bwCounts(kind);
+  const peer = ourPeer('sink', tls, [String(BW_SIZE), String(warmup), String(iters), kind, String(RECV_AHEAD)], kind);
   const { port } = await peer.next();
   const endpoint = await ucx.connect({ host: '127.0.0.1', port });
   const src = memoryOf(kind, BW_SIZE);
   src.memset(1);
   const ack = new Uint8Array(8);
-  // One warm-up message (registration caches, connection), then the timed ones.
+  const batch = async (count) => {
+    const sends = [];
+    for (let i = 0; i < count; i++) sends.push(endpoint.send(src, { tag: 1n }));
+    await Promise.all(sends);
+  };
+  // Warm-up messages (registration caches, the connection's lanes, the peer's memory
+  // mapped), acknowledged, then the timed ones.
   let acked = endpoint.recv(ack, { tag: 2n });
-  await endpoint.send(src, { tag: 1n });
+  await batch(warmup);
   await acked;
   acked = endpoint.recv(ack, { tag: 2n });
   const start = process.hrtime.bigint();
-  const sends = [];
-  for (let i = 0; i < BW_ITERS; i++) sends.push(endpoint.send(src, { tag: 1n }));
-  await Promise.all(sends);
+  await batch(iters);
   await acked;
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   await endpoint.close();
   src.free();
   peer.child.kill();
-  return { bandwidthGBs: (BW_SIZE * BW_ITERS) / seconds / 1e9 };
+  return { bandwidthGBs: (BW_SIZE * iters) / seconds / 1e9, iters };
 }
 
 /** Latency: 8-byte ping-pong, half the round trip. */
@@ -158,7 +175,8 @@ async function main() {
   for (const tls of TLS) {
     for (const kind of kinds) {
       const ours = await ourBandwidth(tls, kind);
-      const args = ['-t', 'tag_bw', '-s', String(BW_SIZE), '-n', String(BW_ITERS), ...(kind === 'device' ? ['-m', 'cuda'] : [])];
+      const [iters, warmup] = bwCounts(kind);
+      const args = ['-t', 'tag_bw', '-s', String(BW_SIZE), '-n', String(iters), '-w', String(warmup), ...(kind === 'device' ? ['-m', 'cuda'] : [])];
       for (const [suffix, flags] of [['', ['-e']], [' (perftest without -e)', []]]) {
         const peer = tool ? await runPerftest(tool, tls, [...args, ...flags], kind) : null;
         const ratio = peer ? ours.bandwidthGBs / peer.bandwidthGBs : null;
