@@ -180,7 +180,13 @@ impl Handles {
     /// The memory of a live handle (a cheap clone: two `Arc`s); `ERR_USM_FREED` after
     /// `memFree`. The one way to get a handle's memory.
     pub(crate) fn memory(&self, id: f64) -> Result<UsmMemory> {
-        self.memories.get(id).map(|handle| handle.memory.clone()).ok_or(MemoryError::Freed)
+        self.memory_ref(id).cloned()
+    }
+
+    /// The memory of a memory handle, borrowed: for a call that uses it while it holds the
+    /// handles and runs no JS meanwhile (no clone of its queue and owner to take back).
+    pub(crate) fn memory_ref(&self, id: f64) -> Result<&UsmMemory> {
+        self.memories.get(id).map(|handle| &handle.memory).ok_or(MemoryError::Freed)
     }
 
     /// A new device handle.

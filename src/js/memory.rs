@@ -249,13 +249,13 @@ pub fn mem_copy_from_host(env: &Env, memory_id: f64, src: Unknown) -> napi::Resu
 
 /// `copyFromDevice(src)`: another memory object into the start of this one.
 pub fn mem_copy_from_device(env: &Env, memory_id: f64, source_id: f64) -> napi::Result<()> {
-    let (memory, source) = lookup(env, |h| Ok((h.memory(memory_id)?, h.memory(source_id)?)))?;
-    memory.copy_from_device(process().host_copies(), &source).or_throw(env)
+    // The copy runs no JS, so it runs with the handles borrowed.
+    lookup(env, |h| h.memory_ref(memory_id)?.copy_from_device(process().host_copies(), h.memory_ref(source_id)?))
 }
 
 /// `memset(value)`: every byte of the memory.
 pub fn mem_memset(env: &Env, memory_id: f64, value: u32) -> napi::Result<()> {
-    lookup(env, |h| h.memory(memory_id))?.memset(value as u8).or_throw(env)
+    lookup(env, |h| h.memory_ref(memory_id)?.memset(value as u8))
 }
 
 /// `copyToHost` off the main thread. The JS layer keeps `dst` and the memory object
