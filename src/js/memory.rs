@@ -231,20 +231,25 @@ pub(crate) fn host_bytes(env: &Env, value: &Unknown, what: &str) -> napi::Result
 
 /// `copyToHost(dst)`: the whole memory into the start of a host buffer.
 pub fn mem_copy_to_host(env: &Env, memory_id: f64, dst: Unknown) -> napi::Result<()> {
-    let memory = lookup(env, |h| h.memory(memory_id))?;
     let bytes = host_bytes(env, &dst, "dst")?;
     let registration = crate::js::registration::vouched(env, &bytes)?;
-    bytes.with_bytes(|dst| memory.copy_to_host_via(process().host_copies(), dst, registration.as_deref())).or_throw(env)
+    // The copy runs no JS, so it runs with the handles borrowed.
+    lookup(env, |h| {
+        let memory = h.memory_ref(memory_id)?;
+        bytes.with_bytes(|dst| memory.copy_to_host_via(process().host_copies(), dst, registration.as_deref()))
+    })
 }
 
 /// `copyFromHost(src)`: a host buffer into the start of the memory.
 pub fn mem_copy_from_host(env: &Env, memory_id: f64, src: Unknown) -> napi::Result<()> {
-    let memory = lookup(env, |h| h.memory(memory_id))?;
     let bytes = host_bytes(env, &src, "src")?;
     let registration = crate::js::registration::vouched(env, &bytes)?;
-    bytes
-        .with_bytes(|src| memory.copy_from_host_via(process().host_copies(), src.as_read(), registration.as_deref()))
-        .or_throw(env)
+    lookup(env, |h| {
+        let memory = h.memory_ref(memory_id)?;
+        bytes.with_bytes(|src| {
+            memory.copy_from_host_via(process().host_copies(), src.as_read(), registration.as_deref())
+        })
+    })
 }
 
 /// `copyFromDevice(src)`: another memory object into the start of this one.
