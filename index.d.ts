@@ -1322,6 +1322,28 @@ export interface MemoryStats {
   device: KindMemoryStats
   host: KindMemoryStats
   shared: KindMemoryStats
+  /** Host memory the library keeps for copies, outside the pool (in no kind's figures). */
+  staging: StagingMemoryStats
+}
+
+/**
+ * Host memory kept for copies, which serves no allocation (so it is not in the host
+ * kind's `reservedBytes`): each figure with `current`, `peak`, `allocated`, `freed`.
+ */
+export interface StagingMemoryStats {
+  /**
+   * Pinned buffers the device's provider keeps for copies between pageable JS memory and
+   * the device (CUDA: two per copy lane, made at the first such copy, given back by
+   * `poolTrim()`); 0 on SYCL devices, whose runtime stages on its own.
+   */
+  pinnedBytes: MemoryStat
+  pinnedBuffers: MemoryStat
+  /**
+   * The process's pageable scratch blocks for async copies of plain JS memory, in use and
+   * kept idle for reuse (the same figures on every device).
+   */
+  scratchBytes: MemoryStat
+  scratchBlocks: MemoryStat
 }
 
 /**
@@ -1331,7 +1353,10 @@ export interface MemoryStats {
  */
 export declare function memoryStats(device?: SyclDevice | string): MemoryStats
 
-/** Sets the peaks of `device` (of every device when omitted) to the current figures. */
+/**
+ * Sets the peaks of `device` (of every device when omitted) to the current figures, its
+ * staging figures included (and the process's scratch figures, whichever device).
+ */
 export declare function resetPeakStats(device?: SyclDevice | string): void
 
 export interface RecordMemoryHistoryOptions {

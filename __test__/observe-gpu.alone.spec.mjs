@@ -50,3 +50,32 @@ for (const device of CUDA_DEVICES) {
     t.is(agree('all freed and trimmed'), 0);
   });
 }
+
+if (CUDA_DEVICES.length === 0) {
+  test.skip('the pinned staging buffers of pageable copies are counted as staging [no CUDA device: skipped]', () => {});
+}
+for (const device of CUDA_DEVICES) {
+  test.serial(`the pinned staging buffers of pageable copies are counted as staging, and poolTrim() frees them [${device.filterString}]`, (t) => {
+    const queue = queueFor(device);
+    poolTrim();
+    const pinned = () => memoryStats(device).staging;
+    t.is(pinned().pinnedBytes.current, 0, 'none before a staged copy');
+    const m = new MemoryUSMDevice(64 * MiB, { queue });
+    try {
+      const reservedHost = memoryStats(device).host.reservedBytes.current;
+      // A plain ArrayBuffer is pageable: a copy this large goes through the staging buffers.
+      m.copyFromHost(new Uint8Array(64 * MiB).fill(3));
+      const held = pinned();
+      t.true(held.pinnedBytes.current > 0 && held.pinnedBuffers.current >= 2, JSON.stringify(held.pinnedBytes));
+      t.is(held.pinnedBytes.current % held.pinnedBuffers.current, 0, 'buffers of one size');
+      t.is(memoryStats(device).host.reservedBytes.current, reservedHost, 'not in the host kind');
+      poolTrim();
+      const trimmed = pinned();
+      t.is(trimmed.pinnedBytes.current, 0, 'poolTrim() gives them back');
+      t.is(trimmed.pinnedBytes.freed - held.pinnedBytes.freed, held.pinnedBytes.current);
+      t.is(trimmed.pinnedBytes.peak, held.pinnedBytes.peak);
+    } finally {
+      m.free();
+    }
+  });
+}

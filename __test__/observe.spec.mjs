@@ -43,7 +43,36 @@ register('memoryStats() has the shape of PyTorch memory_stats() for the device, 
       t.is(typeof stats[kind][count], 'number', `${kind}.${count}`);
     }
   }
+  for (const figure of ['pinnedBytes', 'pinnedBuffers', 'scratchBytes', 'scratchBlocks']) {
+    t.deepEqual(Object.keys(stats.staging[figure]), ['current', 'peak', 'allocated', 'freed'], `staging.${figure}`);
+  }
+  t.deepEqual(stats.staging.pinnedBytes, { current: 0, peak: 0, allocated: 0, freed: 0 }, 'a SYCL device keeps no staging buffers of ours');
   t.throws(() => memoryStats(42), { instanceOf: TypeError, code: 'ERR_INVALID_ARG_TYPE' });
+});
+
+register('the host scratch of async copies is counted as staging, not as reserved host memory, from made to freed', async (t) => {
+  poolTrim();
+  const before = memoryStats(queue.syclDevice);
+  const m = new MemoryUSMDevice(3 << 20, { queue });
+  try {
+    // A plain ArrayBuffer is copied into scratch first (the task's own copy of it).
+    await m.copyFromHostAsync(new Uint8Array(3 << 20).fill(7));
+    const after = memoryStats(queue.syclDevice);
+    const made = after.staging.scratchBytes.allocated - before.staging.scratchBytes.allocated;
+    t.true(made >= 3 << 20, `a fresh block of the copy's size (the idle ones were trimmed): ${made}`);
+    t.true(after.staging.scratchBytes.current >= 3 << 20, 'kept for reuse');
+    t.true(after.staging.scratchBytes.peak >= after.staging.scratchBytes.current);
+    t.is(after.host.reservedBytes.current, before.host.reservedBytes.current, 'not in the host kind');
+    poolTrim();
+    const trimmed = memoryStats(queue.syclDevice);
+    t.is(trimmed.staging.scratchBytes.current, 0, 'poolTrim() frees the idle scratch');
+    t.is(trimmed.staging.scratchBlocks.current, 0);
+    t.true(trimmed.staging.scratchBytes.freed >= after.staging.scratchBytes.freed + (3 << 20));
+    resetPeakStats(queue.syclDevice);
+    t.is(memoryStats(queue.syclDevice).staging.scratchBytes.peak, 0, 'resetPeakStats() resets it');
+  } finally {
+    m.free();
+  }
 });
 
 for (const kind of ['device', 'host', 'shared']) {

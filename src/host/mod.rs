@@ -9,6 +9,7 @@ pub(crate) mod workers;
 
 use crate::error::{MemoryError, Result};
 use crate::host::workers::{run_pieces, Workers};
+use crate::runtime::held::Held;
 use crate::runtime::{ReadBytes, WriteBytes};
 use crate::sync::lock;
 
@@ -233,6 +234,8 @@ pub struct ScratchStore {
     kept: Mutex<Kept>,
     wake: Condvar,
     reaper: OnceLock<bool>,
+    /// Every block from made to freed, in use or kept (`memoryStats().staging`).
+    held: Held,
 }
 
 impl Default for ScratchStore {
@@ -247,7 +250,30 @@ impl ScratchStore {
             kept: Mutex::new(Kept::new(max, max_blocks, idle)),
             wake: Condvar::new(),
             reaper: OnceLock::new(),
+            held: Held::new(),
         }
+    }
+
+    /// The blocks made and freed so far, those in use and those kept.
+    pub(crate) fn held(&self) -> &Held {
+        &self.held
+    }
+
+    /// Frees `blocks` (outside the lock: unmapping a large block takes a while).
+    fn free(&self, blocks: Vec<Vec<u8>>) {
+        let bytes = blocks.iter().map(Vec::len).sum::<usize>();
+        let count = blocks.len();
+        drop(blocks);
+        if count > 0 {
+            self.held.freed(bytes as u64, count as u64);
+        }
+    }
+
+    /// `len` fresh bytes, counted.
+    fn fresh(&self, len: usize) -> Option<Vec<u8>> {
+        let block = zeroed_bytes(len)?;
+        self.held.made(len as u64, 1);
+        Some(block)
     }
 
     fn take(&self, len: usize) -> Option<Vec<u8>> {
@@ -256,7 +282,7 @@ impl ScratchStore {
             let expired = kept.expire(Instant::now());
             (kept.take(len), expired)
         };
-        drop(expired);
+        self.free(expired);
         block
     }
 
@@ -275,14 +301,18 @@ impl ScratchStore {
             }
             (refused, expired)
         };
-        drop((refused, expired));
+        let mut freed = expired;
+        freed.extend(refused);
+        self.free(freed);
         self.start_reaper();
     }
 
     /// Frees every idle (kept) block; returns the bytes freed. Blocks in use are untouched.
     pub(crate) fn trim_idle(&self) -> u64 {
         let blocks = lock(&self.kept).drain();
-        blocks.iter().map(Vec::len).sum::<usize>() as u64
+        let bytes = blocks.iter().map(Vec::len).sum::<usize>() as u64;
+        self.free(blocks);
+        bytes
     }
 
     /// `(blocks, bytes)` of idle blocks kept for reuse now.
@@ -312,7 +342,7 @@ impl ScratchStore {
             if !expired.is_empty() {
                 // Freed without the lock: unmapping a large block takes a while.
                 drop(kept);
-                drop(expired);
+                self.free(expired);
                 kept = lock(&self.kept);
                 continue;
             }
@@ -343,7 +373,7 @@ impl Scratch {
         let block = match store.take(len) {
             Some(block) => block,
             // Out of memory: the idle blocks may be what is in the way.
-            None => zeroed_bytes(len).or_else(|| (store.trim_idle() > 0).then(|| zeroed_bytes(len)).flatten())?,
+            None => store.fresh(len).or_else(|| (store.trim_idle() > 0).then(|| store.fresh(len)).flatten())?,
         };
         Some(Scratch { block, len, store })
     }
@@ -500,6 +530,25 @@ mod tests {
         assert_eq!(store.trim_idle(), 0, "a block in use is not idle");
         drop(in_use);
         assert_eq!(store.idle_stats(), (1, 1 << 20));
+        let held = store.held().figures();
+        assert_eq!((held.bytes.current, held.bytes.peak, held.bytes.freed), (1 << 20, (34 << 20) + 1, (34 << 20) + 1));
+        assert_eq!((held.blocks.current, held.blocks.allocated, held.blocks.freed), (1, 3, 2));
+    }
+
+    #[test]
+    fn every_block_is_held_from_made_to_freed_in_use_kept_refused_or_expired() {
+        let store: &'static ScratchStore = Box::leak(Box::new(ScratchStore::new(1 << 20, 1, Duration::ZERO)));
+        let (a, b) = (Scratch::new(store, 1000), Scratch::new(store, 2000));
+        assert_eq!(store.held().figures().bytes.current, 3000, "in use");
+        drop(a);
+        drop(b);
+        // One kept (one block at most), the other refused; the kept one expires (no idle
+        // time) at the next take, which makes a fresh block.
+        let c = Scratch::new(store, 10);
+        let held = store.held().figures();
+        assert_eq!((held.bytes.current, held.blocks.current), (10, 1), "{held:?}");
+        assert_eq!(held.bytes.freed, 3000);
+        drop(c);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::js::lookup::lookup;
 use crate::js::memory;
 use crate::js::state::{process, registry};
 use crate::memory::history::{self, Event, HistoryConfig, StackRef, NO_DEVICE, NO_STACK};
-use crate::memory::observe::Sink;
+use crate::memory::observe::{Sink, Staging};
 use crate::memory::snapshot::{self, Snapshot};
 use crate::memory::stats::{DeviceCounters, KindCounters, Stat};
 use crate::runtime::{Device, UsmKind};
@@ -69,7 +69,18 @@ fn kind_json(out: &mut String, c: &KindCounters) {
     );
 }
 
-/// `{ filterString, name, all, device, host, shared }`.
+/// `{ pinnedBytes, pinnedBuffers, scratchBytes, scratchBlocks }`.
+fn staging_json(out: &mut String, staging: &Staging) {
+    out.push('{');
+    stat(out, "pinnedBytes", &staging.pinned.bytes);
+    stat(out, "pinnedBuffers", &staging.pinned.blocks);
+    stat(out, "scratchBytes", &staging.scratch.bytes);
+    stat(out, "scratchBlocks", &staging.scratch.blocks);
+    out.pop();
+    out.push('}');
+}
+
+/// `{ filterString, name, all, device, host, shared, staging }`.
 fn device_stats_json(out: &mut String, device: &dyn Device, counters: &DeviceCounters) {
     let _ = write!(
         out,
@@ -82,6 +93,8 @@ fn device_stats_json(out: &mut String, device: &dyn Device, counters: &DeviceCou
         let _ = write!(out, ",\"{name}\":");
         kind_json(out, c);
     }
+    out.push_str(",\"staging\":");
+    staging_json(out, &Staging::of(device, &process().host_copies().scratch));
     out.push('}');
 }
 
@@ -102,6 +115,8 @@ pub fn observe_reset_peaks(env: &Env, device_id: Option<f64>) -> napi::Result<()
         Some(id) => sink().reset_peaks(Some(device(env, Some(id))?.as_ref())),
         None => sink().reset_peaks(None),
     }
+    // The host scratch is the process's, on every device's figures.
+    process().host_copies().scratch.held().reset_peaks();
     Ok(())
 }
 

@@ -15,8 +15,10 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use crate::host::ScratchStore;
 use crate::memory::history::{self, Action, Event, History, HistoryConfig, StackRef, NO_DEVICE, NO_STACK};
 use crate::memory::stats::{kind_slot, DeviceCounters, Giveback};
+use crate::runtime::held::{Held, HeldFigures};
 use crate::runtime::{Address, Device, UsmKind};
 
 /// The environment variable that bypasses the sink (`0`, `false`, `off`, `no`).
@@ -384,13 +386,25 @@ impl Sink {
             .collect()
     }
 
-    /// Sets the peaks of `device` (every device: `None`) to their current figures.
+    /// Sets the peaks of `device` (every device: `None`) to their current figures, its
+    /// provider's staging figures included.
     pub fn reset_peaks(&self, device: Option<&dyn Device>) {
         let mut state = self.lock();
         let found = device.map(|d| state.find(d));
-        for (i, counters) in state.counters.iter_mut().enumerate() {
+        let State { counters, devices, .. } = &mut *state;
+        for (i, (counters, known)) in counters.iter_mut().zip(devices.iter()).enumerate() {
             if found.is_none() || found == Some(Some(i)) {
                 counters.reset_peaks();
+                if let Some(held) = known.staging() {
+                    held.reset_peaks();
+                }
+            }
+        }
+        drop(state);
+        if found == Some(None) {
+            // A device that never allocated has no slot, but may have staged.
+            if let Some(held) = device.and_then(|d| d.staging()) {
+                held.reset_peaks();
             }
         }
     }
@@ -496,6 +510,25 @@ impl Sink {
     }
 }
 
+/// The memory the library keeps for copies, outside the pool and its figures: the pinned
+/// staging buffers of a device's provider (CUDA's, for copies between pageable memory and
+/// the device), and the process's host scratch blocks (pageable, for copies of plain JS
+/// memory), the same on every device's figures. Not in `reserved_bytes` of the host kind:
+/// no allocation can be served from them, and an out-of-memory message must not call them
+/// cached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Staging {
+    pub pinned: HeldFigures,
+    pub scratch: HeldFigures,
+}
+
+impl Staging {
+    /// What `device`'s provider and the host copies (`scratch`) hold now.
+    pub fn of(device: &dyn Device, scratch: &ScratchStore) -> Staging {
+        Staging { pinned: device.staging().map(Held::figures).unwrap_or_default(), scratch: scratch.held().figures() }
+    }
+}
+
 /// `n` bytes as people read them: `1.50 GiB`, `512 B`.
 pub fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -586,6 +619,31 @@ mod tests {
         assert_eq!(sink.stats_of(a.as_ref()).all.allocated_bytes.current, 0);
         assert_eq!(sink.stats_of(a.as_ref()).all.reserved_bytes.current, 512);
         assert_eq!(sink.figures().len(), 2);
+    }
+
+    #[test]
+    fn staging_is_its_own_figure_read_from_the_provider_and_the_scratch_store() {
+        let sink = Sink::new(false);
+        let fake = FakeDevice::new(1 << 30, 1 << 30);
+        let a: Arc<dyn Device> = fake.clone();
+        let scratch: &'static ScratchStore = Box::leak(Box::default());
+        fake.staging.made(4 << 20, 2);
+        sink.allocated(&a, UsmKind::Host, 0x1000, 100, 512, Source::Runtime, None);
+        let staging = Staging::of(a.as_ref(), scratch);
+        assert_eq!((staging.pinned.bytes.current, staging.pinned.blocks.current), (4 << 20, 2));
+        assert_eq!(staging.scratch, HeldFigures::default());
+        let stats = sink.stats_of(a.as_ref());
+        assert_eq!(stats.kinds[1].reserved_bytes.current, 512, "not in the host kind's reserved bytes");
+        fake.staging.freed(4 << 20, 2);
+        fake.staging.made(2 << 20, 1);
+        assert_eq!(Staging::of(a.as_ref(), scratch).pinned.bytes.peak, 4 << 20);
+        sink.reset_peaks(Some(a.as_ref()));
+        assert_eq!(Staging::of(a.as_ref(), scratch).pinned.bytes.peak, 2 << 20, "reset with the device's peaks");
+        let never = FakeDevice::new(1 << 30, 1 << 30);
+        never.staging.made(1 << 20, 1);
+        never.staging.freed(1 << 20, 1);
+        sink.reset_peaks(Some(never.as_ref()));
+        assert_eq!(never.staging.figures().bytes.peak, 0, "a device that never allocated too");
     }
 
     #[test]

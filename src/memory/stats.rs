@@ -16,33 +16,8 @@
 //! Each figure has `current`, `peak` (since the last reset), `allocated` and `freed`
 //! (cumulative), as PyTorch's `.current`/`.peak`/`.allocated`/`.freed`.
 
+pub use crate::runtime::held::Stat;
 use crate::runtime::UsmKind;
-
-/// One figure: now, its peak, and the cumulative amounts added and taken away.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stat {
-    pub current: u64,
-    pub peak: u64,
-    pub allocated: u64,
-    pub freed: u64,
-}
-
-impl Stat {
-    fn add(&mut self, n: u64) {
-        self.current = self.current.saturating_add(n);
-        self.peak = self.peak.max(self.current);
-        self.allocated = self.allocated.saturating_add(n);
-    }
-
-    fn sub(&mut self, n: u64) {
-        self.current = self.current.saturating_sub(n);
-        self.freed = self.freed.saturating_add(n);
-    }
-
-    fn reset_peak(&mut self) {
-        self.peak = self.current;
-    }
-}
 
 /// The figures of one device and kind (or of all kinds of a device).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -17,6 +17,9 @@ pub struct FakeDevice {
     info: DeviceInfo,
     /// The fake peer runtime, for devices made by [`FakePeers::devices`].
     peers: Option<Arc<FakePeers>>,
+    /// Its staging buffers, as a provider that stages copies counts them (tests make and
+    /// free them by hand).
+    pub staging: crate::runtime::held::Held,
 }
 
 impl FakeDevice {
@@ -36,7 +39,7 @@ impl FakeDevice {
 
     /// A device that reports `info`.
     pub fn of(info: DeviceInfo) -> Arc<Self> {
-        Arc::new(FakeDevice { info, peers: None })
+        Arc::new(FakeDevice { info, peers: None, staging: crate::runtime::held::Held::new() })
     }
 
     /// A device of `backend` and `device_type`, for the registry's tests.
@@ -72,6 +75,9 @@ impl crate::runtime::Provider for FakeProvider {
 impl Device for FakeDevice {
     fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+    fn staging(&self) -> Option<&crate::runtime::held::Held> {
+        Some(&self.staging)
     }
     fn same_device(&self, other: &dyn Device) -> bool {
         std::ptr::addr_eq(self, other)
@@ -424,7 +430,7 @@ impl FakePeers {
             .map(|i| {
                 let mut info = FakeDevice::on(backend, DeviceType::Gpu).info.clone();
                 info.name = format!("fake gpu {i}");
-                Arc::new(FakeDevice { info, peers: Some(peers.clone()) })
+                Arc::new(FakeDevice { info, peers: Some(peers.clone()), staging: crate::runtime::held::Held::new() })
             })
             .collect();
         *peers.tags.lock().unwrap() = devices.iter().map(|d| device_tag(d.as_ref())).collect();

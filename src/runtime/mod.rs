@@ -15,6 +15,7 @@ use crate::error::Result;
 mod bytes;
 #[cfg(test)]
 pub(crate) mod fake;
+pub mod held;
 pub(crate) mod hints;
 pub(crate) mod ipc;
 pub(crate) mod kind;
@@ -85,6 +86,11 @@ pub trait Device: Send + Sync + Any {
     /// Peer access to other devices of the same runtime, and copies between them, where
     /// the runtime offers it (`memory::peer` checks the pair first).
     fn peer(&self) -> Option<&dyn peer::PeerAccess> {
+        None
+    }
+    /// The pinned host buffers the provider keeps for copies between pageable memory and
+    /// this device (CUDA's staging buffers), where it keeps any.
+    fn staging(&self) -> Option<&held::Held> {
         None
     }
     fn as_any(&self) -> &dyn Any;

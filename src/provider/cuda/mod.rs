@@ -48,6 +48,7 @@ use self::logic::{
 };
 use self::staging::{Direction, Stager, StagingConfig};
 use crate::error::{MemoryError, Result};
+use crate::runtime::held::Held;
 use crate::runtime::hints::SharedMemoryHints;
 use crate::runtime::ranges::entry_holding;
 use crate::runtime::registration::HostRegistration;
@@ -124,6 +125,8 @@ pub(crate) struct CudaDevice {
     /// Ordinals of the devices whose memory this device's primary context was given
     /// access to (`peer.rs`).
     peers_enabled: Mutex<std::collections::BTreeSet<i32>>,
+    /// The pinned staging buffers of its contexts (`staging.rs`).
+    staging: Arc<Held>,
 }
 
 impl CudaDevice {
@@ -156,6 +159,7 @@ impl CudaDevice {
             info,
             primary: Mutex::new(None),
             peers_enabled: Mutex::new(std::collections::BTreeSet::new()),
+            staging: Arc::new(Held::new()),
         }))
     }
 
@@ -175,6 +179,9 @@ impl CudaDevice {
 impl Device for CudaDevice {
     fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+    fn staging(&self) -> Option<&Held> {
+        Some(&self.staging)
     }
 
     fn same_device(&self, other: &dyn Device) -> bool {
@@ -320,7 +327,7 @@ impl CudaContext {
         let mut stager = lock(&self.stager);
         if stager.is_none() {
             let current = self.current()?;
-            *stager = Some(Arc::new(Stager::new(&current, StagingConfig::get())?));
+            *stager = Some(Arc::new(Stager::new(&current, StagingConfig::get(), &self.device.staging)?));
             lock(&STAGED).push(self.me.clone());
         }
         match stager.as_ref() {

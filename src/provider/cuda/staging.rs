@@ -20,6 +20,7 @@ use cudarc::driver::sys::CU_MEMHOSTALLOC_PORTABLE;
 use super::driver::{ContextHandle, CurrentContext, Driver, PinnedHost, Stream};
 use crate::error::{MemoryError, Result};
 use crate::host::workers::{queue_jobs, run_pieces, workers, Job};
+use crate::runtime::held::Held;
 use crate::runtime::Address;
 use crate::sync::lock;
 
@@ -149,6 +150,14 @@ pub(super) struct Stager {
     config: StagingConfig,
     /// `2 * lanes` buffers: lane `t` uses `2t` and `2t + 1`.
     buffers: Vec<PinnedBuffer>,
+    /// Where the buffers are counted (the device's staging figures), from made to freed.
+    held: Arc<Held>,
+}
+
+impl Drop for Stager {
+    fn drop(&mut self) {
+        self.held.freed(self.bytes(), self.buffers.len() as u64);
+    }
 }
 
 /// One copy, shared by its lanes, with raw addresses so it can cross threads: the next
@@ -212,8 +221,8 @@ impl Drop for Taken<'_> {
 }
 
 impl Stager {
-    /// Makes the buffers and streams in the current context.
-    pub(super) fn new(current: &CurrentContext, config: StagingConfig) -> Result<Stager> {
+    /// Makes the buffers and streams in the current context, counted in `held`.
+    pub(super) fn new(current: &CurrentContext, config: StagingConfig, held: &Arc<Held>) -> Result<Stager> {
         let mut buffers = Vec::with_capacity(config.lanes * 2);
         for _ in 0..config.lanes * 2 {
             let host = PinnedHost::new(current, config.chunk, CU_MEMHOSTALLOC_PORTABLE)
@@ -221,7 +230,10 @@ impl Stager {
             let stream = current.stream_create().map_err(|e| e.during("staging"))?;
             buffers.push(PinnedBuffer { stream, host });
         }
-        Ok(Stager { driver: current.driver(), context: current.context(), config, buffers })
+        let stager =
+            Stager { driver: current.driver(), context: current.context(), config, buffers, held: held.clone() };
+        stager.held.made(stager.bytes(), stager.buffers.len() as u64);
+        Ok(stager)
     }
 
     /// Bytes of pinned memory the buffers hold.
