@@ -387,11 +387,14 @@ export function ucxClose(token: number, endpoint: number, force: boolean): numbe
 /** Flushes an endpoint; returns the op that completes when every earlier operation has. */
 export function ucxFlush(token: number, endpoint: number): number
 
-/** Sends a memory object (`memoryId`, or -1 with `host`) or a host buffer with a tag (`tagHi`, `tagLo`); returns the op, or 0 when it completed at once. */
-export function ucxSend(token: number, endpoint: number, memoryId: number, host: HostBuffer | undefined | null, tagHi: number, tagLo: number): number
+/** A fast call (`src/js/transport.rs`): sends a memory object (its handle) or a host buffer with `tag`; returns the op, or 0 when it completed at once. */
+export function ucxSend(token: number, endpoint: number, operand: number | HostBuffer, tag: bigint): number
 
-/** Receives into a memory object or a host buffer a message whose tag matches under the mask; returns the op, or `-1 - length` when it completed at once (only under a mask of every bit). */
-export function ucxRecv(token: number, endpoint: number, memoryId: number, host: HostBuffer | undefined | null, tagHi: number, tagLo: number, maskHi: number, maskLo: number): number
+/** A fast call: receives into a memory object (its handle) or a host buffer a message of exactly `tag`; returns the op, or `-1 - length` when it completed at once (the message had come). */
+export function ucxRecv(token: number, endpoint: number, operand: number | HostBuffer, tag: bigint): number
+
+/** Receives into a memory object or a host buffer a message whose tag matches under a mask of fewer bits; returns the op (its completion reports the sender's tag). */
+export function ucxRecvMasked(token: number, endpoint: number, memoryId: number, host: HostBuffer | undefined | null, tagHi: number, tagLo: number, maskHi: number, maskLo: number): number
 
 /** Maps a memory object for remote access; returns the map's id (its key's bytes come from `ucxMapKey`). */
 export function ucxMapMemory(token: number, memoryId: number): number

@@ -201,10 +201,15 @@ function portArg(value, fallback) {
   return value;
 }
 
-/** `[memoryHandle, hostBuffer]` of a send/recv operand: a memory object or a host buffer. */
+/** `[memoryHandle, hostBuffer]` of an operand: a memory object or a host buffer. */
 function operandArg(value, what) {
   if (isMemory(value)) return [memorySource(value).handle, undefined];
   return [0, hostArg(value, what)];
+}
+
+/** An operand as the fast calls take it: a memory object's handle (a number) or a host buffer. */
+function fastOperand(value, what) {
+  return isMemory(value) ? memorySource(value).handle : hostArg(value, what);
 }
 
 /** The other side of a connection: tagged messages, remote memory access, close. */
@@ -241,8 +246,7 @@ class UcxEndpoint {
     try {
       const { tag } = optionsObject(options, 'send', ['tag']);
       const tagValue = tagArg(tag, 'tag', 0n);
-      const [handle, host] = operandArg(source, 'source');
-      const id = call(native.ucxSend, self.#state.token, self.#id, handle, host, hi(tagValue), lo(tagValue));
+      const id = call(native.ucxSend, self.#state.token, self.#id, fastOperand(source, 'source'), tagValue);
       return id === 0 ? Promise.resolve() : pending(self.#state, id, source);
     } catch (error) {
       return Promise.reject(error);
@@ -260,10 +264,15 @@ class UcxEndpoint {
       const { tag, tagMask } = optionsObject(options, 'recv', ['tag', 'tagMask']);
       const tagValue = tagArg(tag, 'tag', 0n);
       const mask = tagArg(tagMask, 'tagMask', ALL_TAG_BITS);
-      const [handle, host] = operandArg(destination, 'destination');
-      const id = call(native.ucxRecv, self.#state.token, self.#id, handle, host, hi(tagValue), lo(tagValue), hi(mask), lo(mask));
+      const exact = mask === ALL_TAG_BITS;
+      let id;
+      if (exact) id = call(native.ucxRecv, self.#state.token, self.#id, fastOperand(destination, 'destination'), tagValue);
+      else {
+        const [handle, host] = operandArg(destination, 'destination');
+        id = call(native.ucxRecvMasked, self.#state.token, self.#id, handle, host, hi(tagValue), lo(tagValue), hi(mask), lo(mask));
+      }
       // Negative: the message had come and the receive completed at once (-1 - its length).
-      return id < 0 ? Promise.resolve({ nbytes: -1 - id, tag: tagValue }) : pending(self.#state, id, destination, tagValue, mask === ALL_TAG_BITS);
+      return id < 0 ? Promise.resolve({ nbytes: -1 - id, tag: tagValue }) : pending(self.#state, id, destination, tagValue, exact);
     } catch (error) {
       return Promise.reject(error);
     }

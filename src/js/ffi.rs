@@ -504,6 +504,23 @@ pub fn f64_arg(env: &Env, value: &Unknown) -> napi::Result<f64> {
     Ok(number)
 }
 
+/// A bigint argument as `u64` (the JS layer checks the range: `lossless` is not asked).
+pub fn u64_bigint_arg(env: &Env, value: &Unknown) -> napi::Result<u64> {
+    let (mut number, mut lossless) = (0u64, false);
+    // SAFETY: `value` is a live value of `env`; the out-pointers are locals.
+    let status = unsafe { sys::napi_get_value_bigint_uint64(env.raw(), value.raw(), &mut number, &mut lossless) };
+    check(status, "napi_get_value_bigint_uint64")?;
+    Ok(number)
+}
+
+/// Whether an argument is a number (else some other value, e.g. a host buffer).
+pub fn is_number(env: &Env, value: &Unknown) -> napi::Result<bool> {
+    let mut kind = sys::ValueType::napi_undefined;
+    // SAFETY: `value` is a live value of `env`; the out-pointer is a local.
+    check(unsafe { sys::napi_typeof(env.raw(), value.raw(), &mut kind) }, "napi_typeof")?;
+    Ok(kind == sys::ValueType::napi_number)
+}
+
 /// A number argument as `u32` (Node-API's conversion: truncated, wrapped).
 pub fn u32_arg(env: &Env, value: &Unknown) -> napi::Result<u32> {
     let mut number = 0u32;

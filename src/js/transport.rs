@@ -355,10 +355,15 @@ fn fast_ucx_progress(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::
 }
 
 /// Puts this file's fast calls on `exports` (as `memory::define_fast_calls` does its own):
-/// `ucxProgress(token, records)`, called on every wake-up, where napi-rs's per-call
-/// machinery would cost more than the call's own work when nothing came.
+/// the calls on a message's way (progress, send, an exact receive), where napi-rs's per-call
+/// machinery would cost as much as the call's own work.
 pub fn define_fast_calls(env: &Env, exports: &mut napi::bindgen_prelude::Object) -> napi::Result<()> {
-    ffi::define_fast(env, exports, "ucxProgress", fast_ucx_progress)
+    let calls: [(&str, ffi::FastFn); 3] =
+        [("ucxProgress", fast_ucx_progress), ("ucxSend", fast_ucx_send), ("ucxRecv", fast_ucx_recv)];
+    for (name, function) in calls {
+        ffi::define_fast(env, exports, name, function)?;
+    }
+    Ok(())
 }
 
 /// Copies what a receive into a plain `ArrayBuffer` got into the buffer as it is now.
@@ -604,19 +609,16 @@ fn tag_of(hi: u32, lo: u32) -> u64 {
     (u64::from(hi) << 32) | u64::from(lo)
 }
 
-/// Sends a memory object (`memoryId`) or a host buffer with a tag (`tagHi`, `tagLo`);
-/// returns the op, or 0 when the send completed at once (its source may be reused).
-#[napi]
-pub fn ucx_send(
+/// Sends a memory object (`memoryId`) or a host buffer with `tag`; returns the op, or 0
+/// when the send completed at once (its source may be reused).
+fn ucx_send(
     env: &Env,
     token: f64,
     endpoint: f64,
     memory_id: f64,
     host: Option<Unknown>,
-    tag_hi: u32,
-    tag_lo: u32,
+    tag: u64,
 ) -> napi::Result<f64> {
-    let tag = tag_of(tag_hi, tag_lo);
     let posted =
         tagged(env, token, endpoint, memory_id, host, OpKind::Send, true, |worker, endpoint, address, len| {
             // SAFETY: `held` (kept with the op by `tagged`) keeps the bytes alive and in place
@@ -629,12 +631,32 @@ pub fn ucx_send(
     })
 }
 
-/// Receives into a memory object or a host buffer a message whose tag matches under the
-/// mask; returns the op, or, when the message had come and the mask is every bit (so that
-/// the sender's tag is the one asked for), `-1 - length`: the receive completed at once.
+/// Receives into a memory object or a host buffer a message whose tag matches `tag` under
+/// `mask`; returns the op, or, when the message had come and the mask is every bit (so
+/// that the sender's tag is the one asked for), `-1 - length`: the receive completed at once.
+fn ucx_recv(
+    env: &Env,
+    token: f64,
+    endpoint: f64,
+    memory_id: f64,
+    host: Option<Unknown>,
+    tag: u64,
+    mask: u64,
+) -> napi::Result<f64> {
+    // Under a narrower mask the sender's tag may differ from the one asked for: that
+    // completion goes through `ucxProgress`, which reports it.
+    let at_once = mask == u64::MAX;
+    let posted = tagged(env, token, endpoint, memory_id, host, OpKind::Recv, at_once, |worker, _, address, len| {
+        // SAFETY: as `ucx_send`; nothing else writes the op's bytes through us meanwhile.
+        unsafe { worker.recv(address, len, tag, mask) }
+    })?;
+    settled_or_pending(env, posted, |length| -1.0 - length as f64)
+}
+
+/// `ucx_recv` under a mask of fewer bits (tag and mask as 32-bit halves).
 #[napi]
 #[allow(clippy::too_many_arguments)]
-pub fn ucx_recv(
+pub fn ucx_recv_masked(
     env: &Env,
     token: f64,
     endpoint: f64,
@@ -645,15 +667,29 @@ pub fn ucx_recv(
     mask_hi: u32,
     mask_lo: u32,
 ) -> napi::Result<f64> {
-    let (tag, mask) = (tag_of(tag_hi, tag_lo), tag_of(mask_hi, mask_lo));
-    // Under a narrower mask the sender's tag may differ from the one asked for: that
-    // completion goes through `ucxProgress`, which reports it.
-    let at_once = mask == u64::MAX;
-    let posted = tagged(env, token, endpoint, memory_id, host, OpKind::Recv, at_once, |worker, _, address, len| {
-        // SAFETY: as `ucx_send`; nothing else writes the op's bytes through us meanwhile.
-        unsafe { worker.recv(address, len, tag, mask) }
-    })?;
-    settled_or_pending(env, posted, |length| -1.0 - length as f64)
+    ucx_recv(env, token, endpoint, memory_id, host, tag_of(tag_hi, tag_lo), tag_of(mask_hi, mask_lo))
+}
+
+/// A memory object's handle (a number) or a host buffer, as the fast calls take an operand.
+fn operand_arg<'env>(env: &Env, value: Unknown<'env>) -> napi::Result<(f64, Option<Unknown<'env>>)> {
+    Ok(if ffi::is_number(env, &value)? { (ffi::f64_arg(env, &value)?, None) } else { (0.0, Some(value)) })
+}
+
+/// `ucxSend(token, endpoint, operand, tag)`: the operand a memory handle or a host buffer,
+/// the tag a bigint.
+fn fast_ucx_send(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    let (memory_id, host) = operand_arg(env, args[2])?;
+    let tag = ffi::u64_bigint_arg(env, &args[3])?;
+    let op = ucx_send(env, ffi::f64_arg(env, &args[0])?, ffi::f64_arg(env, &args[1])?, memory_id, host, tag)?;
+    ffi::js_f64(env, op)
+}
+
+/// `ucxRecv(token, endpoint, operand, tag)`: `ucx_recv` of exactly `tag` (every mask bit).
+fn fast_ucx_recv(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
+    let (memory_id, host) = operand_arg(env, args[2])?;
+    let tag = ffi::u64_bigint_arg(env, &args[3])?;
+    let op = ucx_recv(env, ffi::f64_arg(env, &args[0])?, ffi::f64_arg(env, &args[1])?, memory_id, host, tag, u64::MAX)?;
+    ffi::js_f64(env, op)
 }
 
 /// An operation just posted: in flight (its op id), or completed at once (its length and
