@@ -19,6 +19,9 @@ import {
   freeAll,
 } from './helpers/addon.mjs';
 import { throwsExactly } from './helpers/expect.mjs';
+import { stagedRoundTrips } from './fixtures/staged-copies.mjs';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
@@ -204,26 +207,26 @@ gpuTest('1 GiB round trip host -> device -> host', (t, device) => {
 });
 
 // Pageable copies from 1 MiB are staged: to the host pipelined from the calling thread up
-// to 32 MiB, through the lanes above that and in every copy to the device. Sizes on both sides of each boundary, odd lengths, and host
-// views at odd offsets, both ways, each byte checked.
+// to 32 MiB, through the lanes above that and in every copy to the device. Sizes on both
+// sides of each boundary, odd lengths, odd host offsets, guard bytes around every
+// destination (fixtures/staged-copies.mjs).
+const STAGED_SIZES = [MiB - 1, MiB, MiB + 1, 3 * MiB + 12345, 4 * MiB, 16 * MiB - 1, 16 * MiB, 16 * MiB + 1, 32 * MiB, 33 * MiB + 7];
+
 gpuTest('staged pageable copies at the sizes around each path, at odd offsets, both ways', (t, device) => {
-  const queue = queueFor(device);
-  const sizes = [MiB - 1, MiB, MiB + 1, 3 * MiB + 12345, 4 * MiB, 16 * MiB - 1, 16 * MiB, 16 * MiB + 1, 32 * MiB, 33 * MiB + 7];
-  for (const n of sizes) {
-    const d = new MemoryUSMDevice(n, { queue });
-    const backing = pattern(n + 3, 229);
-    const src = backing.subarray(3);
-    d.copyFromHost(src);
-    const whole = new Uint8Array(n + 5).fill(0xee);
-    const back = whole.subarray(5);
-    d.copyToHost(back);
-    t.is(Buffer.compare(Buffer.from(back.buffer, back.byteOffset, n), Buffer.from(src.buffer, src.byteOffset, n)), 0, `${n} bytes equal after the round trip`);
-    t.true(whole.subarray(0, 5).every((b) => b === 0xee), `${n}: nothing written before the destination view`);
-    // Through pinned memory too, which the device copies on its own: the staged H2D landed whole.
-    const pinned = new MemoryUSMHost(n, { queue });
-    pinned.copyFromDevice(d);
-    t.is(Buffer.compare(Buffer.from(pinned.buffer), Buffer.from(src.buffer, src.byteOffset, n)), 0, `${n}: device -> pinned`);
-    freeAll(d, pinned);
+  t.deepEqual(stagedRoundTrips(addon, queueFor(device), STAGED_SIZES), []);
+});
+
+// The pipelined path to the device is off by default; the same checks with it on, and with
+// every staged copy pipelined (settings the addon reads once: a child process).
+gpuTest('staged pageable copies with the pipelined path both ways (DPCTL_MEMORY_STAGING_PIPELINE_MAX)', (t, device) => {
+  const script = fileURLToPath(new URL('./fixtures/staged-copies.mjs', import.meta.url));
+  for (const max of [String(32 * MiB), String(64 * MiB)]) {
+    const child = spawnSync(process.execPath, [script, device.filterString, ...STAGED_SIZES.map(String)], {
+      env: { ...process.env, DPCTL_MEMORY_STAGING_PIPELINE_MAX: max },
+      encoding: 'utf8',
+    });
+    t.is(child.status, 0, child.stderr);
+    t.deepEqual(JSON.parse(child.stdout.trim().split('\n').pop()), [], `pipelined to ${max} bytes`);
   }
 });
 

@@ -19,11 +19,15 @@ static napi_value view(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   uint32_t length = 0;
   napi_value buffer = NULL;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) return NULL;
-  if (napi_get_value_uint32(env, argv[0], &length) != napi_ok || length > sizeof block) return NULL;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 ||
+      napi_get_value_uint32(env, argv[0], &length) != napi_ok || length > sizeof block) {
+    napi_throw_error(env, NULL, "view(length): a length of at most 1 MiB");
+    return NULL;
+  }
   void *hint = malloc(16);
-  if (napi_create_external_arraybuffer(env, block, length, finalize, hint, &buffer) != napi_ok) {
+  if (hint == NULL || napi_create_external_arraybuffer(env, block, length, finalize, hint, &buffer) != napi_ok) {
     free(hint);
+    napi_throw_error(env, NULL, "napi_create_external_arraybuffer failed");
     return NULL;
   }
   return buffer;
@@ -33,8 +37,10 @@ static napi_value view(napi_env env, napi_callback_info info) {
 static napi_value detach(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) return NULL;
-  napi_detach_arraybuffer(env, argv[0]);
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 ||
+      napi_detach_arraybuffer(env, argv[0]) != napi_ok) {
+    napi_throw_error(env, NULL, "detach(buffer): not a detachable ArrayBuffer");
+  }
   return NULL;
 }
 

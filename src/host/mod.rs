@@ -439,6 +439,20 @@ pub(crate) fn host_memcpy_parallel(dst: WriteBytes<'_>, src: ReadBytes<'_>) {
     copy_slices(dst.address(), src.address(), nbytes, PIECE, threads as usize - 1, crate::host::workers::workers());
 }
 
+/// `host_memcpy` of a non-overlapping pair in pieces of `piece` bytes, on this thread and
+/// up to every other copy thread, whatever the size: for a caller that pipelines several
+/// such copies with other work (the CUDA staging's chunks) and picks the piece itself.
+pub(crate) fn host_memcpy_in_pieces(dst: WriteBytes<'_>, src: ReadBytes<'_>, piece: u64) {
+    let nbytes = src.len().min(dst.len());
+    let piece = piece.max(1);
+    if nbytes <= piece || src.overlaps(&dst) {
+        host_memcpy(dst, src);
+        return;
+    }
+    let helpers = (copy_threads() - 1).min(nbytes.div_ceil(piece) - 1) as usize;
+    copy_slices(dst.address(), src.address(), nbytes, piece, helpers, crate::host::workers::workers());
+}
+
 /// The piece a thread of a parallel copy takes at a time: small enough that a thread
 /// that gets its core late leaves little for the others, large enough that taking one
 /// costs nothing next to copying it (a multiple of 4 KiB: threads never share a page).
@@ -446,15 +460,16 @@ const PIECE: u64 = 2 << 20;
 
 /// Copies a non-overlapping range of `nbytes` in `slice`-sized pieces, taken in turn by
 /// this thread and up to `helpers` of `workers` (see `run_pieces`). `run_pieces` returns
-/// only when every piece is copied, within the borrows of the ranges
-/// `host_memcpy_parallel` was given, which is what makes the pieces below valid.
+/// only when every piece is copied, within the borrows of the ranges its caller
+/// (`host_memcpy_parallel`, `host_memcpy_in_pieces`) was given, which is what makes the
+/// pieces below valid.
 fn copy_slices(dst: u64, src: u64, nbytes: u64, slice: u64, helpers: usize, workers: Option<&Workers>) {
     let total = nbytes.div_ceil(slice) as usize;
     run_pieces(workers, helpers, total, move |index| {
         let start = index as u64 * slice;
         let len = slice.min(nbytes - start);
-        // SAFETY: a piece inside the two ranges `host_memcpy_parallel` was given, which
-        // outlive every piece (`run_pieces` returns when all have run).
+        // SAFETY: a piece inside the two ranges the caller was given, which outlive every
+        // piece (`run_pieces` returns when all have run).
         let (dst, src) = unsafe { (WriteBytes::from_raw(dst + start, len), ReadBytes::from_raw(src + start, len)) };
         host_memcpy(dst, src);
     });

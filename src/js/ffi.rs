@@ -83,9 +83,12 @@ impl Drop for JsRef {
     }
 }
 
-/// An environment's instance data as `set_instance_data` stores it: the value's type
+/// An environment's instance data as `set_instance_data` stores it: the slot's own type
 /// first (`repr(C)`: at offset 0 whatever `T` is), so that `instance_data` checks it
-/// without napi-rs's process-wide table of payloads, a lock and a lookup per call.
+/// without napi-rs's process-wide table of payloads, a lock and a lookup per call. The
+/// slot's type, not `T`: napi-rs's own instance data also starts with a `TypeId`, of its
+/// value's type, so that one could never pass for this. Nothing of the binding may use
+/// napi-rs's `Env::set_instance_data` besides (clippy.toml forbids it).
 #[repr(C)]
 struct InstanceSlot<T> {
     type_id: TypeId,
@@ -103,7 +106,7 @@ pub fn set_instance_data<T: 'static>(env: &Env, value: T, teardown: fn(T)) -> na
         let InstanceSlot { teardown, value, .. } = *slot;
         teardown(value);
     }
-    let slot = Box::into_raw(Box::new(InstanceSlot { type_id: TypeId::of::<T>(), teardown, value }));
+    let slot = Box::into_raw(Box::new(InstanceSlot { type_id: TypeId::of::<InstanceSlot<T>>(), teardown, value }));
     // SAFETY: `slot` stays valid until the finalizer, which Node calls once.
     let status = unsafe { sys::napi_set_instance_data(env.raw(), slot.cast(), Some(finalize::<T>), ptr::null_mut()) };
     if status != sys::Status::napi_ok {
@@ -125,7 +128,7 @@ pub fn instance_data<T: 'static>(env: &Env) -> Option<&'static T> {
     // SAFETY: this addon's instance data is only ever set by `set_instance_data`, so `data`
     // is an `InstanceSlot<_>`, whose first field (repr(C)) is its `TypeId`.
     let type_id = unsafe { *data.cast::<TypeId>().cast_const() };
-    if type_id != TypeId::of::<T>() {
+    if type_id != TypeId::of::<InstanceSlot<T>>() {
         return None;
     }
     // SAFETY: the type matches, and the slot lives until the environment's teardown, after

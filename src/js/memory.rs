@@ -231,6 +231,8 @@ pub(crate) fn host_bytes(env: &Env, value: &Unknown, what: &str) -> napi::Result
 
 /// `copyToHost(dst)`: the whole memory into the start of a host buffer.
 pub fn mem_copy_to_host(env: &Env, memory_id: f64, dst: Unknown) -> napi::Result<()> {
+    // The buffer is read before the handle is looked up: a freed handle with a bad buffer
+    // reports the buffer (the JS layer checks both before it calls, the handle first).
     let bytes = host_bytes(env, &dst, "dst")?;
     let registration = crate::js::registration::vouched(env, &bytes)?;
     // The copy runs no JS, so it runs with the handles borrowed.

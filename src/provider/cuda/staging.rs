@@ -10,7 +10,12 @@
 //! lane owns two pinned buffers, each with its own stream, so one buffer's DMA overlaps
 //! the memcpy into (or out of) the other. Lanes run concurrently, so the copy engine
 //! always has work queued. Buffers and streams are made once per context and kept.
+//!
+//! Mid-size copies to the host take the pipelined path instead (`Stager::copy_pipelined`,
+//! `StagingConfig::pipelines`): one chunk per buffer, every driver call on the calling
+//! thread, the copy workers only splitting each chunk's memcpy.
 
+use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -19,9 +24,11 @@ use cudarc::driver::sys::CU_MEMHOSTALLOC_PORTABLE;
 
 use super::driver::{ContextHandle, CurrentContext, Driver, PinnedHost, Stream};
 use crate::error::{MemoryError, Result};
-use crate::host::workers::{queue_jobs, run_pieces, workers, Job};
+use crate::host::host_memcpy_in_pieces;
+use crate::host::workers::{queue_jobs, Job};
 use crate::runtime::held::Held;
 use crate::runtime::Address;
+use crate::runtime::{ReadBytes, WriteBytes};
 use crate::sync::lock;
 
 /// Tunables, read once from the environment (for measurement: `bench/staging-sweep.js`
@@ -142,8 +149,9 @@ struct PinnedBuffer {
     host: PinnedHost,
 }
 
-/// One context's staging buffers. Shared by the lanes of one copy at a time (the context's
-/// staging lock); each lane touches only its own two buffers and streams.
+/// One context's staging buffers, serving one copy at a time (the context's staging
+/// lock): each lane of a copy touches only its own two buffers and streams; a pipelined
+/// copy uses as many as it has chunks, from its calling thread.
 pub(super) struct Stager {
     driver: &'static Driver,
     context: ContextHandle,
@@ -319,22 +327,39 @@ impl Stager {
     unsafe fn copy_pipelined(&self, direction: Direction, host: usize, device: Address, nbytes: usize) -> Result<()> {
         let current = self.driver.push(self.context)?;
         let chunk = self.config.pipeline_chunk(nbytes);
-        let pieces = chunk.div_ceil(self.config.lanes.max(1)).div_ceil(CHUNK_GRAIN).max(1) * CHUNK_GRAIN;
-        let chunks = (0..nbytes.div_ceil(chunk)).map(|i| (i * chunk, chunk.min(nbytes - i * chunk)));
-        let mut queued = 0;
-        let result = (|| -> Result<()> {
+        let pieces = (chunk.div_ceil(self.config.lanes.max(1)).div_ceil(CHUNK_GRAIN).max(1) * CHUNK_GRAIN) as u64;
+        let count = nbytes.div_ceil(chunk);
+        if count > self.buffers.len() {
+            // `copy` checks this (`StagingConfig::pipelines`); never a short copy if not.
+            return Err(MemoryError::CudaDriver {
+                message: format!(
+                    "a pipelined copy of {nbytes} bytes needs {count} staging buffers; there are {}",
+                    self.buffers.len()
+                ),
+            });
+        }
+        let chunks = (0..count).map(|i| (i * chunk, chunk.min(nbytes - i * chunk)));
+        let queued = Cell::new(0usize);
+        // Caught, so that a panicking piece of a memcpy still leaves no DMA running (below).
+        let run = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
             match direction {
                 Direction::HostToDevice => {
                     for (buffer, (offset, len)) in self.buffers.iter().zip(chunks) {
                         // SAFETY: the caller vouches for the host range; the buffer holds
                         // `chunk >= len` bytes and no DMA of this copy uses it yet.
-                        unsafe { parallel_memcpy(host + offset, buffer.host.as_ptr() as usize, len, pieces) };
+                        let (to, from) = unsafe {
+                            (
+                                WriteBytes::from_raw(buffer.address(), len as u64),
+                                ReadBytes::from_raw((host + offset) as u64, len as u64),
+                            )
+                        };
+                        host_memcpy_in_pieces(to, from, pieces);
                         // SAFETY: the caller vouches for the device range; the buffer holds
                         // `len` bytes; both stay valid until the stream is synchronised
                         // below, before this returns.
                         unsafe { current.memcpy_async(device + offset as u64, buffer.address(), len, &buffer.stream) }
                             .map_err(|e| e.during("staged"))?;
-                        queued += 1;
+                        queued.set(queued.get() + 1);
                     }
                 }
                 Direction::DeviceToHost => {
@@ -344,26 +369,37 @@ impl Stager {
                         // synchronised.
                         unsafe { current.memcpy_async(buffer.address(), device + offset as u64, len, &buffer.stream) }
                             .map_err(|e| e.during("staged"))?;
-                        queued += 1;
+                        queued.set(queued.get() + 1);
                     }
                     for (buffer, &(offset, len)) in self.buffers.iter().zip(&chunks) {
                         sync(&current, buffer)?;
                         // SAFETY: the DMA into the buffer is complete; the caller vouches for
                         // the host range.
-                        unsafe { parallel_memcpy(buffer.host.as_ptr() as usize, host + offset, len, pieces) };
+                        let (to, from) = unsafe {
+                            (
+                                WriteBytes::from_raw((host + offset) as u64, len as u64),
+                                ReadBytes::from_raw(buffer.address(), len as u64),
+                            )
+                        };
+                        host_memcpy_in_pieces(to, from, pieces);
                     }
                 }
             }
             Ok(())
-        })();
+        }));
         // No DMA may outlive the call: the caller reuses its memory, the next copy the buffers.
-        let mut outcome = result;
-        for buffer in &self.buffers[..queued] {
-            if let Err(error) = sync(&current, buffer) {
-                outcome = outcome.and(Err(error));
+        // Every queued buffer is waited for, also after one wait failed.
+        let mut synced = Ok(());
+        for buffer in &self.buffers[..queued.get()] {
+            let waited = sync(&current, buffer);
+            if synced.is_ok() {
+                synced = waited;
             }
         }
-        outcome
+        match run {
+            Ok(result) => result.and(synced),
+            Err(payload) => std::panic::resume_unwind(payload),
+        }
     }
 
     /// Lane `lane`: takes chunks until none is left, through its two buffers.
@@ -462,28 +498,6 @@ impl PinnedBuffer {
     fn address(&self) -> Address {
         self.host.as_ptr() as Address
     }
-}
-
-/// Copies `len` bytes from `src` to `dst` in pieces of `piece` bytes, on this thread and
-/// the copy workers (`host::workers::run_pieces`); returns when every piece is copied.
-///
-/// # Safety
-/// `src..src + len` is readable and `dst..dst + len` writable for the whole call, and the
-/// two do not overlap.
-unsafe fn parallel_memcpy(src: usize, dst: usize, len: usize, piece: usize) {
-    let total = len.div_ceil(piece.max(1));
-    run_pieces(workers(), total.saturating_sub(1), total, move |i| {
-        let offset = i * piece;
-        // SAFETY: piece `i` lies within both ranges, which the caller keeps valid until
-        // `run_pieces` returns, after every piece ran; pieces do not overlap.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                (src + offset) as *const u8,
-                (dst + offset) as *mut u8,
-                piece.min(len - offset),
-            )
-        };
-    });
 }
 
 /// Waits for the buffer's stream.
