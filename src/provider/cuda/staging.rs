@@ -530,17 +530,23 @@ mod tests {
         assert!(!off.may_apply(1 << 30));
     }
 
-    #[test]
-    fn mid_sizes_are_pipelined_in_about_four_chunks_that_fit_the_buffers() {
-        let config = StagingConfig {
+    /// Eight lanes of `chunk`-byte buffers, staging from 1 MiB, copies to the host
+    /// pipelined up to 16 MiB.
+    fn eight_lanes(chunk: usize, min_chunk: usize) -> StagingConfig {
+        StagingConfig {
             to_device_threshold: 1 << 20,
             to_host_threshold: 1 << 20,
-            chunk: 2 << 20,
-            min_chunk: 512 << 10,
+            chunk,
+            min_chunk,
             lanes: 8,
             pipeline_to_device_max: 0,
             pipeline_to_host_max: 16 << 20,
-        };
+        }
+    }
+
+    #[test]
+    fn mid_sizes_are_pipelined_in_about_four_chunks_that_fit_the_buffers() {
+        let config = eight_lanes(2 << 20, 512 << 10);
         assert_eq!(config.pipeline_chunk(1 << 20), 512 << 10);
         assert_eq!(config.pipeline_chunk(4 << 20), 1 << 20);
         assert_eq!(config.pipeline_chunk(16 << 20), 2 << 20);
@@ -560,15 +566,7 @@ mod tests {
 
     #[test]
     fn chunks_give_every_lane_two_within_the_bounds() {
-        let config = StagingConfig {
-            to_device_threshold: 1 << 20,
-            to_host_threshold: 1 << 20,
-            chunk: 4 << 20,
-            min_chunk: 256 << 10,
-            lanes: 8,
-            pipeline_to_device_max: 0,
-            pipeline_to_host_max: 16 << 20,
-        };
+        let config = eight_lanes(4 << 20, 256 << 10);
         // 16 MiB over 8 lanes: two 1 MiB chunks each.
         assert_eq!(config.chunk_for(16 << 20), 1 << 20);
         // Large copies use the largest chunk, small ones the smallest.
