@@ -349,14 +349,23 @@ impl Worker {
         id
     }
 
-    /// Progresses until UCX has nothing more, makes endpoints of accepted connections, and
-    /// returns what happened. The event fd is left as it is: [`Worker::arm`] before
-    /// waiting on it (a caller that keeps progressing has no use for its wake-ups, and on
-    /// some transports an armed worker costs the peer a signal per message).
+    /// Progresses until UCX has nothing more or something happened, makes endpoints of
+    /// accepted connections, and returns what happened (a caller that got something
+    /// calls again for the rest: [`Worker::arm`] says busy while UCX has work left). The
+    /// event fd is left as it is: [`Worker::arm`] before waiting on it (a caller that
+    /// keeps progressing has no use for its wake-ups, and on some transports an armed
+    /// worker costs the peer a signal per message).
     pub fn progress_events(&mut self) -> Vec<Event> {
         let t = &self.ucp.table;
+        // Stopping at the first completion hands it out a poll sooner (one more poll of
+        // the sockets, empty, would come before it otherwise).
         // SAFETY: a live worker, on its own thread.
-        while unsafe { (t.ucp_worker_progress)(self.worker) } != 0 {}
+        while unsafe { (t.ucp_worker_progress)(self.worker) } != 0 {
+            let inbox = self.inbox.borrow();
+            if !inbox.events.is_empty() || !inbox.conn_requests.is_empty() {
+                break;
+            }
+        }
         let mut events = Vec::new();
         let conn_requests = std::mem::take(&mut self.inbox.borrow_mut().conn_requests);
         for (listener, request) in conn_requests {
