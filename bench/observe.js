@@ -9,9 +9,10 @@
 //     it Node's own floor, the
 //     same subscriber's cost on two bare `TracingChannel.traceSync` calls around a no-op,
 //     each with a context of its own (what tracing an allocation and a free cannot cost
-//     less than);
+//     less than); the same also in CPU time (process.cpuUsage), which another process's
+//     load on a shared machine does not stretch;
 //   - alloc+free with a history and stacks, against none, in one process: target at most
-//     +5 us; beside it
+//     +5 us (also in CPU time); beside it
 //     V8's floor, a history without stacks plus V8's capture of the same frames (the
 //     default 10), their call sites read and each one's file and position asked (what a
 //     recorder that tells call sites apart cannot cost less than); and with stackDepth 4;
@@ -84,8 +85,30 @@ function tracingChild(subscribed) {
     alloc();
     twoTraced();
   }
-  const out = { alloc: measure(alloc, config.timing), floor: measure(twoTraced, config.timing) };
+  const out = {
+    alloc: measure(alloc, config.timing),
+    floor: measure(twoTraced, config.timing),
+    allocCpu: cpuTime(alloc),
+    floorCpu: cpuTime(twoTraced),
+  };
   process.stdout.write(`@@OBSERVE@@${JSON.stringify(out)}\n`);
+}
+
+/**
+ * The CPU time (user and system, every thread of the process) per call of `fn`: batches
+ * of calls, one figure per batch. On a shared machine another process's load stretches
+ * wall-clock time but not this, so a difference of a fraction of a microsecond stands out
+ * of the noise.
+ */
+function cpuTime(fn, calls = quick ? 20_000 : 200_000) {
+  const samples = [];
+  for (let batch = 0; batch < (quick ? 3 : 7); batch++) {
+    const before = process.cpuUsage();
+    for (let i = 0; i < calls; i++) fn();
+    const spent = process.cpuUsage(before);
+    samples.push(((spent.user + spent.system) * 1000) / calls);
+  }
+  return { samples };
 }
 
 function runChild(env, mode = '--child') {
@@ -122,14 +145,13 @@ function allocRows() {
 }
 
 function tracingRows() {
-  const samples = { plain: { alloc: [], floor: [] }, traced: { alloc: [], floor: [] } };
+  const samples = { plain: { alloc: [], floor: [], allocCpu: [], floorCpu: [] }, traced: { alloc: [], floor: [], allocCpu: [], floorCpu: [] } };
   // More rounds than the counters' rows: these are differences of sub-microsecond figures,
   // and one process's figure differs from the next one's by about as much.
   for (let round = 0; round < 5 * ROUNDS; round++) {
     for (const [name, flag] of [['plain', '0'], ['traced', '1']]) {
       const r = runChild({ DPCTL_BENCH_SUBSCRIBED: flag }, '--tracing-child');
-      samples[name].alloc.push(...r.alloc.samples);
-      samples[name].floor.push(...r.floor.samples);
+      for (const key of ['alloc', 'floor', 'allocCpu', 'floorCpu']) samples[name][key].push(...r[key].samples);
     }
   }
   const base = median(samples.plain.alloc);
@@ -138,6 +160,9 @@ function tracingRows() {
   const floor = median(samples.traced.floor) - median(samples.plain.floor);
   row('alloc+free host 4 KiB, TracingChannel subscriber on alloc and free', `${us(withTracing)} us`, `${us(base)} us`, 'no subscriber', (base / withTracing).toFixed(3), '+0.3 us', ours <= 300);
   row("  the subscriber's cost: ours over no subscriber, against Node's floor", `+${us(ours)} us`, `+${us(floor)} us`, '2x bare traceSync(no-op), same subscriber', (floor / ours).toFixed(3), '+0.3 us', ours <= 300);
+  const oursCpu = median(samples.traced.allocCpu) - median(samples.plain.allocCpu);
+  const floorCpu = median(samples.traced.floorCpu) - median(samples.plain.floorCpu);
+  row('  the same in CPU time (process.cpuUsage: no other process counts)', `+${us(oursCpu)} us`, `+${us(floorCpu)} us`, '2x bare traceSync(no-op), same subscriber', (floorCpu / oursCpu).toFixed(3), '+0.3 us', oursCpu <= 300);
 }
 
 /** The shallower stack of the history rows (`recordMemoryHistory({ stackDepth })`). */
@@ -186,6 +211,8 @@ function historyRows(m, queue) {
   const recordedBare = [];
   const recordedShallow = [];
   const recordedCapture = [];
+  const cpu = { plain: [], recorded: [], capture: [] };
+  const cpuCalls = quick ? 2_000 : 20_000;
   for (let round = 0; round < 2 * ROUNDS; round++) {
     plain.push(...measure(alloc, config.timing).samples);
     m.recordMemoryHistory({ maxEntries: 100_000, stacks: true });
@@ -195,7 +222,11 @@ function historyRows(m, queue) {
     m.recordMemoryHistory({ maxEntries: 100_000, stacks: false });
     recordedBare.push(...measure(allocWithBareStack, config.timing).samples);
     recordedCapture.push(...measure(allocWithCapture, config.timing).samples);
+    cpu.capture.push(...cpuTime(allocWithCapture, cpuCalls).samples);
+    m.recordMemoryHistory({ maxEntries: 100_000, stacks: true });
+    cpu.recorded.push(...cpuTime(alloc, cpuCalls).samples);
     m.recordMemoryHistory({ enabled: false });
+    cpu.plain.push(...cpuTime(alloc, cpuCalls).samples);
   }
   const base = median(plain);
   const withHistory = median(recorded);
@@ -207,6 +238,10 @@ function historyRows(m, queue) {
   row(`alloc+free host 4 KiB, history with JS stacks (stackDepth ${SHALLOW})`, `${us(shallow)} us`, `${us(base)} us`, 'no history', (base / shallow).toFixed(3), '+5 us', shallow - base <= 5000);
   row("  the history's cost (10 frames): ours over no history, against V8's floor", `+${us(stackCost)} us`, `+${us(v8Floor)} us`, "no stacks + V8's capture of the 10 frames", (v8Floor / stackCost).toFixed(3), '+5 us', stackCost <= 5000);
   row("  V8's capture alone (unread): no stacks + the 10 frames taken, never read", `+${us(captureFloor)} us`, '+5 us', 'target', (5000 / captureFloor).toFixed(3), '+5 us', captureFloor <= 5000);
+  const cpuBase = median(cpu.plain);
+  const cpuCost = median(cpu.recorded) - cpuBase;
+  const cpuCapture = median(cpu.capture) - cpuBase;
+  row('  the history\'s cost (10 frames) in CPU time, against the capture alone', `+${us(cpuCost)} us`, `+${us(cpuCapture)} us`, "no stacks + V8's capture, unread", (cpuCapture / cpuCost).toFixed(3), '+5 us', cpuCost <= 5000);
 }
 
 function snapshotRow(m, queue) {

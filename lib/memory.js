@@ -525,7 +525,7 @@ class _Memory {
     if (typeof this !== 'object' || this === null || !(#handle in this)) throw invalidThis('_Memory', 'free');
     const handle = this.#handle;
     if (handle === null) return;
-    if (observe.subscribed(observe.channels.free)) observe.traceFree(this, this.#kind, this.#nbytes, () => native.memFree(handle));
+    if (observe.subscribed(observe.channels.free)) observe.traceFree(this, this.#kind, this.#nbytes, handle);
     else native.memFree(handle);
     this.#handle = null;
     this.#buffer = undefined;

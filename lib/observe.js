@@ -598,14 +598,14 @@ function allocateTraced(call, queueId, kind, nbytes, alignment, queue, context) 
  * the subscribers see `context.error` converted (an error of the class, code and message
  * the caller then throws), and the carrier goes on to the caller, which converts it as usual.
  */
-function traceNative(tracing, context, fn) {
-  return startOf(tracing).runStores(context, callTraced, undefined, tracing, context, fn);
+function traceNative(tracing, context, fn, argument) {
+  return startOf(tracing).runStores(context, callTraced, undefined, tracing, context, fn, argument);
 }
 
-/** `fn()` inside `start`, for `traceNative`. */
-function callTraced(tracing, context, fn) {
+/** `fn(argument)` inside `start`, for `traceNative`. */
+function callTraced(tracing, context, fn, argument) {
   try {
-    const result = fn();
+    const result = fn(argument);
     context.result = result;
     return result;
   } catch (carrier) {
@@ -617,9 +617,9 @@ function callTraced(tracing, context, fn) {
   }
 }
 
-/** `free()` traced on the `free` channel (called only while it has subscribers). */
-function traceFree(memory, kind, nbytes, fn) {
-  return traceNative(channels.free, { kind: KIND_NAMES[kind], nbytes, memory }, fn);
+/** `free()` of `handle` traced on the `free` channel (called only while it has subscribers). */
+function traceFree(memory, kind, nbytes, handle) {
+  return traceNative(channels.free, { kind: KIND_NAMES[kind], nbytes, memory }, native.memFree, handle);
 }
 
 /** A synchronous copy or fill traced on the `copy` channel (only while it has subscribers). */
