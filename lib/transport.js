@@ -80,9 +80,8 @@ const DEFAULT_SPIN_US = 200;
 const SPIN_US = spinMicroseconds(process.env.DPCTL_MEMORY_UCX_SPIN_US);
 
 function spinMicroseconds(given) {
-  const fallback = DEFAULT_SPIN_US;
-  const us = given === undefined || given === '' ? fallback : Number(given);
-  return Number.isFinite(us) && us >= 0 ? us : fallback;
+  const us = given === undefined || given === '' ? DEFAULT_SPIN_US : Number(given);
+  return Number.isFinite(us) && us >= 0 ? us : DEFAULT_SPIN_US;
 }
 
 // What `ucxProgress` writes into `state.records`: the count, then records of

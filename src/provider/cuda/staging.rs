@@ -339,7 +339,8 @@ impl Stager {
             });
         }
         let chunks = (0..count).map(|i| (i * chunk, chunk.min(nbytes - i * chunk)));
-        let queued = Cell::new(0usize);
+        // Buffers with a DMA queued, and of those (to the host) the first ones already waited for.
+        let (queued, waited) = (Cell::new(0usize), Cell::new(0usize));
         // Caught, so that a panicking piece of a memcpy still leaves no DMA running (below).
         let run = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
             match direction {
@@ -373,6 +374,7 @@ impl Stager {
                     }
                     for (buffer, &(offset, len)) in self.buffers.iter().zip(&chunks) {
                         sync(&current, buffer)?;
+                        waited.set(waited.get() + 1);
                         // SAFETY: the DMA into the buffer is complete; the caller vouches for
                         // the host range.
                         let (to, from) = unsafe {
@@ -388,12 +390,12 @@ impl Stager {
             Ok(())
         }));
         // No DMA may outlive the call: the caller reuses its memory, the next copy the buffers.
-        // Every queued buffer is waited for, also after one wait failed.
+        // Every queued buffer not yet waited for is, also after one wait failed.
         let mut synced = Ok(());
-        for buffer in &self.buffers[..queued.get()] {
-            let waited = sync(&current, buffer);
+        for buffer in &self.buffers[waited.get()..queued.get()] {
+            let wait = sync(&current, buffer);
             if synced.is_ok() {
-                synced = waited;
+                synced = wait;
             }
         }
         match run {
