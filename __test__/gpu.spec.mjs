@@ -210,7 +210,7 @@ gpuTest('1 GiB round trip host -> device -> host', (t, device) => {
 // to 32 MiB, through the lanes above that and in every copy to the device. Sizes on both
 // sides of each boundary, odd lengths, odd host offsets, guard bytes around every
 // destination (fixtures/staged-copies.mjs).
-const STAGED_SIZES = [MiB - 1, MiB, MiB + 1, 3 * MiB + 12345, 4 * MiB, 16 * MiB - 1, 16 * MiB, 16 * MiB + 1, 32 * MiB, 33 * MiB + 7];
+const STAGED_SIZES = [MiB - 1, MiB, MiB + 1, 3 * MiB + 12345, 4 * MiB, 8 * MiB, 8 * MiB + 1, 16 * MiB - 1, 16 * MiB, 16 * MiB + 1, 32 * MiB, 33 * MiB + 7];
 
 gpuTest('staged pageable copies at the sizes around each path, at odd offsets, both ways', (t, device) => {
   t.deepEqual(stagedRoundTrips(addon, queueFor(device), STAGED_SIZES), []);

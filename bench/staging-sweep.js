@@ -51,13 +51,16 @@ function pipelineSettings() {
   const at = (name, env) => ({ name, env: { DPCTL_MEMORY_STAGING_THRESHOLD: '1', ...env } });
   return [
     at('lanes only (pipeline off)', { DPCTL_MEMORY_STAGING_PIPELINE_MAX: '0' }),
-    at('defaults (D2H pipelined to 32 MiB)', {}),
+    at('defaults (pipelined H2D 8, D2H 32 MiB)', {}),
+    at('both ways pipelined to 4 MiB', { DPCTL_MEMORY_STAGING_PIPELINE_MAX: String(4 * MiB) }),
+    at('both ways pipelined to 8 MiB', { DPCTL_MEMORY_STAGING_PIPELINE_MAX: String(8 * MiB) }),
     at('both ways pipelined to 16 MiB', { DPCTL_MEMORY_STAGING_PIPELINE_MAX: String(16 * MiB) }),
     at('pipeline, min chunk 256 KiB', { DPCTL_MEMORY_STAGING_PIPELINE_MAX: String(32 * MiB), DPCTL_MEMORY_STAGING_MIN_CHUNK: String(256 * KiB) }),
     at('pipeline, min chunk 1 MiB', { DPCTL_MEMORY_STAGING_PIPELINE_MAX: String(32 * MiB), DPCTL_MEMORY_STAGING_MIN_CHUNK: String(MiB) }),
     at('pipeline, chunk 4 MiB', { DPCTL_MEMORY_STAGING_PIPELINE_MAX: String(32 * MiB), DPCTL_MEMORY_STAGING_CHUNK: String(4 * MiB) }),
     at('pipeline, 16 lanes', { DPCTL_MEMORY_STAGING_PIPELINE_MAX: String(32 * MiB), DPCTL_MEMORY_STAGING_LANES: '16' }),
-    at('pipeline, 4 lanes', { DPCTL_MEMORY_STAGING_PIPELINE_MAX: String(32 * MiB), DPCTL_MEMORY_STAGING_LANES: '4' }),
+    at('defaults, chunk 4 MiB', { DPCTL_MEMORY_STAGING_CHUNK: String(4 * MiB) }),
+    at('defaults, chunk 4 MiB, min chunk 1 MiB', { DPCTL_MEMORY_STAGING_CHUNK: String(4 * MiB), DPCTL_MEMORY_STAGING_MIN_CHUNK: String(MiB) }),
   ];
 }
 

@@ -412,14 +412,17 @@ class _Memory {
   /** Copies all of `src` (a memory object or any exporter) to offset 0. */
   copyFromDevice(src) {
     const handle = _Memory.#live(this, 'copyFromDevice');
-    const from = deviceSource(src);
+    // One of ours is copied by its handle: no interface to read, nothing to release.
+    const own = isMemory(src);
+    const from = own ? undefined : deviceSource(src);
+    const source = own ? _Memory.#live(src, 'memory source') : from.handle;
     try {
-      if (observe.subscribed(observe.channels.copy)) observe.traceCopy('copyFromDevice', this, from.facts.nbytes, () => native.memCopyFromDevice(handle, from.handle));
-      else native.memCopyFromDevice(handle, from.handle);
+      if (observe.subscribed(observe.channels.copy)) observe.traceCopy('copyFromDevice', this, own ? src.#nbytes : from.facts.nbytes, () => native.memCopyFromDevice(handle, source));
+      else native.memCopyFromDevice(handle, source);
     } catch (error) {
       throw fromNative(error);
     } finally {
-      release(from);
+      if (from !== undefined) release(from);
     }
   }
   /** Fills the memory with the byte `value` (an integer 0..255, default 0). */

@@ -440,8 +440,9 @@ pub(crate) fn host_memcpy_parallel(dst: WriteBytes<'_>, src: ReadBytes<'_>) {
 }
 
 /// `host_memcpy` of a non-overlapping pair in pieces of `piece` bytes, on this thread and
-/// up to every other copy thread, whatever the size: for a caller that pipelines several
-/// such copies with other work (the CUDA staging's chunks) and picks the piece itself.
+/// up to every worker, whatever the size: for a caller that pipelines several such copies
+/// with other work (the CUDA staging's chunks) and picks the piece itself
+/// (`pieces_for_every_thread`).
 pub(crate) fn host_memcpy_in_pieces(dst: WriteBytes<'_>, src: ReadBytes<'_>, piece: u64) {
     let nbytes = src.len().min(dst.len());
     let piece = piece.max(1);
@@ -449,8 +450,16 @@ pub(crate) fn host_memcpy_in_pieces(dst: WriteBytes<'_>, src: ReadBytes<'_>, pie
         host_memcpy(dst, src);
         return;
     }
-    let helpers = (copy_threads() - 1).min(nbytes.div_ceil(piece) - 1) as usize;
+    let helpers = (crate::host::workers::threads() as u64 - 1).min(nbytes.div_ceil(piece) - 1) as usize;
     copy_slices(dst.address(), src.address(), nbytes, piece, helpers, crate::host::workers::workers());
+}
+
+/// The piece that gives each thread of the machine one of `nbytes` (the caller and every
+/// worker), in whole multiples of 16 KiB: for a mid-size copy, where a thread's wake-up and
+/// hand-off are as long as a large piece's memcpy, every core copying at once is fastest.
+pub(crate) fn pieces_for_every_thread(nbytes: u64) -> u64 {
+    const GRAIN: u64 = 16 << 10;
+    nbytes.div_ceil(crate::host::workers::threads() as u64).div_ceil(GRAIN).max(1) * GRAIN
 }
 
 /// The piece a thread of a parallel copy takes at a time: small enough that a thread

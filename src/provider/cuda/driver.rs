@@ -127,6 +127,8 @@ driver_table! {
         cuCtxDestroy = "cuCtxDestroy_v2": fn(CUcontext);
         cuCtxPushCurrent = "cuCtxPushCurrent_v2": fn(CUcontext);
         cuCtxPopCurrent = "cuCtxPopCurrent_v2": fn(*mut CUcontext);
+        cuCtxGetCurrent = "cuCtxGetCurrent": fn(*mut CUcontext);
+        cuCtxSetCurrent = "cuCtxSetCurrent": fn(CUcontext);
         cuStreamCreate = "cuStreamCreate": fn(*mut CUstream, c_uint);
         cuStreamDestroy = "cuStreamDestroy_v2": fn(CUstream);
         cuStreamSynchronize = "cuStreamSynchronize": fn(CUstream);
@@ -562,7 +564,45 @@ impl Driver {
     pub(super) fn push(&'static self, ctx: ContextHandle) -> DriverResult<CurrentContext> {
         // SAFETY: `ctx` is live (see `ContextHandle`).
         self.status("cuCtxPushCurrent", unsafe { (self.table.cuCtxPushCurrent)(ctx.0) })?;
-        Ok(CurrentContext { driver: self, context: ctx, _not_send: std::marker::PhantomData })
+        Ok(CurrentContext { driver: self, context: ctx, pushed: true, _not_send: std::marker::PhantomData })
+    }
+
+    /// `cuCtxGetCurrent`: the context current on this thread (null: none).
+    pub(super) fn current_raw(&self) -> DriverResult<CUcontext> {
+        let mut current: CUcontext = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer.
+        self.status("cuCtxGetCurrent", unsafe { (self.table.cuCtxGetCurrent)(&mut current) })?;
+        Ok(current)
+    }
+
+    /// Makes `ctx` current on this thread for the returned guard's life, as [`Driver::push`]
+    /// does, but with no push or pop where `ctx` already is current, and, where no context
+    /// is current and `stays` is set, makes it current and leaves it so: the next call on
+    /// this thread then finds it current, as the CUDA runtime leaves a device's primary
+    /// context after a call. A context another library made current is restored on drop,
+    /// as with `push`. `stays` only for a context that is never destroyed while the
+    /// process may still call the driver (a device's primary context).
+    pub(super) fn enter(&'static self, ctx: ContextHandle, stays: bool) -> DriverResult<CurrentContext> {
+        let current = self.current_raw()?;
+        if current == ctx.0 {
+            return Ok(CurrentContext {
+                driver: self,
+                context: ctx,
+                pushed: false,
+                _not_send: std::marker::PhantomData,
+            });
+        }
+        if current.is_null() && stays {
+            // SAFETY: `ctx` is live (see `ContextHandle`); the thread's stack is empty.
+            self.status("cuCtxSetCurrent", unsafe { (self.table.cuCtxSetCurrent)(ctx.0) })?;
+            return Ok(CurrentContext {
+                driver: self,
+                context: ctx,
+                pushed: false,
+                _not_send: std::marker::PhantomData,
+            });
+        }
+        self.push(ctx)
     }
 }
 
@@ -574,12 +614,17 @@ impl Driver {
 pub(super) struct CurrentContext {
     driver: &'static Driver,
     context: ContextHandle,
+    /// Whether this guard pushed the context (and so pops it); see [`Driver::enter`].
+    pushed: bool,
     // Not Send: the push and the pop must happen on the same thread.
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for CurrentContext {
     fn drop(&mut self) {
+        if !self.pushed {
+            return;
+        }
         let mut popped: CUcontext = std::ptr::null_mut();
         // SAFETY: pops the context this guard pushed on this same thread (the guard is
         // !Send); a failure leaves nothing to clean up and is ignored (Drop never panics).

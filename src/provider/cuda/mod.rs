@@ -308,8 +308,11 @@ impl CudaContext {
         })
     }
 
+    /// This context, current on this thread for the guard's life. A primary context is
+    /// left current on a thread that had none (`Driver::enter`): it lives as long as the
+    /// device, and the next call on the thread then pushes and pops nothing.
     fn current(&self) -> Result<CurrentContext> {
-        Ok(self.driver.push(self.handle)?)
+        Ok(self.driver.enter(self.handle, self.ownership == ContextOwnership::Primary)?)
     }
 
     /// The allocation of ours that holds `address`, as `(handed-out address, allocation)`.

@@ -24,32 +24,34 @@ use cudarc::driver::sys::CU_MEMHOSTALLOC_PORTABLE;
 
 use super::driver::{ContextHandle, CurrentContext, Driver, PinnedHost, Stream};
 use crate::error::{MemoryError, Result};
-use crate::host::host_memcpy_in_pieces;
 use crate::host::workers::{queue_jobs, Job};
+use crate::host::{host_memcpy_in_pieces, pieces_for_every_thread};
 use crate::runtime::held::Held;
 use crate::runtime::Address;
 use crate::runtime::{ReadBytes, WriteBytes};
 use crate::sync::lock;
 
 /// Tunables, read once from the environment (for measurement: `bench/staging-sweep.js`
-/// sweeps them). The defaults are the sweep's best single setting over 1-256 MiB both
-/// ways: eight lanes of 2 MiB chunks, mid sizes split down to 512 KiB chunks so that
-/// every lane still overlaps its memcpy with a DMA; staging starts at 1 MiB both ways
-/// (below it the driver's own copy is as fast).
+/// sweeps them). The defaults are the sweeps' best single setting over 1-256 MiB both
+/// ways: eight lanes of chunks up to 4 MiB, mid sizes split down to 512 KiB chunks so that
+/// every lane still overlaps its memcpy with a DMA, and copies of up to 8 MiB to the device
+/// and 32 MiB to the host pipelined from the calling thread; staging starts at 1 MiB both
+/// ways (below it the driver's own copy is as fast).
 ///
 /// - `DPCTL_MEMORY_STAGING_THRESHOLD` (bytes; default 1 MiB): smaller copies go straight
 ///   to the driver; 0 turns staging off.
-/// - `DPCTL_MEMORY_STAGING_CHUNK` (bytes, default 2 MiB, at least 64 KiB): the largest
-///   chunk, and the size of each pinned buffer.
+/// - `DPCTL_MEMORY_STAGING_CHUNK` (bytes, default 4 MiB, at least 64 KiB): the largest
+///   chunk, and the size of each pinned buffer (a pipelined copy of 16 MiB to the host
+///   then waits for four chunks, not eight).
 /// - `DPCTL_MEMORY_STAGING_MIN_CHUNK` (bytes, default 512 KiB, at least 64 KiB): the
 ///   smallest chunk a copy is split into.
 /// - `DPCTL_MEMORY_STAGING_LANES` (default: the cores, at most 8; 1..32): concurrent lanes.
 /// - `DPCTL_MEMORY_STAGING_PIPELINE_MAX` (bytes; 0: never): copies up to this size take
 ///   the pipelined path (`Stager::copy_pipelined`) when their chunks fit in the buffers:
 ///   the calling thread makes every driver call and the copy workers only split each
-///   chunk's memcpy. By default copies to the host up to 32 MiB do, where it beat the
-///   lanes in the sweep (`SWEEP_SET=pipeline`), and copies to the device never do: there
-///   the lanes, each memcpy overlapping its own DMA, were as fast or faster.
+///   chunk's memcpy. By default copies to the host up to 32 MiB and to the device up to
+///   8 MiB do, where it beat the lanes in the sweep (`SWEEP_SET=pipeline`); larger copies
+///   to the device keep the lanes, each memcpy overlapping its own DMA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct StagingConfig {
     /// Copies to the device smaller than this go straight to the driver (0: never staged).
@@ -79,7 +81,7 @@ impl StagingConfig {
                 std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
             };
             let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as u64;
-            let chunk = read("DPCTL_MEMORY_STAGING_CHUNK", 2 << 20).max(CHUNK_GRAIN as u64) as usize;
+            let chunk = read("DPCTL_MEMORY_STAGING_CHUNK", 4 << 20).max(CHUNK_GRAIN as u64) as usize;
             let threshold = std::env::var("DPCTL_MEMORY_STAGING_THRESHOLD").ok().and_then(|v| v.parse().ok());
             StagingConfig {
                 to_device_threshold: threshold.unwrap_or(1 << 20),
@@ -88,7 +90,7 @@ impl StagingConfig {
                 min_chunk: (read("DPCTL_MEMORY_STAGING_MIN_CHUNK", 512 << 10).max(CHUNK_GRAIN as u64) as usize)
                     .min(chunk),
                 lanes: read("DPCTL_MEMORY_STAGING_LANES", cores.min(8)).clamp(1, 32) as usize,
-                pipeline_to_device_max: read("DPCTL_MEMORY_STAGING_PIPELINE_MAX", 0),
+                pipeline_to_device_max: read("DPCTL_MEMORY_STAGING_PIPELINE_MAX", 8 << 20),
                 pipeline_to_host_max: read("DPCTL_MEMORY_STAGING_PIPELINE_MAX", 32 << 20),
             }
         })
@@ -327,7 +329,7 @@ impl Stager {
     unsafe fn copy_pipelined(&self, direction: Direction, host: usize, device: Address, nbytes: usize) -> Result<()> {
         let current = self.driver.push(self.context)?;
         let chunk = self.config.pipeline_chunk(nbytes);
-        let pieces = (chunk.div_ceil(self.config.lanes.max(1)).div_ceil(CHUNK_GRAIN).max(1) * CHUNK_GRAIN) as u64;
+        let pieces = pieces_for_every_thread(chunk as u64);
         let count = nbytes.div_ceil(chunk);
         if count > self.buffers.len() {
             // `copy` checks this (`StagingConfig::pipelines`); never a short copy if not.

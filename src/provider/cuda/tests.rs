@@ -329,6 +329,44 @@ fn gpu_cross_context_pointers_are_unknown() {
 
 #[test]
 #[ignore = "needs CUDA"]
+fn gpu_a_primary_context_stays_current_where_none_was_and_another_is_restored() {
+    let (dev, primary, pq) = setup();
+    let other = dev.create_context().unwrap();
+    let oq = other.create_queue(&dev).unwrap();
+    let driver = cuda_ctx(&primary).driver;
+    let (primary_raw, other_raw) = (cuda_ctx(&primary).handle.as_raw(), cuda_ctx(&other).handle.as_raw());
+    let current = || driver.current_raw().unwrap() as usize;
+    let device = pq.allocate(UsmKind::Device, 4096, 0).unwrap();
+    let theirs = oq.allocate(UsmKind::Device, 4096, 0).unwrap();
+    let src = pattern(4096);
+    std::thread::scope(|scope| {
+        // A thread with no context current: the primary context's copy leaves it current.
+        scope.spawn(|| {
+            assert_eq!(current(), 0);
+            pq.memcpy_raw(device, src.as_ptr() as u64, 4096).unwrap();
+            assert_eq!(current(), primary_raw);
+            // A created context is pushed and popped around each call, restoring the primary.
+            oq.memcpy_raw(theirs, src.as_ptr() as u64, 4096).unwrap();
+            assert_eq!(current(), primary_raw);
+        });
+        // A thread where another library made a context current: it is current again after
+        // each of our calls, and its stack is as it was.
+        scope.spawn(|| {
+            let theirs_current = driver.push(cuda_ctx(&other).handle).unwrap();
+            let mut back = vec![0u8; 4096];
+            pq.memcpy_raw(back.as_mut_ptr() as u64, device, 4096).unwrap();
+            assert_eq!(back, src);
+            assert_eq!(current(), other_raw);
+            drop(theirs_current);
+            assert_eq!(current(), 0, "the stack is as it was");
+        });
+    });
+    free_raw(&*other, theirs).unwrap();
+    free_raw(&*primary, device).unwrap();
+}
+
+#[test]
+#[ignore = "needs CUDA"]
 fn gpu_created_context_frees_leftovers_on_drop() {
     let (dev, _primary, _q) = setup();
     let ctx = dev.create_context().unwrap();
