@@ -33,16 +33,15 @@ use crate::sync::lock;
 
 /// Tunables, read once from the environment (for measurement: `bench/staging-sweep.js`
 /// sweeps them). The defaults are the sweeps' best single setting over 1-256 MiB both
-/// ways: eight lanes of chunks up to 4 MiB, mid sizes split down to 512 KiB chunks so that
+/// ways: eight lanes of chunks up to 2 MiB, mid sizes split down to 512 KiB chunks so that
 /// every lane still overlaps its memcpy with a DMA, and copies of up to 8 MiB to the device
 /// and 32 MiB to the host pipelined from the calling thread; staging starts at 1 MiB both
 /// ways (below it the driver's own copy is as fast).
 ///
 /// - `DPCTL_MEMORY_STAGING_THRESHOLD` (bytes; default 1 MiB): smaller copies go straight
 ///   to the driver; 0 turns staging off.
-/// - `DPCTL_MEMORY_STAGING_CHUNK` (bytes, default 4 MiB, at least 64 KiB): the largest
-///   chunk, and the size of each pinned buffer (a pipelined copy of 16 MiB to the host
-///   then waits for four chunks, not eight).
+/// - `DPCTL_MEMORY_STAGING_CHUNK` (bytes, default 2 MiB, at least 64 KiB): the largest
+///   chunk, and the size of each pinned buffer.
 /// - `DPCTL_MEMORY_STAGING_MIN_CHUNK` (bytes, default 512 KiB, at least 64 KiB): the
 ///   smallest chunk a copy is split into.
 /// - `DPCTL_MEMORY_STAGING_LANES` (default: the cores, at most 8; 1..32): concurrent lanes.
@@ -81,7 +80,7 @@ impl StagingConfig {
                 std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
             };
             let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as u64;
-            let chunk = read("DPCTL_MEMORY_STAGING_CHUNK", 4 << 20).max(CHUNK_GRAIN as u64) as usize;
+            let chunk = read("DPCTL_MEMORY_STAGING_CHUNK", 2 << 20).max(CHUNK_GRAIN as u64) as usize;
             let threshold = std::env::var("DPCTL_MEMORY_STAGING_THRESHOLD").ok().and_then(|v| v.parse().ok());
             StagingConfig {
                 to_device_threshold: threshold.unwrap_or(1 << 20),

@@ -34,20 +34,16 @@ fn var(name: &str) -> Option<std::ffi::OsString> {
     std::env::var_os(name).filter(|v| !v.is_empty())
 }
 
-/// Whether the dynamic loader finds `libucp.so.0` by name.
+/// Whether the dynamic loader finds `libucp.so.0` by name. A library found stays loaded
+/// (the caller loads it next): UCX's initialisers install memory hooks in the process's
+/// other libraries, and unloading it after they ran left those hooks pointing into
+/// unmapped code, a crash at the next call of a hooked function.
 fn system_has_libucp() -> bool {
     let Ok(name) = std::ffi::CString::new(LIBUCP) else { return false };
-    // SAFETY: RTLD_NOLOAD|RTLD_LAZY probes without running anything new when already
-    // loaded; the plain probe below loads the library and unloads it at once, which runs
-    // its initialisers (UCX's are safe to run and undo).
-    unsafe {
-        let handle = libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
-        if handle.is_null() {
-            return false;
-        }
-        libc::dlclose(handle);
-    }
-    true
+    // SAFETY: loads the library by name, which runs its initialisers (UCX's own, as the
+    // load that follows would); the handle is never closed.
+    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+    !handle.is_null()
 }
 
 /// Finds `libucp`; `Err` is a message listing what was searched and what to install.
@@ -88,6 +84,18 @@ pub fn locate() -> Result<Found, String> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_system_libucp_found_by_the_probe_stays_loaded() {
+        if !system_has_libucp() {
+            eprintln!("no libucp.so.0 on the library path: nothing to check");
+            return;
+        }
+        let name = std::ffi::CString::new(LIBUCP).unwrap();
+        // SAFETY: RTLD_NOLOAD loads nothing: it only asks whether the library is loaded.
+        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        assert!(!handle.is_null(), "the probe unloaded UCX after its initialisers ran");
+    }
 
     #[test]
     fn the_manifest_names_a_ucx_version() {
