@@ -564,7 +564,12 @@ impl Driver {
     pub(super) fn push(&'static self, ctx: ContextHandle) -> DriverResult<CurrentContext> {
         // SAFETY: `ctx` is live (see `ContextHandle`).
         self.status("cuCtxPushCurrent", unsafe { (self.table.cuCtxPushCurrent)(ctx.0) })?;
-        Ok(CurrentContext { driver: self, context: ctx, pushed: true, _not_send: std::marker::PhantomData })
+        Ok(self.guard(ctx, true))
+    }
+
+    /// The guard of `ctx`, current on this thread; `pushed`: it pops `ctx` when dropped.
+    fn guard(&'static self, ctx: ContextHandle, pushed: bool) -> CurrentContext {
+        CurrentContext { driver: self, context: ctx, pushed, _not_send: std::marker::PhantomData }
     }
 
     /// `cuCtxGetCurrent`: the context current on this thread (null: none).
@@ -585,22 +590,12 @@ impl Driver {
     pub(super) fn enter(&'static self, ctx: ContextHandle, stays: bool) -> DriverResult<CurrentContext> {
         let current = self.current_raw()?;
         if current == ctx.0 {
-            return Ok(CurrentContext {
-                driver: self,
-                context: ctx,
-                pushed: false,
-                _not_send: std::marker::PhantomData,
-            });
+            return Ok(self.guard(ctx, false));
         }
         if current.is_null() && stays {
             // SAFETY: `ctx` is live (see `ContextHandle`); the thread's stack is empty.
             self.status("cuCtxSetCurrent", unsafe { (self.table.cuCtxSetCurrent)(ctx.0) })?;
-            return Ok(CurrentContext {
-                driver: self,
-                context: ctx,
-                pushed: false,
-                _not_send: std::marker::PhantomData,
-            });
+            return Ok(self.guard(ctx, false));
         }
         self.push(ctx)
     }

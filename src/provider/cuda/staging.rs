@@ -11,7 +11,7 @@
 //! the memcpy into (or out of) the other. Lanes run concurrently, so the copy engine
 //! always has work queued. Buffers and streams are made once per context and kept.
 //!
-//! Mid-size copies to the host take the pipelined path instead (`Stager::copy_pipelined`,
+//! Mid-size copies take the pipelined path instead (`Stager::copy_pipelined`,
 //! `StagingConfig::pipelines`): one chunk per buffer, every driver call on the calling
 //! thread, the copy workers only splitting each chunk's memcpy.
 

@@ -36,7 +36,7 @@ fn var(name: &str) -> Option<std::ffi::OsString> {
 
 /// Whether the dynamic loader finds `libucp.so.0` by name. A library found stays loaded
 /// (the caller loads it next): UCX's initialisers install memory hooks in the process's
-/// other libraries, and unloading it after they ran left those hooks pointing into
+/// other libraries, and unloading it after they ran can leave those hooks pointing into
 /// unmapped code, a crash at the next call of a hooked function.
 fn system_has_libucp() -> bool {
     let Ok(name) = std::ffi::CString::new(LIBUCP) else { return false };
