@@ -198,10 +198,11 @@ export function memFacts(memoryId: number): Float64Array
 export function memHandoff(memoryId: number): object
 
 /**
- * The IPC handle of the memory: its bytes, one per element (the JS layer makes the
- * `Uint8Array` in its own realm).
+ * The IPC handle of the memory, written into the start of the host buffer `dst` (the JS
+ * layer makes it in its own realm) when it holds it; returns the handle's length either
+ * way, so that a buffer too short is asked again with one long enough.
  */
-export function memIpcExport(memoryId: number): Float64Array
+export function memIpcExport(memoryId: number, dst: HostBuffer): number
 
 /**
  * Opens IPC handle bytes (a host buffer) into `nbytes` of memory used through the queue

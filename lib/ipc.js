@@ -14,10 +14,13 @@ const { INTERNAL, cachedQueue, queueHandle, deviceHandle, isQueue, isDevice } = 
 const { MemoryUSMDevice, isMemory, memorySource } = memory;
 const { Uint8Array, Object, Reflect, Symbol } = globalThis;
 const apply = Reflect.apply;
-const typedArraySet = Object.getPrototypeOf(Uint8Array.prototype).set;
 const inspect = Symbol.for('nodejs.util.inspect.custom');
 const typedArrayTag = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag).get;
 const { DEVICE } = KIND;
+
+/** The length of every handle the runtimes make today (CUDA's `CUipcMemHandle`): one
+ * export call; another length is asked again with a buffer of that length. */
+const HANDLE_LENGTH = 64;
 
 /** Module-private: lets only `IPCMemoryHandle.open` make a `MemoryIPCDevice`. */
 const OPENED = Symbol('dpctl-memory IPC mapping');
@@ -85,14 +88,16 @@ class IPCMemoryHandle {
       throw typeError(`IPCMemoryHandle needs a MemoryUSMDevice, not ${display(memory)}`, ErrorCode.NotUsm);
     }
     const from = memorySource(memory);
-    let elements;
+    let bytes = new Uint8Array(HANDLE_LENGTH);
     try {
-      elements = native.memIpcExport(from.handle);
+      const length = native.memIpcExport(from.handle, bytes);
+      if (length !== HANDLE_LENGTH) {
+        bytes = new Uint8Array(length);
+        native.memIpcExport(from.handle, bytes);
+      }
     } catch (error) {
       throw fromNative(error);
     }
-    const bytes = new Uint8Array(elements.length);
-    apply(typedArraySet, bytes, [elements]);
     this.#bytes = bytes;
     this.#nbytes = from.facts.nbytes;
   }

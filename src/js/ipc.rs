@@ -1,7 +1,7 @@
 //! Sharing device memory with other processes (`lib/ipc.js`, over `crate::memory::ipc`):
 //! whether a device can, the export of a handle, and the open of one.
 
-use napi::bindgen_prelude::{Float64Array, Unknown};
+use napi::bindgen_prelude::Unknown;
 use napi::Env;
 use napi_derive::napi;
 
@@ -11,7 +11,7 @@ use crate::js::lookup::lookup;
 use crate::js::memory::host_bytes;
 use crate::js::state::process;
 use crate::memory::ipc;
-use crate::runtime::WriteBytes;
+use crate::runtime::{ReadBytes, WriteBytes};
 
 /// Whether memory on the device can be shared with other processes (IPC handles).
 #[napi]
@@ -19,13 +19,18 @@ pub fn ipc_available(env: &Env, device_id: f64) -> napi::Result<bool> {
     Ok(ipc::available(lookup(env, |h| h.device(device_id))?.as_ref()))
 }
 
-/// The IPC handle of the memory: its bytes, one per element (the JS layer makes the
-/// `Uint8Array` in its own realm).
+/// The IPC handle of the memory, written into the start of the host buffer `dst` (the JS
+/// layer makes it in its own realm) when it holds it; returns the handle's length either
+/// way, so that a buffer too short is asked again with one long enough.
 #[napi]
-pub fn mem_ipc_export(env: &Env, memory_id: f64) -> napi::Result<Float64Array> {
+pub fn mem_ipc_export(env: &Env, memory_id: f64, dst: Unknown) -> napi::Result<u32> {
+    let dst = host_bytes(env, &dst, "dst")?;
     let memory = lookup(env, |h| h.memory(memory_id))?;
     let handle = ipc::export(process().ipc(), &memory).or_throw(env)?;
-    Ok(Float64Array::new(handle.into_iter().map(f64::from).collect()))
+    if handle.len() <= dst.byte_length() {
+        dst.with_bytes(|to| crate::host::host_memcpy(to, ReadBytes::of_slice(&handle)));
+    }
+    Ok(handle.len() as u32)
 }
 
 /// Opens IPC handle bytes (a host buffer) into `nbytes` of memory used through the queue

@@ -611,3 +611,43 @@ fn gpu_copies_between_two_contexts_of_one_device_take_the_route_the_model_gives(
     free_raw(other.as_ref(), b).unwrap();
     free_raw(other.as_ref(), h).unwrap();
 }
+
+/// `memcpy_from_host` lands the bytes exactly whichever call it takes: named as host to
+/// device (plain host memory into device memory below staging, at odd offsets), or the
+/// general copy (our pinned memory as the source, shared memory as the destination, a
+/// staged size).
+#[test]
+#[ignore = "needs CUDA"]
+fn gpu_copies_from_host_land_exactly_by_each_call() {
+    let (_dev, ctx, q) = setup();
+    const SPAN: usize = (1 << 20) + 8192;
+    const GUARD: u8 = 0xee;
+    let check = |dst: u64, kind: UsmKind, src: u64, offset: usize, n: usize, want: &[u8]| {
+        q.memset_raw(dst, GUARD, SPAN as u64).unwrap();
+        // SAFETY: inside the live allocations of SPAN bytes at `dst` and of at least `n`
+        // at `src`; the call is synchronous.
+        let (to, from) =
+            unsafe { (WriteBytes::from_raw(dst + offset as u64, n as u64), ReadBytes::from_raw(src, n as u64)) };
+        q.memcpy_from_host(to, from).unwrap();
+        let back = read_device(&q, dst, SPAN);
+        assert_eq!(&back[offset..offset + n], want, "{kind:?} {offset}+{n}");
+        assert!(
+            back[..offset].iter().chain(&back[offset + n..]).all(|&b| b == GUARD),
+            "{kind:?} {offset}+{n}: nothing else"
+        );
+    };
+    let pageable = pattern(SPAN);
+    let pinned = q.allocate(UsmKind::Host, SPAN as u64, 0).unwrap();
+    q.memcpy_raw(pinned, pageable.as_ptr() as u64, SPAN as u64).unwrap();
+    for kind in [UsmKind::Device, UsmKind::Shared] {
+        let dst = q.allocate(kind, SPAN as u64, 0).unwrap();
+        for (offset, n) in [(0, 1), (3, 64), (4096, 4093), (1, (1 << 20) + 1)] {
+            check(dst, kind, pageable.as_ptr() as u64 + 5, offset, n, &pageable[5..5 + n]);
+            check(dst, kind, pinned + 7, offset, n, &pageable[7..7 + n]);
+        }
+        // SAFETY: allocated above, freed once, unused after.
+        unsafe { ctx.free(dst) }.unwrap();
+    }
+    // SAFETY: as above.
+    unsafe { ctx.free(pinned) }.unwrap();
+}
