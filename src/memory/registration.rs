@@ -411,7 +411,6 @@ pub(crate) fn host_copy(
     // Held for the copy: a registration found stale meanwhile cannot end under it.
     let in_use = vouched.and_then(Registration::begin_use);
     match route(&host_copies.registrations, range, in_use.as_ref().map(|used| used.0)) {
-        Route::Plain if host == HostSide::Source => queue.memcpy_from_host(dst, src),
         Route::Plain => queue.memcpy(dst, src),
         Route::Registered => queue.memcpy_registered(dst, src),
         Route::Bounce => bounce(host_copies, queue, dst, src, host),

@@ -163,11 +163,6 @@ pub trait Queue: Send + Sync + Any {
     /// may be USM memory of this queue's context or plain host memory. Returns when the
     /// copy is complete.
     fn memcpy(&self, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()>;
-    /// `memcpy` whose source is plain host memory, which may still be USM memory: a
-    /// runtime may copy from memory it knows nothing of by a call that names the direction.
-    fn memcpy_from_host(&self, dst: WriteBytes<'_>, src: ReadBytes<'_>) -> Result<()> {
-        self.memcpy(dst, src)
-    }
     /// Fills `dst` with `value`. Returns when done.
     fn memset(&self, dst: WriteBytes<'_>, value: u8) -> Result<()>;
     fn wait(&self) -> Result<()>;

@@ -138,7 +138,6 @@ driver_table! {
         cuMemFree = "cuMemFree_v2": fn(CUdeviceptr);
         cuMemFreeHost = "cuMemFreeHost": fn(*mut c_void);
         cuMemcpyAsync = "cuMemcpyAsync": fn(CUdeviceptr, CUdeviceptr, usize, CUstream);
-        cuMemcpyHtoDAsync = "cuMemcpyHtoDAsync_v2": fn(CUdeviceptr, *const c_void, usize, CUstream);
         cuMemsetD8Async = "cuMemsetD8Async": fn(CUdeviceptr, u8, usize, CUstream);
         cuMemsetD16Async = "cuMemsetD16Async": fn(CUdeviceptr, u16, usize, CUstream);
         cuMemsetD32Async = "cuMemsetD32Async": fn(CUdeviceptr, u32, usize, CUstream);
@@ -727,26 +726,6 @@ impl CurrentContext {
     ) -> DriverResult<()> {
         // SAFETY: forwarded to the caller (see `# Safety`); the stream is live.
         self.driver.status("cuMemcpyAsync", unsafe { (self.table().cuMemcpyAsync)(dst, src, size, stream.raw) })
-    }
-
-    /// `cuMemcpyHtoDAsync`: queues a copy of `size` bytes from host memory to device
-    /// memory on `stream`. Naming the direction spares the driver finding out what each
-    /// side is, which `cuMemcpyAsync` does on every call.
-    ///
-    /// # Safety
-    /// `src..src+size` is readable host memory (no USM allocation: the driver reads it as
-    /// plain host memory), `dst..dst+size` device memory of this context that nothing else
-    /// touches meanwhile, and both stay so until `stream` has been synchronised.
-    pub(super) unsafe fn memcpy_host_to_device_async(
-        &self,
-        dst: CUdeviceptr,
-        src: u64,
-        size: usize,
-        stream: &Stream,
-    ) -> DriverResult<()> {
-        // SAFETY: forwarded to the caller (see `# Safety`); the stream is live.
-        let r = unsafe { (self.table().cuMemcpyHtoDAsync)(dst, src as *const c_void, size, stream.raw) };
-        self.driver.status("cuMemcpyHtoDAsync", r)
     }
 
     /// `cuMemsetD8Async`: queues a fill of `size` bytes with `value` on `stream`.

@@ -665,33 +665,6 @@ impl Queue for CudaQueue {
         self.direct_copy(dst_bytes, src_bytes)
     }
 
-    fn memcpy_from_host(&self, dst_bytes: WriteBytes<'_>, src_bytes: ReadBytes<'_>) -> Result<()> {
-        let nbytes = src_bytes.copy_len(&dst_bytes)?;
-        let (dst, src) = (dst_bytes.address(), src_bytes.address());
-        // A copy below staging into device memory this context allocated, from memory that
-        // is none of its allocations (so plain host memory): the driver is told which way.
-        let direct = !StagingConfig::get().applies(Direction::HostToDevice, nbytes)
-            && matches!(self.context.lookup(dst), Some((_, a)) if a.kind == UsmKind::Device)
-            && self.context.lookup(src).is_none();
-        if !direct {
-            return self.memcpy(dst_bytes, src_bytes);
-        }
-        let Some(size) = driver_size(nbytes, "copy")? else { return Ok(()) };
-        let current = self.context.current()?;
-        // SAFETY: `src` is host memory (this function's contract) and no allocation of this
-        // context, `dst` device memory of it (looked up above); both are valid for `nbytes`
-        // (their types' contract) for this call, which synchronises below.
-        unsafe { current.memcpy_host_to_device_async(dst, src, size, &self.stream) }.map_err(|e| {
-            MemoryError::CudaDriver {
-                message: format!(
-                    "cuMemcpyHtoDAsync of {nbytes} bytes from 0x{src:x} to 0x{dst:x} failed: {}",
-                    e.description()
-                ),
-            }
-        })?;
-        Ok(current.synchronize(&self.stream)?)
-    }
-
     fn memset(&self, dst_bytes: WriteBytes<'_>, value: u8) -> Result<()> {
         let (dst, nbytes) = (dst_bytes.address(), dst_bytes.len());
         let Some(size) = driver_size(nbytes, "fill")? else { return Ok(()) };
