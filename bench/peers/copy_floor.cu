@@ -1,7 +1,9 @@
 // What a C program can reach for the copies the GPU bench targets, on the machine it runs
-// on: 64-byte copies by each driver call shape, and pageable copies of 1-16 MiB staged by
-// hand (pinned buffers, the host memcpy split over T threads, one stream per chunk), each
-// beside the cudaMemcpy the bench's CuPy peer makes. The staged rows are the limit a
+// on: 64-byte copies by each driver call shape and by two ways around the copy engine
+// (stream memory operations, a kernel's parameters), pageable copies of 1-16 MiB staged by
+// hand (pinned buffers, the host memcpy split over T threads, one stream per chunk), and
+// of 16-256 MiB through a ring of pinned buffers (COPY_FLOOR_NO_RING=1 leaves those out),
+// each beside the cudaMemcpy the bench's CuPy peer makes. The staged rows are the limit a
 // staging library can aim for; a row of ours below them has room, one at them does not.
 // Build and run on the GPU machine (bench/README.md):
 //   nvcc -O2 -Xcompiler -fopenmp -o /tmp/copy_floor bench/peers/copy_floor.cu -lcuda
