@@ -352,8 +352,11 @@ register("another thread's snapshot lists this thread's unread stacks as none an
       parentPort.postMessage({ stack: block.stack, unread: snapshot.history.stacksUnread });`,
       { eval: true },
     );
+    // Listened for at once: a worker that has ended delivers its last message and its
+    // exit in one turn, so a listener added after the message would miss the exit.
+    const exited = once(worker, 'exit');
     const [seen] = await once(worker, 'message');
-    await once(worker, 'exit');
+    await exited;
     t.is(seen.stack, null, "the worker cannot read the main thread's stack");
     t.true(seen.unread >= 2, `the live block and its event: ${seen.unread}`);
     const snapshot = memorySnapshot();
@@ -466,8 +469,10 @@ register('each traced allocation\'s pointer is its own, in a row of every kind, 
     for (const x of made) x.free();`,
     { eval: true },
   );
+  // Listened for at once (see above): the exit may come in the same turn as the message.
+  const exited = once(worker, 'exit');
   const [result] = await once(worker, 'message');
-  await once(worker, 'exit');
+  await exited;
   t.deepEqual(result.seen, result.pointers, "a worker's traced allocations get their own thread's addresses");
 });
 

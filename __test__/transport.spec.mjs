@@ -375,6 +375,8 @@ ucxTest('a worker thread has a worker of its own, and ends it with the thread', 
       parentPort.postMessage('sent');
     })().catch((e) => parentPort.postMessage(e.code + ' ' + e.message));`,
   { eval: true, workerData: listener.port });
+  // Listened for at once: the thread may end before the last await below returns.
+  const exited = new Promise((resolve) => w.once('exit', resolve));
   const messages = [];
   const waiters = [];
   w.on('message', (m) => (waiters.length ? waiters.shift()(m) : messages.push(m)));
@@ -388,7 +390,7 @@ ucxTest('a worker thread has a worker of its own, and ends it with the thread', 
   t.is(await next(), 'sent');
   t.deepEqual(await got, { nbytes: 3, tag: 0x5000n });
   t.deepEqual(Array.from(dst), [1, 2, 3]);
-  await new Promise((resolve) => w.once('exit', resolve));
+  await exited;
   await server.close();
 });
 
