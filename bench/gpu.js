@@ -185,11 +185,28 @@ function runIpc(addon, cfg, timing, { opts, ours, checks, run }) {
       sendRequest(output, request, OPS.cycle, new IPCMemoryHandle(mem).toBytes(), 1 << 20);
       if (readExact(input, 1) === null) throw new Error('the IPC child ended');
     });
-    sendRequest(output, request, OPS.bench, new IPCMemoryHandle(large).toBytes(), cfg.copySize);
-    const length = readExact(input, 4);
-    const answer = length && readExact(input, length.readUInt32LE(0));
-    if (answer === null) throw new Error('the IPC child ended before its copy rows');
-    const { results, check } = JSON.parse(answer.toString());
+    // The cycle's parts: the export alone, one message each way alone, and open + close
+    // alone in the child.
+    const none = new Uint8Array(64);
+    run('ipc.export.1MiB', () => new IPCMemoryHandle(mem).toBytes());
+    run('ipc.ping', () => {
+      sendRequest(output, request, OPS.ping, none, 0);
+      if (readExact(input, 1) === null) throw new Error('the IPC child ended');
+    });
+    /** The child's length-prefixed JSON answer to `op`. */
+    const ask = (op, bytes, nbytes) => {
+      sendRequest(output, request, op, bytes, nbytes);
+      const length = readExact(input, 4);
+      const text = length && readExact(input, length.readUInt32LE(0));
+      if (text === null) throw new Error('the IPC child ended before it answered');
+      return JSON.parse(text.toString());
+    };
+    try {
+      ours['ipc.openclose.1MiB'] = ask(OPS.loop, new IPCMemoryHandle(mem).toBytes(), 1 << 20);
+    } catch (err) {
+      ours['ipc.openclose.1MiB'] = { error: err.message };
+    }
+    const { results, check } = ask(OPS.bench, new IPCMemoryHandle(large).toBytes(), cfg.copySize);
     Object.assign(ours, results);
     checks.push([`copies into opened IPC memory ${sizeLabel(cfg.copySize)}`, check]);
   } catch (err) {
@@ -262,6 +279,9 @@ function rows(cfg) {
     }
   }
   add('IPC export+open+close 1MiB (open in a child process, messages)', 'ipc.cycle.1MiB', 'time', cupy('ipc.cycle.1MiB', 'ipcGetMemHandle+ipcOpenMemHandle+ipcCloseMemHandle (CuPy, child)', { ratio: 1 }));
+  add('  its part: export alone', 'ipc.export.1MiB', 'time', cupy('ipc.export.1MiB', 'ipcGetMemHandle (CuPy)', null));
+  add('  its part: one message each way alone', 'ipc.ping', 'time', cupy('ipc.ping', 'the same over pipes (CuPy peer)', null));
+  add('  its part: open+close alone, in the child', 'ipc.openclose.1MiB', 'time', cupy('ipc.openclose.1MiB', 'ipcOpenMemHandle+ipcCloseMemHandle (CuPy, child)', null));
   const same = (id) => ({ source: 'ours', id, name: 'the same copy into ordinary device memory', target: { ratio: 0.95 } });
   add(`H2D pageable ${lab} into opened IPC memory`, `ipc.h2d.opened.${lab}`, 'bw', same(`ipc.h2d.plain.${lab}`));
   add(`D2D ${lab} into opened IPC memory`, `ipc.d2d.opened.${lab}`, 'bw', same(`ipc.d2d.plain.${lab}`));

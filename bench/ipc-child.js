@@ -2,8 +2,10 @@
 // reads requests from one FIFO and answers on another (bench/ipc-pipe.js), with blocking
 // reads and writes, so a cycle across the two processes is measured like any other case
 // (the CuPy peer's child does the same over its pipes). 'cycle' opens the handle and
-// closes it, answering one byte; 'bench' measures copies into the opened memory against
-// the same copies into memory of its own, answering a length-prefixed JSON; 'quit' ends.
+// closes it, answering one byte; 'ping' answers one byte and opens nothing (the messages
+// alone); 'loop' measures open + close here, with no messages, and 'bench' copies into the
+// opened memory against the same copies into memory of its own, each answering a
+// length-prefixed JSON; 'quit' ends.
 'use strict';
 const fs = require('node:fs');
 const { REQUEST, OPS, readExact } = require('./ipc-pipe');
@@ -38,21 +40,35 @@ function copyRows(opened, nbytes) {
   return { results, check: back[0] === 3 && back[nbytes - 1] === 3 };
 }
 
+/** Sends `value` as a length-prefixed JSON. */
+function answer(value) {
+  const text = Buffer.from(JSON.stringify(value));
+  const length = Buffer.alloc(4);
+  length.writeUInt32LE(text.length);
+  fs.writeSync(output, Buffer.concat([length, text]));
+}
+
 for (;;) {
   const request = readExact(input, REQUEST);
   if (request === null || request[0] === OPS.quit) break;
+  if (request[0] === OPS.ping) {
+    fs.writeSync(output, ACK);
+    continue;
+  }
   const handle = new Uint8Array(request.buffer, request.byteOffset + 1, 64);
   const nbytes = request.readDoubleLE(65);
+  if (request[0] === OPS.loop) {
+    answer(measure(() => IPCMemoryHandle.open(handle, { queue, nbytes }).free(), timing));
+    continue;
+  }
   const opened = IPCMemoryHandle.open(handle, { queue, nbytes });
   if (request[0] === OPS.cycle) {
     opened.free();
     fs.writeSync(output, ACK);
     continue;
   }
-  const answer = Buffer.from(JSON.stringify(copyRows(opened, nbytes)));
+  const rows = copyRows(opened, nbytes);
   opened.free();
-  const length = Buffer.alloc(4);
-  length.writeUInt32LE(answer.length);
-  fs.writeSync(output, Buffer.concat([length, answer]));
+  answer(rows);
 }
 fs.closeSync(output);

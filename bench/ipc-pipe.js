@@ -4,7 +4,9 @@
 const fs = require('node:fs');
 
 const REQUEST = 1 + 64 + 8;
-const OPS = { cycle: 0x63, bench: 0x62, quit: 0x71 };
+// cycle: open and close, answer one byte; ping: answer one byte, no open; loop: time open +
+// close in the child, answer JSON; bench: the copy rows, answer JSON; quit: end.
+const OPS = { cycle: 0x63, ping: 0x70, loop: 0x6c, bench: 0x62, quit: 0x71 };
 
 /** Reads exactly `n` bytes from `fd` (a FIFO may return fewer per read); null at end of input. */
 function readExact(fd, n) {

@@ -3,6 +3,7 @@
 Run by bench.js as `python3 cuda_gpu.py '<config json>'` with the GPU machine's own python3.
 Case ids match bench/gpu.js. A peer that does not import is reported missing, not an error.
 """
+import json
 import os
 import struct
 import subprocess
@@ -10,7 +11,7 @@ import sys
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import emit, load_config, make_runner, size_label  # noqa: E402
+from common import emit, load_config, make_runner, measure, size_label  # noqa: E402
 
 H2D, D2H, D2D = 1, 2, 3  # cudaMemcpyKind
 
@@ -97,7 +98,7 @@ def bench_cupy(cfg, timing, np):
         run(f"alloc.host.{lab}", lambda n=n: rt.freeHost(rt.hostAlloc(n, 0)))
         if n * 4 < free_bytes:  # never ask for managed memory the device does not have free
             run(f"alloc.shared.{lab}", lambda n=n: rt.free(rt.mallocManaged(n, 1)))
-    bench_cupy_ipc(rt, dev, run)
+    bench_cupy_ipc(rt, dev, run, results, timing)
     return {"status": "ok", "meta": meta, "results": results}
 
 
@@ -190,21 +191,37 @@ def register_cost(rt, gpu, np, results):
 IPC_REQUEST = 1 + 64 + 8  # op byte, handle, nbytes (float64): bench/ipc-pipe.js's shape
 
 
-def bench_cupy_ipc(rt, dev, run):
+def bench_cupy_ipc(rt, dev, run, results, timing):
     """Export + open + close of 1 MiB, the open and close in a child process kept alive
-    and driven over its pipes, as bench/gpu.js drives its child over FIFOs."""
+    and driven over its pipes, as bench/gpu.js drives its child over FIFOs; and the
+    cycle's parts, as bench/gpu.js measures them."""
     n = 1 << 20
     d = rt.malloc(n)
-    child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--ipc-child", str(dev)],
+    child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--ipc-child", str(dev), json.dumps(timing)],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
-        def cycle():
-            handle = rt.ipcGetMemHandle(d)
-            child.stdin.write(b"c" + handle + struct.pack("<d", n))
+        def send(op, handle, nbytes):
+            child.stdin.write(op + handle + struct.pack("<d", nbytes))
             child.stdin.flush()
+
+        def cycle():
+            send(b"c", rt.ipcGetMemHandle(d), n)
             if child.stdout.read(1) != b"k":
                 raise RuntimeError("the IPC child ended")
         run(f"ipc.cycle.{size_label(n)}", cycle)
+        run(f"ipc.export.{size_label(n)}", lambda: rt.ipcGetMemHandle(d))
+
+        def ping():
+            send(b"p", bytes(64), 0)
+            if child.stdout.read(1) != b"k":
+                raise RuntimeError("the IPC child ended")
+        run("ipc.ping", ping)
+        try:
+            send(b"l", rt.ipcGetMemHandle(d), n)
+            length = struct.unpack("<I", child.stdout.read(4))[0]
+            results[f"ipc.openclose.{size_label(n)}"] = json.loads(child.stdout.read(length))
+        except Exception as exc:
+            results[f"ipc.openclose.{size_label(n)}"] = {"error": f"{type(exc).__name__}: {exc}"}
     finally:
         try:
             child.stdin.write(b"q" + bytes(IPC_REQUEST - 1))
@@ -215,8 +232,9 @@ def bench_cupy_ipc(rt, dev, run):
         rt.free(d)
 
 
-def ipc_child(dev):
-    """The child of bench_cupy_ipc: opens each handle it reads and closes it."""
+def ipc_child(dev, timing):
+    """The child of bench_cupy_ipc: opens each handle it reads and closes it ("c"),
+    answers with no open ("p"), or times open + close itself and answers JSON ("l")."""
     import cupy
     rt = cupy.cuda.runtime
     cupy.cuda.Device(dev).use()
@@ -225,8 +243,17 @@ def ipc_child(dev):
         request = requests.read(IPC_REQUEST)
         if len(request) < IPC_REQUEST or request[:1] == b"q":
             return
-        ptr = rt.ipcOpenMemHandle(request[1:65])  # flags: cudaIpcMemLazyEnablePeerAccess
-        rt.ipcCloseMemHandle(ptr)
+        op, handle = request[:1], request[1:65]
+        if op == b"l":
+            def open_close():
+                rt.ipcCloseMemHandle(rt.ipcOpenMemHandle(handle))
+            text = json.dumps(measure(open_close, timing)).encode()
+            answers.write(struct.pack("<I", len(text)) + text)
+            answers.flush()
+            continue
+        if op != b"p":
+            ptr = rt.ipcOpenMemHandle(handle)  # flags: cudaIpcMemLazyEnablePeerAccess
+            rt.ipcCloseMemHandle(ptr)
         answers.write(b"k")
         answers.flush()
 
@@ -296,8 +323,8 @@ def main():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--ipc-child":
-        ipc_child(int(sys.argv[2]))
+    if len(sys.argv) > 3 and sys.argv[1] == "--ipc-child":
+        ipc_child(int(sys.argv[2]), json.loads(sys.argv[3]))
         sys.exit(0)
     try:
         main()
