@@ -297,4 +297,4 @@ function rows(cfg) {
   return out.map((r) => ({ section: 'gpu', ...r }));
 }
 
-module.exports = { runOurs, rows };
+module.exports = { runOurs, rows, runIpc };
