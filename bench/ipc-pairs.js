@@ -1,0 +1,120 @@
+#!/usr/bin/env node
+// Where an IPC export + open + close costs more with us than with CuPy (a CUDA machine with
+// CuPy, the addon built). Three measurements, each of ours beside CuPy's:
+// - the four pairings of exporter and child (ours or CuPy's each), in alternating rounds,
+//   over bench/ipc-pipe.js's FIFOs: microseconds a cycle;
+// - for a handle each exporter made: the size of the mapping it opens to (the driver
+//   carves allocations below 2 MiB out of larger blocks, and a handle opens its block),
+//   and open + close in a loop by the bare driver in a Python process, alone and with 16
+//   more threads that have run (an unmap reaches every core a process's threads ran on);
+// - our own open + free in a loop in a Node child, and that child's thread count.
+// Usage: node bench/ipc-pairs.js   (BENCH_PYTHON: the python3 with CuPy)
+'use strict';
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { execFileSync, spawn, spawnSync } = require('node:child_process');
+const { REQUEST, OPS, readExact, sendRequest } = require('./ipc-pipe');
+
+const root = path.join(__dirname, '..');
+const python = process.env.BENCH_PYTHON || 'python3';
+const helper = path.join(__dirname, 'peers', 'ipc_pairs.py');
+const FILTER = 'cuda:gpu:0';
+const [ROUNDS, CALLS, WARMUP] = [5, 2000, 300];
+
+/** The median over ROUNDS of the mean time of CALLS calls of `fn`, in microseconds. */
+function perCallUs(fn) {
+  for (let i = 0; i < WARMUP; i++) fn();
+  const rounds = [];
+  for (let k = 0; k < ROUNDS; k++) {
+    const start = process.hrtime.bigint();
+    for (let i = 0; i < CALLS; i++) fn();
+    rounds.push(Number(process.hrtime.bigint() - start) / CALLS / 1e3);
+  }
+  return rounds.sort((a, b) => a - b)[ROUNDS >> 1];
+}
+
+/** The child command of a pairing, with the FIFOs' paths as `requests` and `answers`. */
+function childCommand(kind, requests, answers) {
+  const timing = JSON.stringify({ warmupCalls: 1, batchTargetMs: 1, maxBatch: 1, warmupBatches: 0, repeats: 1 });
+  return kind === 'ours'
+    ? [process.execPath, path.join(__dirname, 'ipc-child.js'), requests, answers, FILTER, timing]
+    : [python, helper, 'child', requests, answers];
+}
+
+/** Microseconds a cycle with our exporter and a child of `kind`. */
+function oursExporting(addon, kind) {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'dpctl-memory-ipc-pairs-'));
+  const [requests, answers] = [path.join(folder, 'requests'), path.join(folder, 'answers')];
+  execFileSync('mkfifo', [requests, answers]);
+  const [file, ...args] = childCommand(kind, requests, answers);
+  const child = spawn(file, args, { stdio: 'inherit' });
+  const output = fs.openSync(requests, 'r+');
+  const input = fs.openSync(answers, 'r');
+  const memory = new addon.MemoryUSMDevice(1 << 20, { queue: new addon.SyclQueue(FILTER) });
+  const request = Buffer.alloc(REQUEST);
+  try {
+    return perCallUs(() => {
+      sendRequest(output, request, OPS.cycle, new addon.IPCMemoryHandle(memory).toBytes(), 1 << 20);
+      if (readExact(input, 1) === null) throw new Error('the child ended');
+    });
+  } finally {
+    sendRequest(output, request, OPS.quit, new Uint8Array(64), 0);
+    fs.closeSync(output);
+    fs.closeSync(input);
+    memory.free();
+    fs.rmSync(folder, { recursive: true, force: true });
+    if (child.exitCode === null) child.kill();
+  }
+}
+
+/** Microseconds a cycle with CuPy's exporter and a child of `kind`. */
+function cupyExporting(kind) {
+  const r = spawnSync(python, [helper, 'parent', ...childCommand(kind, '{requests}', '{answers}')], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`CuPy's exporter: ${r.stderr.slice(-400)}`);
+  return Number(r.stdout.trim());
+}
+
+function loopChild() {
+  const addon = require(root);
+  const queue = new addon.SyclQueue(FILTER);
+  const handle = new Uint8Array(Buffer.from(process.argv[3], 'hex'));
+  const openFree = perCallUs(() => addon.IPCMemoryHandle.open(handle, { queue, nbytes: 1 << 20 }).free());
+  process.stdout.write(JSON.stringify({ openFreeUs: openFree, threads: fs.readdirSync('/proc/self/task').length }));
+}
+
+/** The probe and our Node child's loop, of a handle of ours. */
+function probeOurs(addon) {
+  const memory = new addon.MemoryUSMDevice(1 << 20, { queue: new addon.SyclQueue(FILTER) });
+  try {
+    const hex = Buffer.from(new addon.IPCMemoryHandle(memory).toBytes()).toString('hex');
+    const probe = spawnSync(python, [helper, 'probe', hex], { encoding: 'utf8' });
+    const loop = spawnSync(process.execPath, [__filename, '--loop', hex], { encoding: 'utf8' });
+    return { bareDriver: parse(probe), oursInNode: parse(loop) };
+  } finally {
+    memory.free();
+  }
+}
+
+const parse = (r) => (r.status === 0 ? JSON.parse(r.stdout.trim()) : { error: r.stderr.slice(-400) });
+
+function main() {
+  const addon = require(root);
+  if (!addon.getDevices().some((d) => d.filterString === FILTER)) {
+    console.log(`ipc-pairs: no ${FILTER}`);
+    return;
+  }
+  console.log('ipc-pairs: microseconds a cycle (export, a message, open + close, a message), exporter -> child');
+  for (let round = 0; round < 3; round++) {
+    for (const kind of ['ours', 'cupy']) {
+      const mine = oursExporting(addon, kind);
+      const theirs = cupyExporting(kind);
+      console.log(`  round ${round}, child ${kind.padEnd(4)}: ours -> ${mine.toFixed(2)}   CuPy -> ${theirs.toFixed(2)}`);
+    }
+  }
+  console.log(`ipc-pairs: a handle of ours: ${JSON.stringify(probeOurs(addon))}`);
+  console.log(`ipc-pairs: a handle of CuPy's, bare driver: ${JSON.stringify(parse(spawnSync(python, [helper, 'export-probe'], { encoding: 'utf8' })))}`);
+}
+
+if (process.argv[2] === '--loop') loopChild();
+else main();

@@ -1,0 +1,160 @@
+"""The Python side of bench/ipc-pairs.js (CUDA machines with CuPy): a CuPy exporter and a
+CuPy child for the exporter/child pairings, and a probe of one handle with the bare
+driver through ctypes.
+
+  python3 ipc_pairs.py child REQUESTS ANSWERS   opens and closes each handle requested
+  python3 ipc_pairs.py parent CHILD...          exports to the child command CHILD..., its
+                                                words {requests} and {answers} the two
+                                                FIFOs' paths; prints the microseconds of a
+                                                cycle
+  python3 ipc_pairs.py probe HEX                the size of the mapping the handle opens,
+                                                and open + close in a loop, alone and with
+                                                16 more threads that have run
+  python3 ipc_pairs.py export-probe             probe of a handle CuPy exported here
+
+The requests are bench/ipc-pipe.js's: an op byte, the 64 handle bytes, nbytes (float64).
+"""
+import ctypes
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REQUEST = 1 + 64 + 8
+ROUNDS, CALLS, WARMUP = 5, 2000, 300
+
+
+def per_call_us(fn):
+    """The median over ROUNDS of the mean time of CALLS calls, in microseconds."""
+    for _ in range(WARMUP):
+        fn()
+    rounds = []
+    for _ in range(ROUNDS):
+        start = time.perf_counter_ns()
+        for _ in range(CALLS):
+            fn()
+        rounds.append((time.perf_counter_ns() - start) / CALLS / 1e3)
+    return sorted(rounds)[ROUNDS // 2]
+
+
+def cupy_runtime():
+    import cupy
+    cupy.cuda.Device(0).use()
+    return cupy.cuda.runtime
+
+
+def read_exact(fd, n):
+    data = b""
+    while len(data) < n:
+        chunk = os.read(fd, n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def child(requests, answers):
+    rt = cupy_runtime()
+    inp, out = os.open(requests, os.O_RDONLY), os.open(answers, os.O_WRONLY)
+    while True:
+        request = read_exact(inp, REQUEST)
+        if request is None or request[:1] == b"q":
+            return
+        rt.ipcCloseMemHandle(rt.ipcOpenMemHandle(request[1:65]))
+        os.write(out, b"k")
+
+
+def parent(command):
+    rt = cupy_runtime()
+    memory = rt.malloc(1 << 20)
+    folder = tempfile.mkdtemp()
+    requests, answers = os.path.join(folder, "requests"), os.path.join(folder, "answers")
+    os.mkfifo(requests)
+    os.mkfifo(answers)
+    out = os.open(requests, os.O_RDWR)
+    paths = {"{requests}": requests, "{answers}": answers}
+    process = subprocess.Popen([paths.get(word, word) for word in command])
+    inp = os.open(answers, os.O_RDONLY)
+    tail = struct.pack("<d", 1 << 20)
+
+    def cycle():
+        os.write(out, b"c" + rt.ipcGetMemHandle(memory) + tail)
+        if os.read(inp, 1) != b"k":
+            raise RuntimeError("the child ended")
+
+    us = per_call_us(cycle)
+    os.write(out, b"q" + bytes(REQUEST - 1))
+    process.wait()
+    print(f"{us:.2f}")
+
+
+def probe(handle):
+    cuda = ctypes.CDLL("libcuda.so.1")
+    cuda.cuInit(0)
+    device, context = ctypes.c_int(), ctypes.c_void_p()
+    cuda.cuDeviceGet(ctypes.byref(device), 0)
+    cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device)
+    cuda.cuCtxSetCurrent(context)
+
+    class Handle(ctypes.Structure):
+        _fields_ = [("reserved", ctypes.c_char * 64)]
+
+    raw = Handle()
+    ctypes.memmove(ctypes.byref(raw), handle, 64)
+    pointer, base, size = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_size_t()
+
+    def open_close():
+        status = cuda.cuIpcOpenMemHandle_v2(ctypes.byref(pointer), raw, 1)
+        if status:
+            raise RuntimeError(f"cuIpcOpenMemHandle: {status}")
+        cuda.cuIpcCloseMemHandle(pointer)
+
+    if cuda.cuIpcOpenMemHandle_v2(ctypes.byref(pointer), raw, 1) == 0:
+        cuda.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), pointer)
+        cuda.cuIpcCloseMemHandle(pointer)
+    alone = per_call_us(open_close)
+    stop = threading.Event()
+
+    def run_then_sleep():
+        until = time.perf_counter() + 0.01
+        while time.perf_counter() < until:
+            pass
+        stop.wait()
+
+    threads = [threading.Thread(target=run_then_sleep) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.05)
+    crowded = per_call_us(open_close)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    print(json.dumps({"mappedBytes": size.value, "openCloseUs": alone, "openCloseWith16ThreadsUs": crowded}))
+
+
+def export_probe():
+    rt = cupy_runtime()
+    memory = rt.malloc(1 << 20)
+    handle = rt.ipcGetMemHandle(memory).hex()
+    result = subprocess.run([sys.executable, os.path.abspath(__file__), "probe", handle], capture_output=True, text=True)
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    rt.free(memory)
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "child":
+        child(sys.argv[2], sys.argv[3])
+    elif mode == "parent":
+        parent(sys.argv[2:])
+    elif mode == "probe":
+        probe(bytes.fromhex(sys.argv[2]))
+    elif mode == "export-probe":
+        export_probe()
+    else:
+        sys.exit(f"unknown mode {mode}")
