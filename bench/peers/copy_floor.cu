@@ -67,35 +67,10 @@ static void par_memcpy(char *dst, const char *src, size_t len, int threads) {
   }
 }
 
-// Pageable host -> device in `chunks` chunks, each copied into a buffer of its own by
-// `threads` threads and its DMA queued at once, so it overlaps the next chunk's memcpy.
-static void staged_h2d(CUdeviceptr d, const char *src, size_t n, int chunks, int threads) {
-  size_t chunk = (n + chunks - 1) / chunks;
-  for (int k = 0; k < chunks; k++) {
-    size_t off = k * chunk, len = std::min(chunk, n - off);
-    par_memcpy(pinned[k], src + off, len, threads);
-    CHECK(cuMemcpyHtoDAsync(d + off, pinned[k], len, streams[k]));
-  }
-  for (int k = 0; k < chunks; k++) CHECK(cuStreamSynchronize(streams[k]));
-}
-
-// Device -> pageable host: every DMA queued first, each chunk copied out once its
-// stream is done.
-static void staged_d2h(char *dst, CUdeviceptr d, size_t n, int chunks, int threads) {
-  size_t chunk = (n + chunks - 1) / chunks;
-  for (int k = 0; k < chunks; k++) {
-    size_t off = k * chunk, len = std::min(chunk, n - off);
-    CHECK(cuMemcpyDtoHAsync(pinned[k], d + off, len, streams[k]));
-  }
-  for (int k = 0; k < chunks; k++) {
-    size_t off = k * chunk, len = std::min(chunk, n - off);
-    CHECK(cuStreamSynchronize(streams[k]));
-    par_memcpy(dst + off, pinned[k], len, threads);
-  }
-}
-
-// Pageable host -> device of any size through a ring of `buffers` pinned buffers of
-// `chunk` bytes: a buffer is reused once its last DMA is done (its stream synchronised).
+// Pageable host -> device through a ring of `buffers` pinned buffers of `chunk` bytes: each
+// chunk copied into its buffer by `threads` threads and its DMA queued at once, so it
+// overlaps the next chunk's memcpy; a buffer is reused once its last DMA is done (its
+// stream synchronised). With a buffer per chunk, nothing is reused.
 static void ring_h2d(CUdeviceptr d, const char *src, size_t n, size_t chunk, int buffers, int threads) {
   size_t count = (n + chunk - 1) / chunk;
   for (size_t k = 0; k < count; k++) {
@@ -109,7 +84,8 @@ static void ring_h2d(CUdeviceptr d, const char *src, size_t n, size_t chunk, int
 }
 
 // Device -> pageable host through the same ring: the first `buffers` DMAs queued, then
-// each chunk copied out once its stream is done and the buffer's next DMA queued.
+// each chunk copied out once its stream is done and the buffer's next DMA queued (with a
+// buffer per chunk: every DMA queued first).
 static void ring_d2h(char *dst, CUdeviceptr d, size_t n, size_t chunk, int buffers, int threads) {
   size_t count = (n + chunk - 1) / chunk;
   for (size_t k = 0; k < count && k < (size_t)buffers; k++) {
@@ -380,8 +356,9 @@ int main() {
       if ((n + chunks - 1) / chunks > BUFFER) continue;
       for (int t : threads) {
         if (t > omp_get_max_threads()) continue;
-        double a = gbps(per_call_us([&] { staged_h2d(d, src, n, chunks, t); }, calls, 5));
-        double b = gbps(per_call_us([&] { staged_d2h(dst, d, n, chunks, t); }, calls, 5));
+        size_t chunk = (n + chunks - 1) / chunks;  // a buffer per chunk
+        double a = gbps(per_call_us([&] { ring_h2d(d, src, n, chunk, chunks, t); }, calls, 5));
+        double b = gbps(per_call_us([&] { ring_d2h(dst, d, n, chunk, chunks, t); }, calls, 5));
         best_h = std::max(best_h, a);
         best_d = std::max(best_d, b);
         printf("%2zu MiB staged %d chunk(s), %2d thread(s)    H2D %6.2f GB/s  D2H %6.2f GB/s\n", n >> 20, chunks,
