@@ -15,30 +15,24 @@ const os = require('node:os');
 const path = require('node:path');
 const { execFileSync, spawn, spawnSync } = require('node:child_process');
 const { REQUEST, OPS, readExact, sendRequest } = require('./ipc-pipe');
+const { measure } = require('./lib');
 
 const root = path.join(__dirname, '..');
 const python = process.env.BENCH_PYTHON || 'python3';
 const helper = path.join(__dirname, 'peers', 'ipc_pairs.py');
 const FILTER = 'cuda:gpu:0';
-const [ROUNDS, CALLS, WARMUP] = [5, 2000, 300];
+// The bench's own timing (bench/config.js), for both sides: the Python helper reads it
+// from IPC_PAIRS_TIMING.
+const { timing } = require('./config');
+const env = { ...process.env, IPC_PAIRS_TIMING: JSON.stringify(timing) };
 
-/** The median over ROUNDS of the mean time of CALLS calls of `fn`, in microseconds. */
-function perCallUs(fn) {
-  for (let i = 0; i < WARMUP; i++) fn();
-  const rounds = [];
-  for (let k = 0; k < ROUNDS; k++) {
-    const start = process.hrtime.bigint();
-    for (let i = 0; i < CALLS; i++) fn();
-    rounds.push(Number(process.hrtime.bigint() - start) / CALLS / 1e3);
-  }
-  return rounds.sort((a, b) => a - b)[ROUNDS >> 1];
-}
+/** Microseconds a call of `fn`, measured as every bench case is (`lib.measure`). */
+const perCallUs = (fn) => measure(fn, timing).ns / 1e3;
 
 /** The child command of a pairing, with the FIFOs' paths as `requests` and `answers`. */
 function childCommand(kind, requests, answers) {
-  const timing = JSON.stringify({ warmupCalls: 1, batchTargetMs: 1, maxBatch: 1, warmupBatches: 0, repeats: 1 });
   return kind === 'ours'
-    ? [process.execPath, path.join(__dirname, 'ipc-child.js'), requests, answers, FILTER, timing]
+    ? [process.execPath, path.join(__dirname, 'ipc-child.js'), requests, answers, FILTER, JSON.stringify(timing)]
     : [python, helper, 'child', requests, answers];
 }
 
@@ -48,7 +42,7 @@ function oursExporting(addon, kind) {
   const [requests, answers] = [path.join(folder, 'requests'), path.join(folder, 'answers')];
   execFileSync('mkfifo', [requests, answers]);
   const [file, ...args] = childCommand(kind, requests, answers);
-  const child = spawn(file, args, { stdio: 'inherit' });
+  const child = spawn(file, args, { stdio: 'inherit', env });
   const output = fs.openSync(requests, 'r+');
   const input = fs.openSync(answers, 'r');
   const memory = new addon.MemoryUSMDevice(1 << 20, { queue: new addon.SyclQueue(FILTER) });
@@ -70,7 +64,7 @@ function oursExporting(addon, kind) {
 
 /** Microseconds a cycle with CuPy's exporter and a child of `kind`. */
 function cupyExporting(kind) {
-  const r = spawnSync(python, [helper, 'parent', ...childCommand(kind, '{requests}', '{answers}')], { encoding: 'utf8' });
+  const r = spawnSync(python, [helper, 'parent', ...childCommand(kind, '{requests}', '{answers}')], { encoding: 'utf8', env });
   if (r.status !== 0) throw new Error(`CuPy's exporter: ${r.stderr.slice(-400)}`);
   return Number(r.stdout.trim());
 }
@@ -88,8 +82,8 @@ function probeOurs(addon) {
   const memory = new addon.MemoryUSMDevice(1 << 20, { queue: new addon.SyclQueue(FILTER) });
   try {
     const hex = Buffer.from(new addon.IPCMemoryHandle(memory).toBytes()).toString('hex');
-    const probe = spawnSync(python, [helper, 'probe', hex], { encoding: 'utf8' });
-    const loop = spawnSync(process.execPath, [__filename, '--loop', hex], { encoding: 'utf8' });
+    const probe = spawnSync(python, [helper, 'probe', hex], { encoding: 'utf8', env });
+    const loop = spawnSync(process.execPath, [__filename, '--loop', hex], { encoding: 'utf8', env });
     return { bareDriver: parse(probe), oursInNode: parse(loop) };
   } finally {
     memory.free();
@@ -113,7 +107,7 @@ function main() {
     }
   }
   console.log(`ipc-pairs: a handle of ours: ${JSON.stringify(probeOurs(addon))}`);
-  console.log(`ipc-pairs: a handle of CuPy's, bare driver: ${JSON.stringify(parse(spawnSync(python, [helper, 'export-probe'], { encoding: 'utf8' })))}`);
+  console.log(`ipc-pairs: a handle of CuPy's, bare driver: ${JSON.stringify(parse(spawnSync(python, [helper, 'export-probe'], { encoding: 'utf8', env })))}`);
 }
 
 if (process.argv[2] === '--loop') loopChild();

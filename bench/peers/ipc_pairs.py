@@ -13,6 +13,8 @@ driver through ctypes.
   python3 ipc_pairs.py export-probe             probe of a handle CuPy exported here
 
 The requests are bench/ipc-pipe.js's: an op byte, the 64 handle bytes, nbytes (float64).
+The timed modes measure with bench/config.js's timing, which bench/ipc-pairs.js passes as
+JSON in IPC_PAIRS_TIMING.
 """
 import ctypes
 import json
@@ -24,21 +26,16 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import measure  # noqa: E402
+
 REQUEST = 1 + 64 + 8
-ROUNDS, CALLS, WARMUP = 5, 2000, 300
 
 
 def per_call_us(fn):
-    """The median over ROUNDS of the mean time of CALLS calls, in microseconds."""
-    for _ in range(WARMUP):
-        fn()
-    rounds = []
-    for _ in range(ROUNDS):
-        start = time.perf_counter_ns()
-        for _ in range(CALLS):
-            fn()
-        rounds.append((time.perf_counter_ns() - start) / CALLS / 1e3)
-    return sorted(rounds)[ROUNDS // 2]
+    """Microseconds a call of fn, measured as every bench case is, with the timing
+    bench/ipc-pairs.js passes in IPC_PAIRS_TIMING (bench/config.js's)."""
+    return measure(fn, json.loads(os.environ["IPC_PAIRS_TIMING"]))["ns"] / 1e3
 
 
 def cupy_runtime():
