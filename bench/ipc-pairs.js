@@ -69,12 +69,48 @@ function cupyExporting(kind) {
   return Number(r.stdout.trim());
 }
 
+/**
+ * Mean microseconds of `open()` and of `close(opened)` over `cycles` alternating calls,
+ * each cycle followed by `gapUs` of spinning (untimed): a message's time between cycles.
+ */
+function splitUs(open, close, cycles, gapUs = 0) {
+  let opening = 0n;
+  let closing = 0n;
+  for (let i = 0; i < cycles; i++) {
+    const t0 = process.hrtime.bigint();
+    const opened = open();
+    const t1 = process.hrtime.bigint();
+    close(opened);
+    const t2 = process.hrtime.bigint();
+    closing += t2 - t1;
+    opening += t1 - t0;
+    while (process.hrtime.bigint() - t2 < BigInt(gapUs * 1000));
+  }
+  const round = (ns) => Math.round(Number(ns) / cycles / 10) / 100;
+  return { openUs: round(opening), closeUs: round(closing) };
+}
+
+/** What the kernel says of this process: its threads, its mappings, its address space. */
+function processShape() {
+  const status = fs.readFileSync('/proc/self/status', 'utf8');
+  return {
+    threads: fs.readdirSync('/proc/self/task').length,
+    mappings: fs.readFileSync('/proc/self/maps', 'utf8').split('\n').length - 1,
+    vmSizeKiB: Number(/VmSize:\s+(\d+)/.exec(status)?.[1]),
+  };
+}
+
 function loopChild() {
   const addon = require(root);
   const queue = new addon.SyclQueue(FILTER);
   const handle = new Uint8Array(Buffer.from(process.argv[3], 'hex'));
-  const openFree = perCallUs(() => addon.IPCMemoryHandle.open(handle, { queue, nbytes: 1 << 20 }).free());
-  process.stdout.write(JSON.stringify({ openFreeUs: openFree, threads: fs.readdirSync('/proc/self/task').length }));
+  const open = () => addon.IPCMemoryHandle.open(handle, { queue, nbytes: 1 << 20 });
+  const openFree = perCallUs(() => open().free());
+  const rounds = [0, 1, 2].map(() => ({
+    backToBack: splitUs(open, (m) => m.free(), 2000),
+    gap15us: splitUs(open, (m) => m.free(), 2000, 15),
+  }));
+  process.stdout.write(JSON.stringify({ openFreeUs: openFree, rounds, ...processShape() }));
 }
 
 /** The probe and our Node child's loop, of a handle of ours. */
@@ -82,9 +118,20 @@ function probeOurs(addon) {
   const memory = new addon.MemoryUSMDevice(1 << 20, { queue: new addon.SyclQueue(FILTER) });
   try {
     const hex = Buffer.from(new addon.IPCMemoryHandle(memory).toBytes()).toString('hex');
-    const probe = spawnSync(python, [helper, 'probe', hex], { encoding: 'utf8', env });
-    const loop = spawnSync(process.execPath, [__filename, '--loop', hex], { encoding: 'utf8', env });
-    return { bareDriver: parse(probe), oursInNode: parse(loop) };
+    // Each also on one CPU (taskset): an unmap whose threads all ran there reaches no other core.
+    const run = (command, oneCpu) =>
+      parse(spawnSync(oneCpu ? 'taskset' : command[0], oneCpu ? ['-c', '1', ...command] : command.slice(1), { encoding: 'utf8', env }));
+    const probe = [python, helper, 'probe', hex];
+    const loop = (flags) => [process.execPath, ...flags, __filename, '--loop', hex];
+    return {
+      runtimeAndDriverCalls: run([python, helper, 'calls', hex], false),
+      bareDriver: run(probe, false),
+      bareDriverOneCpu: run(probe, true),
+      oursInNode: run(loop([]), false),
+      oursInNodeOneCpu: run(loop([]), true),
+      // V8's pool of background threads at its smallest: whether Node's own threads cost.
+      oursInNodeOneV8Thread: run(loop(['--v8-pool-size=1']), false),
+    };
   } finally {
     memory.free();
   }

@@ -10,6 +10,8 @@ driver through ctypes.
   python3 ipc_pairs.py probe HEX                the size of the mapping the handle opens,
                                                 and open + close in a loop, alone and with
                                                 16 more threads that have run
+  python3 ipc_pairs.py calls HEX                the runtime's open and close against the
+                                                driver's, back to back and with a gap
   python3 ipc_pairs.py export-probe             probe of a handle CuPy exported here
 
 The requests are bench/ipc-pipe.js's: an op byte, the 64 handle bytes, nbytes (float64).
@@ -114,6 +116,22 @@ def probe(handle):
         cuda.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), pointer)
         cuda.cuIpcCloseMemHandle(pointer)
     alone = per_call_us(open_close)
+
+    def split(cycles=2000):
+        opening = closing = 0
+        for _ in range(cycles):
+            t0 = time.perf_counter_ns()
+            cuda.cuIpcOpenMemHandle_v2(ctypes.byref(pointer), raw, 1)
+            t1 = time.perf_counter_ns()
+            cuda.cuIpcCloseMemHandle(pointer)
+            closing += time.perf_counter_ns() - t1
+            opening += t1 - t0
+        return {"openUs": opening / cycles / 1e3, "closeUs": closing / cycles / 1e3}
+
+    parts = split()
+    with open("/proc/self/maps") as maps:
+        mappings = sum(1 for _ in maps)
+    threads_before = len(os.listdir("/proc/self/task"))
     stop = threading.Event()
 
     def run_then_sleep():
@@ -130,7 +148,86 @@ def probe(handle):
     stop.set()
     for thread in threads:
         thread.join()
-    print(json.dumps({"mappedBytes": size.value, "openCloseUs": alone, "openCloseWith16ThreadsUs": crowded}))
+    print(json.dumps({"mappedBytes": size.value, "openCloseUs": alone, **parts, "threads": threads_before,
+                      "mappings": mappings, "openCloseWith16ThreadsUs": crowded}))
+
+
+def spin(us):
+    until = time.perf_counter_ns() + us * 1000
+    while time.perf_counter_ns() < until:
+        pass
+
+
+def split_us(open_, close, cycles=2000, gap_us=0):
+    """Mean microseconds of open_() and of close(opened) over alternating calls, each
+    cycle followed by gap_us of spinning (untimed): a message's time between cycles."""
+    opening = closing = 0
+    for _ in range(cycles):
+        t0 = time.perf_counter_ns()
+        opened = open_()
+        t1 = time.perf_counter_ns()
+        close(opened)
+        closing += time.perf_counter_ns() - t1
+        opening += t1 - t0
+        if gap_us:
+            spin(gap_us)
+    return {"openUs": round(opening / cycles / 1e3, 2), "closeUs": round(closing / cycles / 1e3, 2)}
+
+
+def calls(handle):
+    """The runtime's open and close (CuPy's calls) against the driver's, in one process on
+    one handle, in alternating rounds, back to back and with a gap after each cycle; and
+    whether the runtime's close leaves the mapping in place."""
+    rt = cupy_runtime()
+    cuda = ctypes.CDLL("libcuda.so.1")
+
+    class Handle(ctypes.Structure):
+        _fields_ = [("reserved", ctypes.c_char * 64)]
+
+    raw = Handle()
+    ctypes.memmove(ctypes.byref(raw), handle, 64)
+    base, size = ctypes.c_uint64(), ctypes.c_size_t()
+
+    def driver_open(flags):
+        def open_():
+            pointer = ctypes.c_uint64()
+            status = cuda.cuIpcOpenMemHandle_v2(ctypes.byref(pointer), raw, flags)
+            if status:
+                raise RuntimeError(f"cuIpcOpenMemHandle: {status}")
+            return pointer.value
+
+        return open_
+
+    def driver_close(pointer):
+        status = cuda.cuIpcCloseMemHandle(ctypes.c_uint64(pointer))
+        if status:
+            raise RuntimeError(f"cuIpcCloseMemHandle: {status}")
+
+    ways = {
+        "driverLazyPeer": (driver_open(1), driver_close),
+        "driverNoFlags": (driver_open(0), driver_close),
+        "runtime": (lambda: rt.ipcOpenMemHandle(handle), rt.ipcCloseMemHandle),
+    }
+
+    def attempt(fn):
+        try:
+            return fn()
+        except Exception as exc:  # a way that fails is reported, the others still run
+            return {"error": f"{type(exc).__name__}: {exc}"}
+
+    rounds = []
+    for _ in range(3):
+        rounds.append({
+            name: attempt(lambda: {"backToBack": split_us(o, c), "gap15us": split_us(o, c, gap_us=15)})
+            for name, (o, c) in ways.items()
+        })
+    # After the runtime's close: is the mapping still there, and can the driver open the handle?
+    pointer = rt.ipcOpenMemHandle(handle)
+    rt.ipcCloseMemHandle(pointer)
+    after_close = cuda.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(pointer))
+    reopened = attempt(lambda: driver_close(driver_open(1)()))
+    print(json.dumps({"addressRangeStatusAfterRuntimeClose": after_close, "driverOpenAfterRuntimeClose": reopened or "ok",
+                      "rounds": rounds}))
 
 
 def export_probe():
@@ -151,6 +248,8 @@ if __name__ == "__main__":
         parent(sys.argv[2:])
     elif mode == "probe":
         probe(bytes.fromhex(sys.argv[2]))
+    elif mode == "calls":
+        calls(bytes.fromhex(sys.argv[2]))
     elif mode == "export-probe":
         export_probe()
     else:
