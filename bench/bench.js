@@ -100,6 +100,11 @@ function recordPeer(results, section, name, peer) {
 function recordOurs(results, section, ours) {
   results.sources.ours[section] = merge(results.sources.ours[section] || {}, ours.ours);
   results.sources.node[section] = merge(results.sources.node[section] || {}, ours.node);
+  // A peer's figures measured from our side (the IPC cycle in alternating batches).
+  for (const [name, figures] of Object.entries(ours.peers || {})) {
+    results.sources[name] ||= {};
+    results.sources[name][section] = merge(results.sources[name][section] || {}, figures);
+  }
   for (const [name, ok] of ours.checks) results.checks.push({ section, name, ok });
 }
 

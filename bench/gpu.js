@@ -4,6 +4,7 @@
 'use strict';
 const { sizeLabel, median, runCase, sectionContext, runGetters, getterRows } = require('./lib');
 const ipcPipe = require('./ipc-pipe');
+const { interleavedCycle } = require('./ipc-interleaved');
 
 function runOurs(addon, cfg, timing) {
   const { q, opts, classes, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared, ours, node, checks, run } =
@@ -99,8 +100,9 @@ function runOurs(addon, cfg, timing) {
   }
   runGetters(addon, opts, run, node, timing);
   runKernels(addon, cfg, { q, opts, MemoryUSMDevice, checks, run });
-  if (addon.IPCMemoryHandle.isAvailable(q.syclDevice)) runIpc(addon, cfg, timing, { opts, ours, checks, run });
-  return { ours, node, checks };
+  const peers = { cupy: {} };
+  if (addon.IPCMemoryHandle.isAvailable(q.syclDevice)) runIpc(addon, cfg, timing, { opts, ours, checks, run, cupy: peers.cupy });
+  return { ours, node, checks, peers };
 }
 
 /** The kernel rows: sync submits (they return when the kernel is done) of the tests' PTX. */
@@ -161,7 +163,7 @@ function registrationCost(addon, cfg, opts, ours) {
  * over pipes; and copies into memory the child opened against the same copies into
  * memory of its own (measured in the child).
  */
-function runIpc(addon, cfg, timing, { opts, ours, checks, run }) {
+function runIpc(addon, cfg, timing, { opts, ours, checks, run, cupy }) {
   const fs = require('node:fs');
   const os = require('node:os');
   const path = require('node:path');
@@ -205,6 +207,14 @@ function runIpc(addon, cfg, timing, { opts, ours, checks, run }) {
       ours['ipc.openclose.1MiB'] = ask(OPS.loop, new IPCMemoryHandle(mem).toBytes(), 1 << 20);
     } catch (err) {
       ours['ipc.openclose.1MiB'] = { error: err.message };
+    }
+    // The cycle again, ours and CuPy's in alternating batches on the same CPUs.
+    try {
+      const both = interleavedCycle(addon, cfg, timing, mem);
+      ours['ipc.cycle.same_cpus.1MiB'] = both.ours;
+      cupy['ipc.cycle.same_cpus.1MiB'] = both.cupy;
+    } catch (err) {
+      ours['ipc.cycle.same_cpus.1MiB'] = { error: err.message };
     }
     const { results, check } = ask(OPS.bench, new IPCMemoryHandle(large).toBytes(), cfg.copySize);
     Object.assign(ours, results);
@@ -278,7 +288,10 @@ function rows(cfg) {
       if (cached[kind]) add(`alloc+free ${kind} ${sizeLabel(n)}`, id, 'time', { ...torch(id, cached[kind]), target: cachedTarget });
     }
   }
-  add('IPC export+open+close 1MiB (open in a child process, messages)', 'ipc.cycle.1MiB', 'time', cupy('ipc.cycle.1MiB', 'ipcGetMemHandle+ipcOpenMemHandle+ipcCloseMemHandle (CuPy, child)', { ratio: 1 }));
+  // The target is on the cycle measured in alternating batches on the same CPUs
+  // (bench/ipc-interleaved.js says why); the pairs measured apart stay beside it.
+  add('IPC export+open+close 1MiB (open in a child process, messages)', 'ipc.cycle.same_cpus.1MiB', 'time', cupy('ipc.cycle.same_cpus.1MiB', 'the same (CuPy), alternating batches, same CPUs', { ratio: 1 }));
+  add('  the same, each pair on its own CPUs', 'ipc.cycle.1MiB', 'time', cupy('ipc.cycle.1MiB', 'ipcGetMemHandle+ipcOpenMemHandle+ipcCloseMemHandle (CuPy, child)', null));
   add('  its part: export alone', 'ipc.export.1MiB', 'time', cupy('ipc.export.1MiB', 'ipcGetMemHandle (CuPy)', null));
   add('  its part: one message each way alone', 'ipc.ping', 'time', cupy('ipc.ping', 'the same over pipes (CuPy peer)', null));
   add('  its part: open+close alone, in the child', 'ipc.openclose.1MiB', 'time', cupy('ipc.openclose.1MiB', 'ipcOpenMemHandle+ipcCloseMemHandle (CuPy, child)', null));

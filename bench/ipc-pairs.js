@@ -1,13 +1,15 @@
 #!/usr/bin/env node
-// Where an IPC export + open + close costs more with us than with CuPy (a CUDA machine with
-// CuPy, the addon built). Three measurements, each of ours beside CuPy's:
+// Where an IPC export + open + close costs what it costs, ours beside CuPy's (a CUDA machine
+// with CuPy, the addon built):
 // - the four pairings of exporter and child (ours or CuPy's each), in alternating rounds,
 //   over bench/ipc-pipe.js's FIFOs: microseconds a cycle;
-// - for a handle each exporter made: the size of the mapping it opens to (the driver
-//   carves allocations below 2 MiB out of larger blocks, and a handle opens its block),
-//   and open + close in a loop by the bare driver in a Python process, alone and with 16
-//   more threads that have run (an unmap reaches every core a process's threads ran on);
-// - our own open + free in a loop in a Node child, and that child's thread count.
+// - for a handle each exporter made: the size of the mapping it opens to, and open + close
+//   by the bare driver in a Python process (timed apart, alone, with 16 more threads that
+//   have run, on one CPU), the runtime's calls (CuPy's) against the driver's in one process,
+//   and the driver's open + close on each CPU in turn (the two levels a CPU's state sets,
+//   which bench/ipc-interleaved.js measures around);
+// - our own open + free in a Node child (alone, on one CPU, with V8's pool at one thread),
+//   with that child's threads and mappings.
 // Usage: node bench/ipc-pairs.js   (BENCH_PYTHON: the python3 with CuPy)
 'use strict';
 const fs = require('node:fs');
@@ -125,6 +127,8 @@ function probeOurs(addon) {
     const loop = (flags) => [process.execPath, ...flags, __filename, '--loop', hex];
     return {
       runtimeAndDriverCalls: run([python, helper, 'calls', hex], false),
+      // [open, close] us on each CPU, two passes: the levels a CPU's state sets.
+      bareDriverPerCpu: run([python, helper, 'per-cpu', hex], false),
       bareDriver: run(probe, false),
       bareDriverOneCpu: run(probe, true),
       oursInNode: run(loop([]), false),

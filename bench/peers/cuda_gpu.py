@@ -8,6 +8,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -258,6 +259,50 @@ def ipc_child(dev, timing):
         answers.flush()
 
 
+def ipc_batches(filter_string, commands, replies, exporter_cpu, child_cpu):
+    """CuPy's pair of bench/ipc-interleaved.js: this process exports 1 MiB (on
+    exporter_cpu when given), a child of ipc_child opens and closes (on child_cpu when
+    given); each line N read from the commands FIFO runs N cycles, answered on the replies
+    FIFO with the nanoseconds they took; "q" ends. The FIFOs are opened first: should
+    anything below fail, bench/ipc-interleaved.js reads the end of its input."""
+    inp, out = open(commands, "rb", buffering=0), open(replies, "wb", buffering=0)
+    import cupy
+    dev = device_index(filter_string)
+    cupy.cuda.Device(dev).use()
+    rt = cupy.cuda.runtime
+    if exporter_cpu:
+        os.sched_setaffinity(0, {int(exporter_cpu)})
+    n = 1 << 20
+    d = rt.malloc(n)
+    command = [sys.executable, os.path.abspath(__file__), "--ipc-child", str(dev), "{}"]
+    child = subprocess.Popen((["taskset", "-c", child_cpu] if child_cpu else []) + command,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    tail = struct.pack("<d", n)
+    with inp, out:
+        try:
+            for line in iter(inp.readline, b""):
+                if line.strip() == b"q":
+                    break
+                try:
+                    t0 = time.perf_counter_ns()
+                    for _ in range(int(line)):
+                        child.stdin.write(b"c" + rt.ipcGetMemHandle(d) + tail)
+                        child.stdin.flush()
+                        if child.stdout.read(1) != b"k":
+                            raise RuntimeError("the IPC child ended")
+                    out.write(f"{time.perf_counter_ns() - t0}\n".encode())
+                except Exception as exc:
+                    out.write(f"{type(exc).__name__}: {exc}\n".encode())
+        finally:
+            try:
+                child.stdin.write(b"q" + bytes(IPC_REQUEST - 1))
+                child.stdin.close()
+                child.wait(timeout=30)
+            except Exception:
+                child.kill()
+            rt.free(d)
+
+
 def bench_torch(cfg, timing):
     import torch
     gpu = cfg["gpu"]
@@ -323,6 +368,9 @@ def main():
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 6 and sys.argv[1] == "--ipc-batches":
+        ipc_batches(*sys.argv[2:7])
+        sys.exit(0)
     if len(sys.argv) > 3 and sys.argv[1] == "--ipc-child":
         ipc_child(int(sys.argv[2]), json.loads(sys.argv[3]))
         sys.exit(0)

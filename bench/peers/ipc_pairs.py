@@ -12,6 +12,7 @@ driver through ctypes.
                                                 16 more threads that have run
   python3 ipc_pairs.py calls HEX                the runtime's open and close against the
                                                 driver's, back to back and with a gap
+  python3 ipc_pairs.py per-cpu HEX              open + close on each CPU in turn, twice
   python3 ipc_pairs.py export-probe             probe of a handle CuPy exported here
 
 The requests are bench/ipc-pipe.js's: an op byte, the 64 handle bytes, nbytes (float64).
@@ -24,6 +25,7 @@ import os
 import struct
 import subprocess
 import sys
+import statistics
 import tempfile
 import threading
 import time
@@ -230,6 +232,41 @@ def calls(handle):
                       "rounds": rounds}))
 
 
+def per_cpu(handle):
+    """The bare driver's open and close back to back on each CPU this process may use,
+    the process moving from one to the next, twice: medians of 400 cycles each, in us."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    cuda.cuInit(0)
+    device, context = ctypes.c_int(), ctypes.c_void_p()
+    cuda.cuDeviceGet(ctypes.byref(device), 0)
+    cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device)
+    cuda.cuCtxSetCurrent(context)
+
+    class Handle(ctypes.Structure):
+        _fields_ = [("reserved", ctypes.c_char * 64)]
+
+    raw = Handle()
+    ctypes.memmove(ctypes.byref(raw), handle, 64)
+    pointer = ctypes.c_uint64()
+    cpus = sorted(os.sched_getaffinity(0))
+    passes = {cpu: [] for cpu in cpus}
+    for _ in range(2):
+        for cpu in cpus:
+            os.sched_setaffinity(0, {cpu})
+            time.sleep(0.002)
+            opening, closing = [], []
+            for _ in range(400):
+                t0 = time.perf_counter_ns()
+                if cuda.cuIpcOpenMemHandle_v2(ctypes.byref(pointer), raw, 1):
+                    raise RuntimeError("cuIpcOpenMemHandle failed")
+                t1 = time.perf_counter_ns()
+                cuda.cuIpcCloseMemHandle(pointer)
+                opening.append(t1 - t0)
+                closing.append(time.perf_counter_ns() - t1)
+            passes[cpu].append([round(statistics.median(opening) / 1e3, 1), round(statistics.median(closing) / 1e3, 1)])
+    print(json.dumps(passes))
+
+
 def export_probe():
     rt = cupy_runtime()
     memory = rt.malloc(1 << 20)
@@ -248,6 +285,8 @@ if __name__ == "__main__":
         parent(sys.argv[2:])
     elif mode == "probe":
         probe(bytes.fromhex(sys.argv[2]))
+    elif mode == "per-cpu":
+        per_cpu(bytes.fromhex(sys.argv[2]))
     elif mode == "calls":
         calls(bytes.fromhex(sys.argv[2]))
     elif mode == "export-probe":

@@ -1,0 +1,145 @@
+// The IPC cycle of bench/gpu.js, ours and CuPy's in alternating batches on the same CPUs.
+// A CUDA IPC open + close costs one of two levels (about a third apart) that change with the
+// CPU it runs on and over time, whatever the process (bench/ipc-pairs.js shows it for the bare
+// driver), so two pairs measured minutes apart, each on CPUs of the scheduler's choosing,
+// compare CPU states more than libraries. Here both exporters run on one CPU and both children
+// on another (taskset), and the batches alternate ours, CuPy's, CuPy's, ours, so a change of
+// level falls on both. CuPy's pair is bench/peers/cuda_gpu.py's (`--ipc-batches`): its
+// exporter runs as many cycles as asked and answers the nanoseconds they took.
+'use strict';
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { execFileSync, spawn, spawnSync } = require('node:child_process');
+const { REQUEST, OPS, readExact, sendRequest } = require('./ipc-pipe');
+const { median } = require('./lib');
+
+/** The CPUs this process may run on (`Cpus_allowed_list`), or null where it cannot be read. */
+function allowedCpus() {
+  try {
+    const list = /Cpus_allowed_list:\s*(\S+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'))?.[1];
+    if (!list) return null;
+    return list.split(',').flatMap((part) => {
+      const [from, to = from] = part.split('-').map(Number);
+      return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    });
+  } catch {
+    return null;
+  }
+}
+
+/** Pins this process's main thread to `cpus` (a taskset list); false where taskset fails. */
+function pinMainThread(cpus) {
+  return spawnSync('taskset', ['-p', '-c', cpus, String(process.pid)], { stdio: 'ignore' }).status === 0;
+}
+
+/** Two FIFOs in a fresh folder: [folder, requests, answers]. */
+function fifos(prefix) {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const [requests, answers] = [path.join(folder, 'requests'), path.join(folder, 'answers')];
+  execFileSync('mkfifo', [requests, answers]);
+  return [folder, requests, answers];
+}
+
+/**
+ * Measures `ipc.cycle.1MiB` for us and for CuPy, interleaved: returns both results (as
+ * `lib.measure` shapes them, batch sizes equal) and the CPUs used, or throws.
+ */
+function interleavedCycle(addon, cfg, timing, memory) {
+  const cpus = allowedCpus();
+  const [exporterCpu, childCpu] = cpus && cpus.length >= 2 ? cpus.slice(-2).map(String) : [null, null];
+  const pinned = (command) => (childCpu === null ? command : ['taskset', '-c', childCpu, ...command]);
+  const python = process.env.BENCH_PYTHON || 'python3';
+  const cleanups = [];
+  try {
+    // Our pair: this process exports, bench/ipc-child.js opens and closes.
+    const [ourFolder, requests, answers] = fifos('dpctl-memory-ipc-ab-');
+    const [file, ...args] = pinned([process.execPath, path.join(__dirname, 'ipc-child.js'), requests, answers, cfg.filter, JSON.stringify(timing)]);
+    const child = spawn(file, args, { stdio: 'inherit' });
+    const output = fs.openSync(requests, 'r+');
+    const input = fs.openSync(answers, 'r');
+    cleanups.push(() => {
+      sendRequest(output, Buffer.alloc(REQUEST), OPS.quit, new Uint8Array(64), 0);
+      fs.closeSync(output);
+      fs.closeSync(input);
+      fs.rmSync(ourFolder, { recursive: true, force: true });
+      if (child.exitCode === null) child.kill();
+    });
+    // CuPy's pair, driven by one line per batch over its own FIFOs.
+    const [peerFolder, commands, replies] = fifos('dpctl-memory-ipc-ab-peer-');
+    const script = path.join(__dirname, 'peers', 'cuda_gpu.py');
+    const peerArgs = [script, '--ipc-batches', cfg.filter, commands, replies, exporterCpu ?? '', childCpu ?? ''];
+    const peer = spawn(python, peerArgs, { stdio: ['ignore', 'ignore', 'inherit'] });
+    peer.on('error', () => {}); // reported below, as a missing pid
+    // A python that never started would never open its end: the open below would wait.
+    if (peer.pid === undefined) throw new Error(`${python} did not start`);
+    const toPeer = fs.openSync(commands, 'r+');
+    const fromPeer = fs.openSync(replies, 'r');
+    cleanups.push(() => {
+      fs.writeSync(toPeer, 'q\n');
+      fs.closeSync(toPeer);
+      fs.closeSync(fromPeer);
+      fs.rmSync(peerFolder, { recursive: true, force: true });
+      if (peer.exitCode === null) peer.kill();
+    });
+    const restore = allowedCpus()?.join(',');
+    if (exporterCpu !== null && pinMainThread(exporterCpu) && restore) cleanups.push(() => pinMainThread(restore));
+
+    const request = Buffer.alloc(REQUEST);
+    const cycle = () => {
+      sendRequest(output, request, OPS.cycle, new addon.IPCMemoryHandle(memory).toBytes(), 1 << 20);
+      if (readExact(input, 1) === null) throw new Error('our IPC child ended');
+    };
+    const ours = (n) => {
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < n; i++) cycle();
+      return Number(process.hrtime.bigint() - t0);
+    };
+    let pending = '';
+    const theirs = (n) => {
+      fs.writeSync(toPeer, `${n}\n`);
+      while (!pending.includes('\n')) {
+        const chunk = readExact(fromPeer, 1);
+        if (chunk === null) throw new Error("CuPy's IPC exporter ended");
+        pending += chunk.toString();
+      }
+      const [line, ...rest] = pending.split('\n');
+      pending = rest.join('\n');
+      const ns = Number(line);
+      if (!Number.isFinite(ns)) throw new Error(`CuPy's IPC exporter: ${line}`);
+      return ns;
+    };
+
+    // Batches as lib.measure sizes them (on ours), then the same batch for both.
+    for (let i = 0; i < timing.warmupCalls; i++) {
+      ours(1);
+      theirs(1);
+    }
+    const target = timing.batchTargetMs * 1e6;
+    let n = 1;
+    for (let elapsed = ours(n); elapsed < target && n < timing.maxBatch; elapsed = ours(n)) {
+      n = Math.min(timing.maxBatch, Math.max(n + 1, Math.ceil((n * target) / Math.max(elapsed, 1)) + 1));
+    }
+    for (let i = 0; i < timing.warmupBatches; i++) {
+      ours(n);
+      theirs(n);
+    }
+    const samples = { ours: [], cupy: [] };
+    for (let i = 0; i < timing.repeats; i++) {
+      const order = i % 2 === 0 ? ['ours', 'cupy', 'cupy', 'ours'] : ['cupy', 'ours', 'ours', 'cupy'];
+      for (const side of order) samples[side].push((side === 'ours' ? ours(n) : theirs(n)) / n);
+    }
+    const result = (s) => ({ ns: median(s), min_ns: Math.min(...s), batch: n, samples: s });
+    return { ours: result(samples.ours), cupy: result(samples.cupy), cpus: { exporter: exporterCpu, child: childCpu } };
+  } finally {
+    for (const cleanup of cleanups.reverse()) {
+      try {
+        cleanup();
+      } catch {
+        // Ending what the measurement started: a pipe already gone is the same end.
+      }
+    }
+  }
+}
+
+module.exports = { interleavedCycle, allowedCpus };
