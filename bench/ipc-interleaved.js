@@ -2,9 +2,11 @@
 // A CUDA IPC open + close costs one of two levels (about a third apart) that change with the
 // CPU it runs on and over time, whatever the process (bench/ipc-pairs.js shows it for the bare
 // driver), so two pairs measured minutes apart, each on CPUs of the scheduler's choosing,
-// compare CPU states more than libraries. Here both exporters run on one CPU and both children
-// on another (taskset), and the batches alternate ours, CuPy's, CuPy's, ours, so a change of
-// level falls on both. CuPy's pair is bench/peers/cuda_gpu.py's (`--ipc-batches`): its
+// compare CPU states more than libraries. Here the main threads of both exporters run on one
+// CPU and those of both children on another (pinned once the children are warm, so only the
+// thread that opens and closes is pinned: Node's and the driver's helper threads stay free to
+// run elsewhere, as Python's do), and the batches alternate ours, CuPy's, CuPy's, ours, so a
+// change of level falls on both. CuPy's pair is bench/peers/cuda_gpu.py's (`--ipc-batches`): its
 // exporter runs as many cycles as asked and answers the nanoseconds they took.
 'use strict';
 const fs = require('node:fs');
@@ -28,9 +30,10 @@ function allowedCpus() {
   }
 }
 
-/** Pins this process's main thread to `cpus` (a taskset list); false where taskset fails. */
-function pinMainThread(cpus) {
-  return spawnSync('taskset', ['-p', '-c', cpus, String(process.pid)], { stdio: 'ignore' }).status === 0;
+/** Pins the main thread of process `pid` (its other threads keep their CPUs) to `cpus`, a
+ * taskset list; false where taskset fails. */
+function pinMainThread(cpus, pid = process.pid) {
+  return spawnSync('taskset', ['-p', '-c', cpus, String(pid)], { stdio: 'ignore' }).status === 0;
 }
 
 /** Two FIFOs in a fresh folder: [folder, requests, answers]. */
@@ -41,21 +44,28 @@ function fifos(prefix) {
   return [folder, requests, answers];
 }
 
+/** Our child's command for `child`: the addon's calls, or the bare driver's (alone, or with
+ * the addon loaded beside them), for bench/ipc-pairs.js. */
+const CHILDREN = {
+  ours: (args) => [path.join(__dirname, 'ipc-child.js'), ...args],
+  bare: (args) => [path.join(__dirname, 'ipc-bare-child.js'), ...args],
+  bareWithAddon: (args) => [path.join(__dirname, 'ipc-bare-child.js'), ...args, 'with-addon'],
+};
+
 /**
  * Measures `ipc.cycle.1MiB` for us and for CuPy, interleaved: returns both results (as
- * `lib.measure` shapes them, batch sizes equal) and the CPUs used, or throws.
+ * `lib.measure` shapes them, batch sizes equal) and the CPUs used, or throws. `child` is
+ * the child our exporter drives (`CHILDREN`).
  */
-function interleavedCycle(addon, cfg, timing, memory) {
+function interleavedCycle(addon, cfg, timing, memory, child = 'ours') {
   const cpus = allowedCpus();
   const [exporterCpu, childCpu] = cpus && cpus.length >= 2 ? cpus.slice(-2).map(String) : [null, null];
-  const pinned = (command) => (childCpu === null ? command : ['taskset', '-c', childCpu, ...command]);
   const python = process.env.BENCH_PYTHON || 'python3';
   const cleanups = [];
   try {
-    // Our pair: this process exports, bench/ipc-child.js opens and closes.
+    // Our pair: this process exports, the child (bench/ipc-child.js) opens and closes.
     const [ourFolder, requests, answers] = fifos('dpctl-memory-ipc-ab-');
-    const [file, ...args] = pinned([process.execPath, path.join(__dirname, 'ipc-child.js'), requests, answers, cfg.filter, JSON.stringify(timing)]);
-    const child = spawn(file, args, { stdio: 'inherit' });
+    const ourChild = spawn(process.execPath, CHILDREN[child]([requests, answers, cfg.filter, JSON.stringify(timing)]), { stdio: 'inherit' });
     const output = fs.openSync(requests, 'r+');
     const input = fs.openSync(answers, 'r');
     cleanups.push(() => {
@@ -63,7 +73,7 @@ function interleavedCycle(addon, cfg, timing, memory) {
       fs.closeSync(output);
       fs.closeSync(input);
       fs.rmSync(ourFolder, { recursive: true, force: true });
-      if (child.exitCode === null) child.kill();
+      if (ourChild.exitCode === null) ourChild.kill();
     });
     // CuPy's pair, driven by one line per batch over its own FIFOs.
     const [peerFolder, commands, replies] = fifos('dpctl-memory-ipc-ab-peer-');
@@ -115,6 +125,12 @@ function interleavedCycle(addon, cfg, timing, memory) {
       ours(1);
       theirs(1);
     }
+    // Both children are warm: their main threads go to the child CPU (CuPy's exporter pins
+    // its child when it reads "pin").
+    if (childCpu !== null) {
+      pinMainThread(childCpu, ourChild.pid);
+      fs.writeSync(toPeer, 'pin\n');
+    }
     const target = timing.batchTargetMs * 1e6;
     let n = 1;
     for (let elapsed = ours(n); elapsed < target && n < timing.maxBatch; elapsed = ours(n)) {
@@ -142,4 +158,4 @@ function interleavedCycle(addon, cfg, timing, memory) {
   }
 }
 
-module.exports = { interleavedCycle, allowedCpus };
+module.exports = { interleavedCycle, allowedCpus, CHILDREN };

@@ -8,6 +8,8 @@
 //   have run, on one CPU), the runtime's calls (CuPy's) against the driver's in one process,
 //   and the driver's open + close on each CPU in turn (the two levels a CPU's state sets,
 //   which bench/ipc-interleaved.js measures around);
+// - our exporter against CuPy's pair in alternating batches, with our child and with a
+//   Node child making the bare driver's calls (alone and with the addon loaded);
 // - our own open + free in a Node child (alone, on one CPU, with V8's pool at one thread),
 //   with that child's threads and mappings.
 // Usage: node bench/ipc-pairs.js   (BENCH_PYTHON: the python3 with CuPy)
@@ -18,6 +20,7 @@ const path = require('node:path');
 const { execFileSync, spawn, spawnSync } = require('node:child_process');
 const { REQUEST, OPS, readExact, sendRequest } = require('./ipc-pipe');
 const { measure } = require('./lib');
+const { interleavedCycle, CHILDREN } = require('./ipc-interleaved');
 
 const root = path.join(__dirname, '..');
 const python = process.env.BENCH_PYTHON || 'python3';
@@ -157,6 +160,23 @@ function main() {
       console.log(`  round ${round}, child ${kind.padEnd(4)}: ours -> ${mine.toFixed(2)}   CuPy -> ${theirs.toFixed(2)}`);
     }
   }
+  // Our exporter against CuPy's pair in alternating batches (bench/ipc-interleaved.js), with
+  // our child and with a Node child making the bare driver's calls (peers/bare_ipc.node,
+  // built as its source says), alone and with the addon loaded: where the Node process ends
+  // and our calls begin.
+  const bareBuilt = fs.existsSync(path.join(__dirname, 'peers', 'bare_ipc.node'));
+  const memory = new addon.MemoryUSMDevice(1 << 20, { queue: new addon.SyclQueue(FILTER) });
+  try {
+    for (let round = 0; round < 2; round++) {
+      for (const child of bareBuilt ? Object.keys(CHILDREN) : ['ours']) {
+        const { ours, cupy } = interleavedCycle(addon, { filter: FILTER }, timing, memory, child);
+        console.log(`  interleaved, round ${round}, child ${child}: ${(ours.ns / 1e3).toFixed(1)} us, CuPy's pair ${(cupy.ns / 1e3).toFixed(1)} us: ${(cupy.ns / ours.ns).toFixed(3)}x`);
+      }
+    }
+  } finally {
+    memory.free();
+  }
+  if (!bareBuilt) console.log('  (no peers/bare_ipc.node: the bare-driver children were not run)');
   console.log(`ipc-pairs: a handle of ours: ${JSON.stringify(probeOurs(addon))}`);
   console.log(`ipc-pairs: a handle of CuPy's, bare driver: ${JSON.stringify(parse(spawnSync(python, [helper, 'export-probe'], { encoding: 'utf8', env })))}`);
 }

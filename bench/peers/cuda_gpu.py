@@ -260,11 +260,12 @@ def ipc_child(dev, timing):
 
 
 def ipc_batches(filter_string, commands, replies, exporter_cpu, child_cpu):
-    """CuPy's pair of bench/ipc-interleaved.js: this process exports 1 MiB (on
-    exporter_cpu when given), a child of ipc_child opens and closes (on child_cpu when
-    given); each line N read from the commands FIFO runs N cycles, answered on the replies
-    FIFO with the nanoseconds they took; "q" ends. The FIFOs are opened first: should
-    anything below fail, bench/ipc-interleaved.js reads the end of its input."""
+    """CuPy's pair of bench/ipc-interleaved.js: this process exports 1 MiB (its main
+    thread on exporter_cpu when given), a child of ipc_child opens and closes (its main
+    thread put on child_cpu by the line "pin"); each line N read from the commands FIFO runs
+    N cycles, answered on the replies FIFO with the nanoseconds they took; "q" ends. The
+    FIFOs are opened first: should anything below fail, bench/ipc-interleaved.js reads the
+    end of its input."""
     inp, out = open(commands, "rb", buffering=0), open(replies, "wb", buffering=0)
     import cupy
     dev = device_index(filter_string)
@@ -275,14 +276,18 @@ def ipc_batches(filter_string, commands, replies, exporter_cpu, child_cpu):
     n = 1 << 20
     d = rt.malloc(n)
     command = [sys.executable, os.path.abspath(__file__), "--ipc-child", str(dev), "{}"]
-    child = subprocess.Popen((["taskset", "-c", child_cpu] if child_cpu else []) + command,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     tail = struct.pack("<d", n)
     with inp, out:
         try:
             for line in iter(inp.readline, b""):
                 if line.strip() == b"q":
                     break
+                if line.strip() == b"pin":
+                    # The thread whose id is the pid: the child's main thread alone.
+                    if child_cpu:
+                        os.sched_setaffinity(child.pid, {int(child_cpu)})
+                    continue
                 try:
                     t0 = time.perf_counter_ns()
                     for _ in range(int(line)):

@@ -1,0 +1,99 @@
+/*
+ * The CUDA driver's IPC open and close called from Node with no library between: a
+ * Node-API module for bench/ipc-bare-child.js, so that a Node child can be measured doing
+ * exactly what a CuPy child does. Not part of the addon. Build (a machine with Node's
+ * headers; the module loads libcuda.so.1 at run time, so it builds without CUDA):
+ *   gcc -O2 -shared -fPIC -I"$(dirname "$(command -v node)")/../include/node" \
+ *       -o bench/peers/bare_ipc.node bench/peers/bare_ipc.c -ldl
+ * init() makes the first device's primary context current; open(Uint8Array of 64 bytes)
+ * returns the mapped address (a Number); close(address). Each throws on a failed call.
+ */
+#include <dlfcn.h>
+#include <node_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct { char reserved[64]; } ipc_handle;
+typedef int (*cu_init_t)(unsigned);
+typedef int (*cu_device_get_t)(int *, int);
+typedef int (*cu_retain_t)(void **, int);
+typedef int (*cu_set_current_t)(void *);
+typedef int (*cu_open_t)(uint64_t *, ipc_handle, unsigned);
+typedef int (*cu_close_t)(uint64_t);
+
+static cu_open_t ipc_open;
+static cu_close_t ipc_close;
+
+static napi_value fail(napi_env env, const char *call, int status) {
+  char text[96];
+  snprintf(text, sizeof text, "%s failed: CUDA error %d", call, status);
+  napi_throw_error(env, NULL, text);
+  return NULL;
+}
+
+static napi_value js_init(napi_env env, napi_callback_info info) {
+  (void)info;
+  void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
+  if (!cuda) return fail(env, "dlopen libcuda.so.1", -1);
+  cu_init_t init = (cu_init_t)dlsym(cuda, "cuInit");
+  cu_device_get_t device_get = (cu_device_get_t)dlsym(cuda, "cuDeviceGet");
+  cu_retain_t retain = (cu_retain_t)dlsym(cuda, "cuDevicePrimaryCtxRetain");
+  cu_set_current_t set_current = (cu_set_current_t)dlsym(cuda, "cuCtxSetCurrent");
+  ipc_open = (cu_open_t)dlsym(cuda, "cuIpcOpenMemHandle_v2");
+  ipc_close = (cu_close_t)dlsym(cuda, "cuIpcCloseMemHandle");
+  if (!init || !device_get || !retain || !set_current || !ipc_open || !ipc_close) return fail(env, "dlsym", -1);
+  int device, status;
+  void *context;
+  if ((status = init(0))) return fail(env, "cuInit", status);
+  if ((status = device_get(&device, 0))) return fail(env, "cuDeviceGet", status);
+  if ((status = retain(&context, device))) return fail(env, "cuDevicePrimaryCtxRetain", status);
+  if ((status = set_current(context))) return fail(env, "cuCtxSetCurrent", status);
+  return NULL;
+}
+
+static napi_value js_open(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value arg, result;
+  napi_typedarray_type type;
+  size_t length;
+  void *data;
+  if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) != napi_ok || argc < 1 ||
+      napi_get_typedarray_info(env, arg, &type, &length, &data, NULL, NULL) != napi_ok || type != napi_uint8_array ||
+      length != 64) {
+    napi_throw_type_error(env, NULL, "open needs a Uint8Array of 64 bytes");
+    return NULL;
+  }
+  ipc_handle handle;
+  memcpy(handle.reserved, data, sizeof handle.reserved);
+  uint64_t address = 0;
+  int status = ipc_open(&address, handle, 1 /* CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS */);
+  if (status) return fail(env, "cuIpcOpenMemHandle", status);
+  napi_create_double(env, (double)address, &result);
+  return result;
+}
+
+static napi_value js_close(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value arg;
+  double address;
+  if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) != napi_ok || argc < 1 ||
+      napi_get_value_double(env, arg, &address) != napi_ok) {
+    napi_throw_type_error(env, NULL, "close needs an address");
+    return NULL;
+  }
+  int status = ipc_close((uint64_t)address);
+  if (status) return fail(env, "cuIpcCloseMemHandle", status);
+  return NULL;
+}
+
+NAPI_MODULE_INIT() {
+  static const struct { const char *name; napi_callback fn; } functions[] = {
+      {"init", js_init}, {"open", js_open}, {"close", js_close}};
+  for (size_t i = 0; i < sizeof functions / sizeof functions[0]; i++) {
+    napi_value fn;
+    napi_create_function(env, functions[i].name, NAPI_AUTO_LENGTH, functions[i].fn, NULL, &fn);
+    napi_set_named_property(env, exports, functions[i].name, fn);
+  }
+  return exports;
+}
