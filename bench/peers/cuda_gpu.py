@@ -192,6 +192,16 @@ def register_cost(rt, gpu, np, results):
 IPC_REQUEST = 1 + 64 + 8  # op byte, handle, nbytes (float64): bench/ipc-pipe.js's shape
 
 
+def end_ipc_child(child):
+    """Asks a child of ipc_child to quit, and waits for it (kills it if it does not)."""
+    try:
+        child.stdin.write(b"q" + bytes(IPC_REQUEST - 1))
+        child.stdin.close()
+        child.wait(timeout=30)
+    except Exception:
+        child.kill()
+
+
 def bench_cupy_ipc(rt, dev, run, results, timing):
     """Export + open + close of 1 MiB, the open and close in a child process kept alive
     and driven over its pipes, as bench/gpu.js drives its child over FIFOs; and the
@@ -224,12 +234,7 @@ def bench_cupy_ipc(rt, dev, run, results, timing):
         except Exception as exc:
             results[f"ipc.openclose.{size_label(n)}"] = {"error": f"{type(exc).__name__}: {exc}"}
     finally:
-        try:
-            child.stdin.write(b"q" + bytes(IPC_REQUEST - 1))
-            child.stdin.close()
-            child.wait(timeout=30)
-        except Exception:
-            child.kill()
+        end_ipc_child(child)
         rt.free(d)
 
 
@@ -299,12 +304,7 @@ def ipc_batches(filter_string, commands, replies, exporter_cpu, child_cpu):
                 except Exception as exc:
                     out.write(f"{type(exc).__name__}: {exc}\n".encode())
         finally:
-            try:
-                child.stdin.write(b"q" + bytes(IPC_REQUEST - 1))
-                child.stdin.close()
-                child.wait(timeout=30)
-            except Exception:
-                child.kill()
+            end_ipc_child(child)
             rt.free(d)
 
 

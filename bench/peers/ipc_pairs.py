@@ -93,19 +93,27 @@ def parent(command):
     print(f"{us:.2f}")
 
 
-def probe(handle):
+class Handle(ctypes.Structure):
+    """The driver's CUipcMemHandle, passed by value."""
+    _fields_ = [("reserved", ctypes.c_char * 64)]
+
+
+def bare_driver(handle):
+    """libcuda through ctypes with the first device's primary context current, and the
+    handle bytes as the driver's struct."""
     cuda = ctypes.CDLL("libcuda.so.1")
     cuda.cuInit(0)
     device, context = ctypes.c_int(), ctypes.c_void_p()
     cuda.cuDeviceGet(ctypes.byref(device), 0)
     cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device)
     cuda.cuCtxSetCurrent(context)
-
-    class Handle(ctypes.Structure):
-        _fields_ = [("reserved", ctypes.c_char * 64)]
-
     raw = Handle()
     ctypes.memmove(ctypes.byref(raw), handle, 64)
+    return cuda, raw
+
+
+def probe(handle):
+    cuda, raw = bare_driver(handle)
     pointer, base, size = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_size_t()
 
     def open_close():
@@ -181,13 +189,7 @@ def calls(handle):
     one handle, in alternating rounds, back to back and with a gap after each cycle; and
     whether the runtime's close leaves the mapping in place."""
     rt = cupy_runtime()
-    cuda = ctypes.CDLL("libcuda.so.1")
-
-    class Handle(ctypes.Structure):
-        _fields_ = [("reserved", ctypes.c_char * 64)]
-
-    raw = Handle()
-    ctypes.memmove(ctypes.byref(raw), handle, 64)
+    cuda, raw = bare_driver(handle)
     base, size = ctypes.c_uint64(), ctypes.c_size_t()
 
     def driver_open(flags):
@@ -235,18 +237,7 @@ def calls(handle):
 def per_cpu(handle):
     """The bare driver's open and close back to back on each CPU this process may use,
     the process moving from one to the next, twice: medians of 400 cycles each, in us."""
-    cuda = ctypes.CDLL("libcuda.so.1")
-    cuda.cuInit(0)
-    device, context = ctypes.c_int(), ctypes.c_void_p()
-    cuda.cuDeviceGet(ctypes.byref(device), 0)
-    cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device)
-    cuda.cuCtxSetCurrent(context)
-
-    class Handle(ctypes.Structure):
-        _fields_ = [("reserved", ctypes.c_char * 64)]
-
-    raw = Handle()
-    ctypes.memmove(ctypes.byref(raw), handle, 64)
+    cuda, raw = bare_driver(handle)
     pointer = ctypes.c_uint64()
     cpus = sorted(os.sched_getaffinity(0))
     passes = {cpu: [] for cpu in cpus}
