@@ -92,8 +92,7 @@ function interleavedCycle(addon, cfg, timing, memory, child = 'ours') {
       fs.rmSync(peerFolder, { recursive: true, force: true });
       if (peer.exitCode === null) peer.kill();
     });
-    const restore = allowedCpus()?.join(',');
-    if (exporterCpu !== null && pinMainThread(exporterCpu) && restore) cleanups.push(() => pinMainThread(restore));
+    if (exporterCpu !== null && pinMainThread(exporterCpu)) cleanups.push(() => pinMainThread(cpus.join(',')));
 
     const request = Buffer.alloc(REQUEST);
     const cycle = () => {
@@ -158,4 +157,4 @@ function interleavedCycle(addon, cfg, timing, memory, child = 'ours') {
   }
 }
 
-module.exports = { interleavedCycle, allowedCpus, CHILDREN };
+module.exports = { interleavedCycle, CHILDREN };
