@@ -44,12 +44,15 @@ function fifos(prefix) {
   return [folder, requests, answers];
 }
 
-/** Our child's command for `child`: the addon's calls, or the bare driver's (alone, or with
- * the addon loaded beside them), for bench/ipc-pairs.js. */
+/** Our child's command for `child`: the addon's calls, or the bare driver's (alone, with
+ * the addon loaded beside them, or with the mapping's size asked as our open asks it), for
+ * bench/ipc-pairs.js. */
+const bareChild = (...flags) => (args) => [path.join(__dirname, 'ipc-bare-child.js'), ...args, ...flags];
 const CHILDREN = {
   ours: (args) => [path.join(__dirname, 'ipc-child.js'), ...args],
-  bare: (args) => [path.join(__dirname, 'ipc-bare-child.js'), ...args],
-  bareWithAddon: (args) => [path.join(__dirname, 'ipc-bare-child.js'), ...args, 'with-addon'],
+  bare: bareChild(),
+  bareWithAddon: bareChild('with-addon'),
+  bareWithRange: bareChild('with-range'),
 };
 
 /**

@@ -9,7 +9,8 @@
 //   and the driver's open + close on each CPU in turn (the two levels a CPU's state sets,
 //   which bench/ipc-interleaved.js measures around);
 // - our exporter against CuPy's pair in alternating batches, with our child and with a
-//   Node child making the bare driver's calls (alone and with the addon loaded);
+//   Node child making the bare driver's calls (alone, with the addon loaded, and with the
+//   mapping's size asked after each open as ours asks it);
 // - our own open + free in a Node child (alone, on one CPU, with V8's pool at one thread),
 //   with that child's threads and mappings.
 // Usage: node bench/ipc-pairs.js   (BENCH_PYTHON: the python3 with CuPy)

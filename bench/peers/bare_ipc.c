@@ -6,7 +6,9 @@
  *   gcc -O2 -shared -fPIC -I"$(dirname "$(command -v node)")/../include/node" \
  *       -o bench/peers/bare_ipc.node bench/peers/bare_ipc.c -ldl
  * init() makes the first device's primary context current; open(Uint8Array of 64 bytes)
- * returns the mapped address (a Number); close(address). Each throws on a failed call.
+ * returns the mapped address (a Number); range(address) returns the size of the mapping
+ * that holds it (`cuMemGetAddressRange`, which our open also calls); close(address). Each
+ * throws on a failed call.
  */
 #include <dlfcn.h>
 #include <node_api.h>
@@ -21,9 +23,11 @@ typedef int (*cu_retain_t)(void **, int);
 typedef int (*cu_set_current_t)(void *);
 typedef int (*cu_open_t)(uint64_t *, ipc_handle, unsigned);
 typedef int (*cu_close_t)(uint64_t);
+typedef int (*cu_range_t)(uint64_t *, size_t *, uint64_t);
 
 static cu_open_t ipc_open;
 static cu_close_t ipc_close;
+static cu_range_t address_range;
 
 static napi_value fail(napi_env env, const char *call, int status) {
   char text[96];
@@ -42,7 +46,10 @@ static napi_value js_init(napi_env env, napi_callback_info info) {
   cu_set_current_t set_current = (cu_set_current_t)dlsym(cuda, "cuCtxSetCurrent");
   ipc_open = (cu_open_t)dlsym(cuda, "cuIpcOpenMemHandle_v2");
   ipc_close = (cu_close_t)dlsym(cuda, "cuIpcCloseMemHandle");
-  if (!init || !device_get || !retain || !set_current || !ipc_open || !ipc_close) return fail(env, "dlsym", -1);
+  address_range = (cu_range_t)dlsym(cuda, "cuMemGetAddressRange_v2");
+  if (!init || !device_get || !retain || !set_current || !ipc_open || !ipc_close || !address_range) {
+    return fail(env, "dlsym", -1);
+  }
   int device, status;
   void *context;
   if ((status = init(0))) return fail(env, "cuInit", status);
@@ -73,23 +80,42 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
   return result;
 }
 
-static napi_value js_close(napi_env env, napi_callback_info info) {
+/* The address argument of range and close; false (a TypeError thrown) where there is none. */
+static int address_arg(napi_env env, napi_callback_info info, uint64_t *address) {
   size_t argc = 1;
   napi_value arg;
-  double address;
+  double value;
   if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) != napi_ok || argc < 1 ||
-      napi_get_value_double(env, arg, &address) != napi_ok) {
-    napi_throw_type_error(env, NULL, "close needs an address");
-    return NULL;
+      napi_get_value_double(env, arg, &value) != napi_ok) {
+    napi_throw_type_error(env, NULL, "an address is needed");
+    return 0;
   }
-  int status = ipc_close((uint64_t)address);
+  *address = (uint64_t)value;
+  return 1;
+}
+
+static napi_value js_range(napi_env env, napi_callback_info info) {
+  uint64_t address, base;
+  size_t size;
+  napi_value result;
+  if (!address_arg(env, info, &address)) return NULL;
+  int status = address_range(&base, &size, address);
+  if (status) return fail(env, "cuMemGetAddressRange", status);
+  napi_create_double(env, (double)size, &result);
+  return result;
+}
+
+static napi_value js_close(napi_env env, napi_callback_info info) {
+  uint64_t address;
+  if (!address_arg(env, info, &address)) return NULL;
+  int status = ipc_close(address);
   if (status) return fail(env, "cuIpcCloseMemHandle", status);
   return NULL;
 }
 
 NAPI_MODULE_INIT() {
   static const struct { const char *name; napi_callback fn; } functions[] = {
-      {"init", js_init}, {"open", js_open}, {"close", js_close}};
+      {"init", js_init}, {"open", js_open}, {"range", js_range}, {"close", js_close}};
   for (size_t i = 0; i < sizeof functions / sizeof functions[0]; i++) {
     napi_value fn;
     napi_create_function(env, functions[i].name, NAPI_AUTO_LENGTH, functions[i].fn, NULL, &fn);
