@@ -36,6 +36,49 @@ function pinMainThread(cpus, pid = process.pid) {
   return spawnSync('taskset', ['-p', '-c', cpus, String(pid)], { stdio: 'ignore' }).status === 0;
 }
 
+/** Whether process `pid` still runs (one that exited, reaped or not, does not). */
+function running(pid) {
+  try {
+    return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A reader of lines from the FIFO at `file`, written by process `pid`: opened without
+ * waiting for the writer, and read by polling, so a writer that ends before it opens its
+ * end, or without answering, is an error rather than a wait that never ends.
+ */
+function lineReader(file, pid) {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  const chunk = Buffer.alloc(256);
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  let pending = '';
+  const next = () => {
+    while (!pending.includes('\n')) {
+      let got = 0;
+      try {
+        got = fs.readSync(fd, chunk, 0, chunk.length, null);
+      } catch (err) {
+        if (err.code !== 'EAGAIN') throw err;
+      }
+      if (got > 0) {
+        pending += chunk.toString('utf8', 0, got);
+      } else if (!running(pid)) {
+        throw new Error("CuPy's IPC exporter ended");
+      } else {
+        Atomics.wait(pause, 0, 0, 0.05); // nothing yet (or no writer yet): 50 us
+      }
+    }
+    const end = pending.indexOf('\n');
+    const line = pending.slice(0, end);
+    pending = pending.slice(end + 1);
+    return line;
+  };
+  return { next, close: () => fs.closeSync(fd) };
+}
+
 /** Two FIFOs in a fresh folder: [folder, requests, answers]. */
 function fifos(prefix) {
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -84,14 +127,13 @@ function interleavedCycle(addon, cfg, timing, memory, child = 'ours') {
     const peerArgs = [script, '--ipc-batches', cfg.filter, commands, replies, exporterCpu ?? '', childCpu ?? ''];
     const peer = spawn(python, peerArgs, { stdio: ['ignore', 'ignore', 'inherit'] });
     peer.on('error', () => {}); // reported below, as a missing pid
-    // A python that never started would never open its end: the open below would wait.
     if (peer.pid === undefined) throw new Error(`${python} did not start`);
     const toPeer = fs.openSync(commands, 'r+');
-    const fromPeer = fs.openSync(replies, 'r');
+    const fromPeer = lineReader(replies, peer.pid);
     cleanups.push(() => {
       fs.writeSync(toPeer, 'q\n');
       fs.closeSync(toPeer);
-      fs.closeSync(fromPeer);
+      fromPeer.close();
       fs.rmSync(peerFolder, { recursive: true, force: true });
       if (peer.exitCode === null) peer.kill();
     });
@@ -107,16 +149,9 @@ function interleavedCycle(addon, cfg, timing, memory, child = 'ours') {
       for (let i = 0; i < n; i++) cycle();
       return Number(process.hrtime.bigint() - t0);
     };
-    let pending = '';
     const theirs = (n) => {
       fs.writeSync(toPeer, `${n}\n`);
-      while (!pending.includes('\n')) {
-        const chunk = readExact(fromPeer, 1);
-        if (chunk === null) throw new Error("CuPy's IPC exporter ended");
-        pending += chunk.toString();
-      }
-      const [line, ...rest] = pending.split('\n');
-      pending = rest.join('\n');
+      const line = fromPeer.next();
       const ns = Number(line);
       if (!Number.isFinite(ns)) throw new Error(`CuPy's IPC exporter: ${line}`);
       return ns;
