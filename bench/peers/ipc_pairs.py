@@ -112,33 +112,59 @@ def bare_driver(handle):
     return cuda, raw
 
 
-def probe(handle):
-    cuda, raw = bare_driver(handle)
-    pointer, base, size = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_size_t()
+def spin(us):
+    until = time.perf_counter_ns() + us * 1000
+    while time.perf_counter_ns() < until:
+        pass
 
-    def open_close():
-        status = cuda.cuIpcOpenMemHandle_v2(ctypes.byref(pointer), raw, 1)
+
+def split_us(open_, close, cycles=2000, gap_us=0):
+    """Mean microseconds of open_() and of close(opened) over alternating calls, each
+    cycle followed by gap_us of spinning (untimed): a message's time between cycles."""
+    opening = closing = 0
+    for _ in range(cycles):
+        t0 = time.perf_counter_ns()
+        opened = open_()
+        t1 = time.perf_counter_ns()
+        close(opened)
+        closing += time.perf_counter_ns() - t1
+        opening += t1 - t0
+        if gap_us:
+            spin(gap_us)
+    return {"openUs": round(opening / cycles / 1e3, 2), "closeUs": round(closing / cycles / 1e3, 2)}
+
+
+def driver_calls(cuda, raw, flags=1):
+    """(open, close) of the handle `raw` through the driver `cuda` (bare_driver's):
+    open() returns the mapped address, close(address) unmaps it; each raises on failure."""
+    def open_():
+        pointer = ctypes.c_uint64()
+        status = cuda.cuIpcOpenMemHandle_v2(ctypes.byref(pointer), raw, flags)
         if status:
             raise RuntimeError(f"cuIpcOpenMemHandle: {status}")
-        cuda.cuIpcCloseMemHandle(pointer)
+        return pointer.value
 
-    if cuda.cuIpcOpenMemHandle_v2(ctypes.byref(pointer), raw, 1) == 0:
-        cuda.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), pointer)
-        cuda.cuIpcCloseMemHandle(pointer)
+    def close(pointer):
+        status = cuda.cuIpcCloseMemHandle(ctypes.c_uint64(pointer))
+        if status:
+            raise RuntimeError(f"cuIpcCloseMemHandle: {status}")
+
+    return open_, close
+
+
+def probe(handle):
+    cuda, raw = bare_driver(handle)
+    open_, close = driver_calls(cuda, raw)
+    base, size = ctypes.c_uint64(), ctypes.c_size_t()
+    mapped = open_()
+    cuda.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(mapped))
+    close(mapped)
+
+    def open_close():
+        close(open_())
+
     alone = per_call_us(open_close)
-
-    def split(cycles=2000):
-        opening = closing = 0
-        for _ in range(cycles):
-            t0 = time.perf_counter_ns()
-            cuda.cuIpcOpenMemHandle_v2(ctypes.byref(pointer), raw, 1)
-            t1 = time.perf_counter_ns()
-            cuda.cuIpcCloseMemHandle(pointer)
-            closing += time.perf_counter_ns() - t1
-            opening += t1 - t0
-        return {"openUs": opening / cycles / 1e3, "closeUs": closing / cycles / 1e3}
-
-    parts = split()
+    parts = split_us(open_, close)
     with open("/proc/self/maps") as maps:
         mappings = sum(1 for _ in maps)
     threads_before = len(os.listdir("/proc/self/task"))
@@ -162,28 +188,6 @@ def probe(handle):
                       "mappings": mappings, "openCloseWith16ThreadsUs": crowded}))
 
 
-def spin(us):
-    until = time.perf_counter_ns() + us * 1000
-    while time.perf_counter_ns() < until:
-        pass
-
-
-def split_us(open_, close, cycles=2000, gap_us=0):
-    """Mean microseconds of open_() and of close(opened) over alternating calls, each
-    cycle followed by gap_us of spinning (untimed): a message's time between cycles."""
-    opening = closing = 0
-    for _ in range(cycles):
-        t0 = time.perf_counter_ns()
-        opened = open_()
-        t1 = time.perf_counter_ns()
-        close(opened)
-        closing += time.perf_counter_ns() - t1
-        opening += t1 - t0
-        if gap_us:
-            spin(gap_us)
-    return {"openUs": round(opening / cycles / 1e3, 2), "closeUs": round(closing / cycles / 1e3, 2)}
-
-
 def calls(handle):
     """The runtime's open and close (CuPy's calls) against the driver's, in one process on
     one handle, in alternating rounds, back to back and with a gap after each cycle; and
@@ -192,24 +196,9 @@ def calls(handle):
     cuda, raw = bare_driver(handle)
     base, size = ctypes.c_uint64(), ctypes.c_size_t()
 
-    def driver_open(flags):
-        def open_():
-            pointer = ctypes.c_uint64()
-            status = cuda.cuIpcOpenMemHandle_v2(ctypes.byref(pointer), raw, flags)
-            if status:
-                raise RuntimeError(f"cuIpcOpenMemHandle: {status}")
-            return pointer.value
-
-        return open_
-
-    def driver_close(pointer):
-        status = cuda.cuIpcCloseMemHandle(ctypes.c_uint64(pointer))
-        if status:
-            raise RuntimeError(f"cuIpcCloseMemHandle: {status}")
-
     ways = {
-        "driverLazyPeer": (driver_open(1), driver_close),
-        "driverNoFlags": (driver_open(0), driver_close),
+        "driverLazyPeer": driver_calls(cuda, raw, 1),
+        "driverNoFlags": driver_calls(cuda, raw, 0),
         "runtime": (lambda: rt.ipcOpenMemHandle(handle), rt.ipcCloseMemHandle),
     }
 
@@ -229,7 +218,8 @@ def calls(handle):
     pointer = rt.ipcOpenMemHandle(handle)
     rt.ipcCloseMemHandle(pointer)
     after_close = cuda.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(pointer))
-    reopened = attempt(lambda: driver_close(driver_open(1)()))
+    open_, close = driver_calls(cuda, raw, 1)
+    reopened = attempt(lambda: close(open_()))
     print(json.dumps({"addressRangeStatusAfterRuntimeClose": after_close, "driverOpenAfterRuntimeClose": reopened or "ok",
                       "rounds": rounds}))
 
@@ -237,8 +227,7 @@ def calls(handle):
 def per_cpu(handle):
     """The bare driver's open and close back to back on each CPU this process may use,
     the process moving from one to the next, twice: medians of 400 cycles each, in us."""
-    cuda, raw = bare_driver(handle)
-    pointer = ctypes.c_uint64()
+    open_, close = driver_calls(*bare_driver(handle))
     cpus = sorted(os.sched_getaffinity(0))
     passes = {cpu: [] for cpu in cpus}
     for _ in range(2):
@@ -248,10 +237,9 @@ def per_cpu(handle):
             opening, closing = [], []
             for _ in range(400):
                 t0 = time.perf_counter_ns()
-                if cuda.cuIpcOpenMemHandle_v2(ctypes.byref(pointer), raw, 1):
-                    raise RuntimeError("cuIpcOpenMemHandle failed")
+                mapped = open_()
                 t1 = time.perf_counter_ns()
-                cuda.cuIpcCloseMemHandle(pointer)
+                close(mapped)
                 opening.append(t1 - t0)
                 closing.append(time.perf_counter_ns() - t1)
             passes[cpu].append([round(statistics.median(opening) / 1e3, 1), round(statistics.median(closing) / 1e3, 1)])
