@@ -192,6 +192,15 @@ def register_cost(rt, gpu, np, results):
 IPC_REQUEST = 1 + 64 + 8  # op byte, handle, nbytes (float64): bench/ipc-pipe.js's shape
 
 
+def ipc_cycle(child, rt, memory, nbytes):
+    """One cycle with a child of ipc_child: the export of `memory`, sent; the open and
+    close there; its answer read."""
+    child.stdin.write(b"c" + rt.ipcGetMemHandle(memory) + struct.pack("<d", nbytes))
+    child.stdin.flush()
+    if child.stdout.read(1) != b"k":
+        raise RuntimeError("the IPC child ended")
+
+
 def end_ipc_child(child):
     """Asks a child of ipc_child to quit, and waits for it (kills it if it does not)."""
     try:
@@ -215,11 +224,7 @@ def bench_cupy_ipc(rt, dev, run, results, timing):
             child.stdin.write(op + handle + struct.pack("<d", nbytes))
             child.stdin.flush()
 
-        def cycle():
-            send(b"c", rt.ipcGetMemHandle(d), n)
-            if child.stdout.read(1) != b"k":
-                raise RuntimeError("the IPC child ended")
-        run(f"ipc.cycle.{size_label(n)}", cycle)
+        run(f"ipc.cycle.{size_label(n)}", lambda: ipc_cycle(child, rt, d, n))
         run(f"ipc.export.{size_label(n)}", lambda: rt.ipcGetMemHandle(d))
 
         def ping():
@@ -282,7 +287,6 @@ def ipc_batches(filter_string, commands, replies, exporter_cpu, child_cpu):
     d = rt.malloc(n)
     command = [sys.executable, os.path.abspath(__file__), "--ipc-child", str(dev), "{}"]
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    tail = struct.pack("<d", n)
     with inp, out:
         try:
             for line in iter(inp.readline, b""):
@@ -296,10 +300,7 @@ def ipc_batches(filter_string, commands, replies, exporter_cpu, child_cpu):
                 try:
                     t0 = time.perf_counter_ns()
                     for _ in range(int(line)):
-                        child.stdin.write(b"c" + rt.ipcGetMemHandle(d) + tail)
-                        child.stdin.flush()
-                        if child.stdout.read(1) != b"k":
-                            raise RuntimeError("the IPC child ended")
+                        ipc_cycle(child, rt, d, n)
                     out.write(f"{time.perf_counter_ns() - t0}\n".encode())
                 except Exception as exc:
                     out.write(f"{type(exc).__name__}: {exc}\n".encode())
