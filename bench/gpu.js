@@ -165,14 +165,11 @@ function registrationCost(addon, cfg, opts, ours) {
  */
 function runIpc(addon, cfg, timing, { opts, ours, checks, run, cupy }) {
   const fs = require('node:fs');
-  const os = require('node:os');
   const path = require('node:path');
-  const { execFileSync, spawn } = require('node:child_process');
+  const { spawn } = require('node:child_process');
   const { IPCMemoryHandle, MemoryUSMDevice } = addon;
-  const { REQUEST, OPS, readExact, sendRequest } = ipcPipe;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dpctl-memory-ipc-'));
-  const [requests, answers] = [path.join(dir, 'requests'), path.join(dir, 'answers')];
-  execFileSync('mkfifo', [requests, answers]);
+  const { REQUEST, OPS, fifos, cycle, readExact, sendRequest } = ipcPipe;
+  const [dir, requests, answers] = fifos('dpctl-memory-ipc-');
   const script = path.join(__dirname, 'ipc-child.js');
   const child = spawn(process.execPath, [script, requests, answers, cfg.filter, JSON.stringify(timing)], { stdio: 'inherit' });
   // Read-write: opening never waits for the child. The answers are opened read-only, so
@@ -183,10 +180,7 @@ function runIpc(addon, cfg, timing, { opts, ours, checks, run, cupy }) {
   const mem = new MemoryUSMDevice(1 << 20, opts);
   const large = new MemoryUSMDevice(cfg.copySize, opts);
   try {
-    run('ipc.cycle.1MiB', () => {
-      sendRequest(output, request, OPS.cycle, new IPCMemoryHandle(mem).toBytes(), 1 << 20);
-      if (readExact(input, 1) === null) throw new Error('the IPC child ended');
-    });
+    run('ipc.cycle.1MiB', () => cycle(output, input, request, new IPCMemoryHandle(mem).toBytes(), 1 << 20));
     // The cycle's parts: the export alone, one message each way alone, and open + close
     // alone in the child.
     const none = new Uint8Array(64);

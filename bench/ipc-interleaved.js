@@ -10,10 +10,9 @@
 // exporter runs as many cycles as asked and answers the nanoseconds they took.
 'use strict';
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { execFileSync, spawn, spawnSync } = require('node:child_process');
-const { REQUEST, OPS, readExact, sendRequest } = require('./ipc-pipe');
+const { spawn, spawnSync } = require('node:child_process');
+const { REQUEST, OPS, fifos, cycle, sendRequest } = require('./ipc-pipe');
 const { median } = require('./lib');
 
 /** The CPUs this process may run on (`Cpus_allowed_list`), or null where it cannot be read. */
@@ -79,14 +78,6 @@ function lineReader(file, pid) {
   return { next, close: () => fs.closeSync(fd) };
 }
 
-/** Two FIFOs in a fresh folder: [folder, requests, answers]. */
-function fifos(prefix) {
-  const folder = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  const [requests, answers] = [path.join(folder, 'requests'), path.join(folder, 'answers')];
-  execFileSync('mkfifo', [requests, answers]);
-  return [folder, requests, answers];
-}
-
 /** Our child's command for `child`: the addon's calls, or the bare driver's (alone, with
  * the addon loaded beside them, or with the mapping's size asked as our open asks it), for
  * bench/ipc-pairs.js. */
@@ -140,13 +131,9 @@ function interleavedCycle(addon, cfg, timing, memory, child = 'ours') {
     if (exporterCpu !== null && pinMainThread(exporterCpu)) cleanups.push(() => pinMainThread(cpus.join(',')));
 
     const request = Buffer.alloc(REQUEST);
-    const cycle = () => {
-      sendRequest(output, request, OPS.cycle, new addon.IPCMemoryHandle(memory).toBytes(), 1 << 20);
-      if (readExact(input, 1) === null) throw new Error('our IPC child ended');
-    };
     const ours = (n) => {
       const t0 = process.hrtime.bigint();
-      for (let i = 0; i < n; i++) cycle();
+      for (let i = 0; i < n; i++) cycle(output, input, request, new addon.IPCMemoryHandle(memory).toBytes(), 1 << 20);
       return Number(process.hrtime.bigint() - t0);
     };
     const theirs = (n) => {

@@ -16,10 +16,9 @@
 // Usage: node bench/ipc-pairs.js   (BENCH_PYTHON: the python3 with CuPy)
 'use strict';
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { execFileSync, spawn, spawnSync } = require('node:child_process');
-const { REQUEST, OPS, readExact, sendRequest } = require('./ipc-pipe');
+const { spawn, spawnSync } = require('node:child_process');
+const { REQUEST, OPS, fifos, cycle, sendRequest } = require('./ipc-pipe');
 const { measure } = require('./lib');
 const { interleavedCycle, CHILDREN } = require('./ipc-interleaved');
 
@@ -44,9 +43,7 @@ function childCommand(kind, requests, answers) {
 
 /** Microseconds a cycle with our exporter and a child of `kind`. */
 function oursExporting(addon, kind) {
-  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'dpctl-memory-ipc-pairs-'));
-  const [requests, answers] = [path.join(folder, 'requests'), path.join(folder, 'answers')];
-  execFileSync('mkfifo', [requests, answers]);
+  const [folder, requests, answers] = fifos('dpctl-memory-ipc-pairs-');
   const [file, ...args] = childCommand(kind, requests, answers);
   const child = spawn(file, args, { stdio: 'inherit', env });
   const output = fs.openSync(requests, 'r+');
@@ -54,10 +51,7 @@ function oursExporting(addon, kind) {
   const memory = new addon.MemoryUSMDevice(1 << 20, { queue: new addon.SyclQueue(FILTER) });
   const request = Buffer.alloc(REQUEST);
   try {
-    return perCallUs(() => {
-      sendRequest(output, request, OPS.cycle, new addon.IPCMemoryHandle(memory).toBytes(), 1 << 20);
-      if (readExact(input, 1) === null) throw new Error('the child ended');
-    });
+    return perCallUs(() => cycle(output, input, request, new addon.IPCMemoryHandle(memory).toBytes(), 1 << 20));
   } finally {
     sendRequest(output, request, OPS.quit, new Uint8Array(64), 0);
     fs.closeSync(output);
