@@ -25,8 +25,8 @@ pub fn ipc_available(env: &Env, device_id: f64) -> napi::Result<bool> {
 #[napi]
 pub fn mem_ipc_export(env: &Env, memory_id: f64, dst: Unknown) -> napi::Result<u32> {
     let dst = host_bytes(env, &dst, "dst")?;
-    let memory = lookup(env, |h| h.memory(memory_id))?;
-    let handle = ipc::export(process().ipc(), &memory).or_throw(env)?;
+    // The export runs no JS, so it runs with the handles borrowed.
+    let handle = lookup(env, |h| ipc::export(process().ipc(), h.memory_ref(memory_id)?))?;
     if handle.len() <= dst.byte_length() {
         dst.with_bytes(|to| crate::host::host_memcpy(to, ReadBytes::of_slice(&handle)));
     }

@@ -9,7 +9,7 @@
 //! module documentation of `memory::pool`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::error::{MemoryError, Result};
 use crate::memory::copies::{OtherAnswer, OtherCopies, OtherHold};
@@ -185,6 +185,10 @@ pub struct Allocation {
     /// Whether an IPC handle of it was made: another process may map the block, so it is
     /// freed at the end, never cached for a new owner.
     exported: AtomicBool,
+    /// The IPC handle the runtime made of it, kept from the first export: a handle names
+    /// the allocation for its whole life, so a later export asks neither the runtime nor
+    /// the IPC book again.
+    ipc_handle: OnceLock<Vec<u8>>,
     /// What the pool's sink recorded of it (device, stack, time), to report its end.
     origin: Origin,
 }
@@ -220,6 +224,7 @@ impl Allocation {
             block,
             pool,
             exported: AtomicBool::new(false),
+            ipc_handle: OnceLock::new(),
             origin,
         });
         pool.record_live(block, nbytes, Arc::downgrade(&allocation) as Holder);
@@ -245,6 +250,17 @@ impl Allocation {
     /// its block is freed when the allocation goes, not cached.
     pub fn mark_exported(&self) {
         self.exported.store(true, Ordering::Release);
+    }
+
+    /// The IPC handle an earlier export made of it, if any.
+    pub fn ipc_handle(&self) -> Option<&[u8]> {
+        self.ipc_handle.get().map(Vec::as_slice)
+    }
+
+    /// Keeps the IPC handle the runtime made of it (the first export's; a later one is the
+    /// same bytes).
+    pub fn keep_ipc_handle(&self, handle: &[u8]) {
+        let _ = self.ipc_handle.set(handle.to_vec());
     }
 
     /// The USM kind.

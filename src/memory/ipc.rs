@@ -82,12 +82,16 @@ pub fn export(book: &IpcBook, memory: &UsmMemory) -> Result<Vec<u8>> {
         )));
     }
     let ipc = capability(allocation.context().as_ref(), device.as_ref())?;
+    // In the book since the first export, for as long as the allocation lives.
+    if let Some(handle) = allocation.ipc_handle() {
+        return Ok(handle.to_vec());
+    }
     // Marked first: once the runtime has made a handle, the block must never be cached.
     allocation.mark_exported();
     let handle = ipc.export(allocation.address())?;
     let mut book = book.lock();
-    book.exported.retain(|_, allocation| allocation.strong_count() > 0);
-    book.exported.insert(handle.clone(), Arc::downgrade(allocation));
+    book.note_export(handle.clone(), allocation);
+    allocation.keep_ipc_handle(&handle);
     drop(book);
     Ok(handle)
 }
@@ -115,9 +119,18 @@ pub fn open_with(
     if len != expected {
         return Err(MemoryError::IpcHandleLength { len: len as u64, expected: expected as u64 });
     }
-    let mut handle = vec![0u8; len];
-    read(&mut handle);
-    let handle = handle.as_slice();
+    // Read onto the stack: every runtime's handle fits in 64 bytes (CUDA's is 64).
+    let mut on_stack = [0u8; 64];
+    let mut on_heap = Vec::new();
+    let handle: &mut [u8] = match on_stack.get_mut(..len) {
+        Some(bytes) => bytes,
+        None => {
+            on_heap.resize(len, 0);
+            &mut on_heap
+        }
+    };
+    read(handle);
+    let handle = &*handle;
     if nbytes == 0 {
         return Err(MemoryError::ZeroSize);
     }

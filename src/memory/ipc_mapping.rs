@@ -12,12 +12,31 @@ use crate::runtime::{Address, Context};
 /// What this process exported and opened: handles by their bytes.
 #[derive(Default)]
 pub(crate) struct Book {
-    /// Handles made here, with the allocation each names (pruned as allocations go).
+    /// Handles made here, with the allocation each names (pruned as allocations go, see
+    /// `note_export`).
     pub(crate) exported: HashMap<Vec<u8>, Weak<Allocation>>,
+    /// The size of `exported` at which the next export prunes it.
+    prune_at: usize,
     /// Handles open here, with their mapping.
     pub(crate) open: HashMap<Vec<u8>, Weak<IpcMapping>>,
     /// The open mappings by range.
     pub(crate) mapped: RangeBook<Weak<IpcMapping>>,
+}
+
+/// The fewest handles `exported` holds before an export prunes it.
+const PRUNE_MIN: usize = 64;
+
+impl Book {
+    /// Records the handle the runtime made of `allocation`. Entries of allocations gone
+    /// are pruned once the book has doubled since the last prune, so that exporting many
+    /// allocations costs amortized constant time each, not a scan of the book each.
+    pub(crate) fn note_export(&mut self, handle: Vec<u8>, allocation: &Arc<Allocation>) {
+        if self.exported.len() >= self.prune_at.max(PRUNE_MIN) {
+            self.exported.retain(|_, allocation| allocation.strong_count() > 0);
+            self.prune_at = 2 * self.exported.len();
+        }
+        self.exported.insert(handle, Arc::downgrade(allocation));
+    }
 }
 
 /// The process's IPC book: what it exported and opened (one per

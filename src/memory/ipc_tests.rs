@@ -144,6 +144,8 @@ fn only_device_memory_owning_its_whole_allocation_is_exported() {
     let handle = export(book, &whole).unwrap();
     assert_eq!(handle, Ipc::export(local.as_ref(), memory.address()).unwrap(), "exactly the runtime's handle");
     assert_eq!(local.counts().exports, 2);
+    assert_eq!(export(book, &memory).unwrap(), handle, "the same handle for the allocation's life");
+    assert_eq!(local.counts().exports, 2, "a second export asks the runtime nothing");
     // Opened in this process: refused (a runtime opens other processes' handles only).
     assert_eq!(code(open(book, &handle, &queue, 1)), ErrorCode::IpcHandleInvalid);
     assert_eq!(local.counts().opens, 0);
@@ -207,6 +209,21 @@ fn an_exported_allocation_is_freed_never_pooled() {
     assert!(matches!(provenance_in(test_pool(), address), Provenance::Foreign), "out of the book");
     let again = UsmMemory::allocate(test_pool(), &queue, UsmKind::Device, 5 * KIB, 0).unwrap();
     assert_ne!(again.address(), address, "no new owner receives the exported block");
+}
+
+#[test]
+fn the_book_of_exports_keeps_only_live_allocations_in_bounds() {
+    let book = own_book();
+    let (_, queue, _) = pair(3080);
+    let kept = UsmMemory::allocate(test_pool(), &queue, UsmKind::Device, KIB, 0).unwrap();
+    let kept_handle = export(book, &kept).unwrap();
+    for _ in 0..1000 {
+        let memory = UsmMemory::allocate(test_pool(), &queue, UsmKind::Device, KIB, 0).unwrap();
+        export(book, &memory).unwrap();
+        assert!(book.lock().exported.len() <= 2 * 64 + 1, "entries of freed allocations are pruned");
+    }
+    // A live allocation's entry survives every prune: its own handle is still refused here.
+    assert_eq!(code(open(book, &kept_handle, &queue, KIB)), ErrorCode::IpcHandleInvalid);
 }
 
 #[test]
