@@ -6,7 +6,7 @@
 // (src/memory/ipc.rs); this file reads the arguments and makes the objects.
 const { native, release, DEVICE_HANDLE, KIND } = require('./native.js');
 const { ErrorCode, typeError, fromNative, invalidThis, IPC_CLONE_GUARD } = require('./errors.js');
-const { display, nbytesArg, isArray, isRevoked, readOptions } = require('./values.js');
+const { display, nbytesArg, arrayState, readOptions } = require('./values.js');
 const devices = require('./device.js');
 const memory = require('./memory.js');
 
@@ -46,7 +46,7 @@ const OPEN_OPTIONS = Object.freeze({
 
 /** `{ queue | device, nbytes }` of `open`: own enumerable properties only, unknown names refused. */
 function readOpenOptions(options) {
-  if (typeof options !== 'object' || options === null || isArray(options) || isRevoked(options) || isQueue(options) || isDevice(options)) {
+  if (typeof options !== 'object' || options === null || arrayState(options) !== false || isQueue(options) || isDevice(options)) {
     throw typeError(`IPCMemoryHandle.open options must be a plain object such as { device, nbytes }, not ${display(options)}`);
   }
   const { queue, device, nbytes } = readOptions(

@@ -217,6 +217,13 @@ class _Memory {
     if (new.target === _Memory) {
       throw typeError('_Memory cannot be constructed: use MemoryUSMDevice, MemoryUSMHost or MemoryUSMShared', ErrorCode.ConstructCallRequired);
     }
+    // The package's own construction (`INTERNAL`, a token only this package holds) names
+    // the class of the kind itself: it skips the check below.
+    if (source === INTERNAL) {
+      this.#kind = kind;
+      this.#adopt(options);
+      return;
+    }
     // `Reflect.construct(_Memory, [kind, ...], NewTarget)` (or a subclass constructed with
     // another class's new.target) would make an object whose class says one kind while
     // it holds another: the object must inherit from its kind's class, and from no other.
@@ -227,10 +234,6 @@ class _Memory {
       );
     }
     this.#kind = kind;
-    if (source === INTERNAL) {
-      this.#adopt(options);
-      return;
-    }
     const opts = readOptions(options);
     if (typeof source === 'number' || typeof source === 'bigint') {
       const nbytes = nbytesArg(source);

@@ -198,6 +198,7 @@ function hostArg(value, what) {
 const isHostBuffer = (value) => isView(value) || isArrayBuffer(value) || isSharedArrayBuffer(value);
 
 module.exports = {
+  arrayState,
   isArray,
   isRevoked,
   listOf,
