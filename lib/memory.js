@@ -565,7 +565,7 @@ class _Memory {
     memorySource = (value) => {
       if (isMemory(value)) {
         const handle = _Memory.#live(value, 'memory source');
-        const facts = { nbytes: value.#nbytes, pointer: value.#pointer ?? native.memPointer(handle), kind: value.#kind, readOnly: value.#readOnly };
+        const facts = { nbytes: value.#nbytes, pointer: value.#pointer, kind: value.#kind, readOnly: value.#readOnly };
         return { handle, queue: value.#queue, reference: value.#reference, facts, temporary: false };
       }
       if (isRevoked(value) || !(SUAI in value)) throw notUsm(value);
