@@ -143,14 +143,14 @@ function consumeInterface(exporter) {
 
 /**
  * `{ nbytes, pointer, kind, readOnly }` of a memory handle (the binding's `memFacts` is
- * `[nbytes, kind, readOnly]`: the pointer comes from `memPointer`). `pointer` may be
- * `undefined` where it is read later.
+ * `[nbytes, kind, readOnly]`). `pointer` may be `undefined`: the memory object made from
+ * the facts reads it (`memPointer`) when it is first asked.
  * @typedef {{ nbytes: number, pointer: bigint | undefined, kind: number, readOnly: boolean }} MemoryFacts
  * @returns {MemoryFacts}
  */
 function factsOf(handle) {
   const facts = native.memFacts(handle);
-  return { nbytes: facts[0], pointer: native.memPointer(handle), kind: facts[1], readOnly: facts[2] === 1 };
+  return { nbytes: facts[0], pointer: undefined, kind: facts[1], readOnly: facts[2] === 1 };
 }
 
 /**
