@@ -94,6 +94,14 @@ function runOurs(addon, cfg, timing) {
     }
     const plain = new ArrayBuffer(n);
     runCase(node, `view.${sizeLabel(n)}`, () => new Uint8Array(plain), timing);
+    // A view of a memory object (dpctl's MemoryUSMDevice(mem)): a new object over the
+    // same allocation, given back at once.
+    const m = new MemoryUSMDevice(n, opts);
+    try {
+      run(`view_of_memory.device.${sizeLabel(n)}`, () => new MemoryUSMDevice(m).free());
+    } finally {
+      m.free();
+    }
   }
   runGetters(addon, opts, run, node, timing);
 
@@ -179,6 +187,7 @@ function rows(cfg, latencyBelow) {
   const vlab = sizeLabel(cfg.viewSize);
   out.push({ label: `view: new Uint8Array(m.buffer)`, ours: `view.${vlab}`, metric: 'time', peer: dpctl(`view.${vlab}`, 'dpctl np.frombuffer', null) });
   out.push({ label: `view: new Uint8Array(m.buffer)`, ours: `view.${vlab}`, metric: 'time', peer: { source: 'node', id: `view.${vlab}`, name: 'new Uint8Array(ArrayBuffer)', target: null } });
+  out.push({ label: 'view of a memory object: new MemoryUSMDevice(mem) + free', ours: `view_of_memory.device.${vlab}`, metric: 'time', peer: dpctl(`view_of_memory.device.${vlab}`, 'dpctl MemoryUSMDevice(mem)', null) });
   out.push(...getterRows());
   // Launch overhead: an empty kernel, sync submit, against dpctl's q.submit (target 5x).
   out.push({ label: 'submit: empty kernel (sync)', ours: 'kernel.empty_submit', metric: 'time', peer: dpctl('kernel.empty_submit', 'dpctl SyclQueue.submit', { ratio: 5 }) });

@@ -91,6 +91,10 @@ def main():
     h = dpmem.MemoryUSMHost(n, queue=q)
     run(f"view.{size_label(n)}", lambda: np.frombuffer(h, dtype=np.uint8))
     del h
+    # A view of a memory object, dropped at once (refcounting frees it).
+    m = dpmem.MemoryUSMDevice(n, queue=q)
+    run(f"view_of_memory.device.{size_label(n)}", lambda: dpmem.MemoryUSMDevice(m))
+    del m
 
     # Kernels: an empty kernel's submit (dpctl's submit waits), and saxpy over the same items.
     try:
