@@ -200,7 +200,10 @@ function portArg(value, fallback) {
   return value;
 }
 
-/** `[memoryHandle, hostBuffer]` of an operand: a memory object or a host buffer. */
+/**
+ * `[memoryHandle, hostBuffer]` of an operand: a memory object or a host buffer.
+ * @returns {[number, ArrayBuffer | ArrayBufferView | undefined]}
+ */
 function operandArg(value, what) {
   if (isMemory(value)) return [memorySource(value).handle, undefined];
   return [0, hostArg(value, what)];
