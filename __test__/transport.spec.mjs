@@ -306,6 +306,29 @@ ucxTest('faults and bad input are coded errors', async (t) => {
   t.is(ucx.info().inFlight, 0);
 });
 
+ucxTest("UCX's memory hooks stay off unless the environment turns them on", (t) => {
+  // UCX's UCM patches malloc/mmap under the process's other threads and corrupted Node's
+  // heap now and then; the addon sets UCX_MEM_EVENTS=n before UCX loads. UCM's debug log
+  // says when it installs a hook, so the control (the user's UCX_MEM_EVENTS=y) shows that
+  // the check would see one.
+  const script = `const { ucx } = require(${JSON.stringify(require.resolve('../index.js'))});
+    ucx.listen({ host: '127.0.0.1', port: 0 }).close();
+    console.log(JSON.stringify({ events: process.env.UCX_MEM_EVENTS ?? null }));`;
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('UCX_MEM_')));
+  const run = (extra) => {
+    const out = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...clean, UCX_MEM_LOG_LEVEL: 'debug', ...extra } });
+    t.is(out.status, 0, out.stderr);
+    const lines = out.stdout.trim().split('\n');
+    return { events: JSON.parse(lines.at(-1)).events, hooks: `${out.stdout}${out.stderr}`.match(/installing \w+ hook/g) ?? [] };
+  };
+  const byDefault = run({});
+  t.is(byDefault.events, 'n', 'set before UCX loaded, inherited by children');
+  t.deepEqual(byDefault.hooks, []);
+  const chosen = run({ UCX_MEM_EVENTS: 'y' });
+  t.is(chosen.events, 'y', "the user's choice is kept");
+  t.true(chosen.hooks.length > 0, 'the control: UCM logs the hooks it installs');
+});
+
 ucxTest('no leak: 1,000 transfers in flight, then 200 connect/close cycles, leave the fds and the worker as they were', async (t) => {
   // The full-size version (10^4 cycles, RSS too) is scripts/ucx-soak.js.
   const fds = () => readdirSync('/proc/self/fd').length;

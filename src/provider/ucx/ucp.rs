@@ -320,7 +320,27 @@ pub fn ucp() -> Result<&'static Ucp, &'static str> {
     UCP.get_or_init(load).as_ref().map_err(String::as_str)
 }
 
+/// The settings that switch UCX's memory hooks (`UCM`) on or off. UCX reads them when
+/// `libucs` loads, so they are set before the first load.
+const MEMORY_HOOK_SETTINGS: &[&str] =
+    &["UCX_MEM_EVENTS", "UCX_MEM_MALLOC_HOOKS", "UCX_MEM_MMAP_HOOK_MODE", "UCX_MEM_CUDA_HOOK_MODE"];
+
+/// Keeps UCX's memory hooks off unless the user chose otherwise (any of
+/// [`MEMORY_HOOK_SETTINGS`] set). UCX patches `malloc`, `mmap` and the CUDA allocation
+/// calls in every loaded library while the process runs other threads (V8's, libuv's, the
+/// SYCL runtime's): left on, they corrupted the heap of Node processes now and then (a
+/// crash in `malloc` or V8 soon after UCX loaded, more often under load). The hooks only
+/// feed UCX's registration and memory-type caches; without them UCX registers and
+/// detects memory per operation.
+fn keep_memory_hooks_off() {
+    if MEMORY_HOOK_SETTINGS.iter().any(|name| std::env::var_os(name).is_some()) {
+        return;
+    }
+    std::env::set_var("UCX_MEM_EVENTS", "n");
+}
+
 fn load() -> Result<Ucp, String> {
+    keep_memory_hooks_off();
     let found = super::locate::locate()?;
     // SAFETY: loading a shared library runs its initialisers; this is UCX's libucp,
     // found by name or by the path the user or the install script gave.
