@@ -217,10 +217,10 @@ class _Memory {
     if (new.target === _Memory) {
       throw typeError('_Memory cannot be constructed: use MemoryUSMDevice, MemoryUSMHost or MemoryUSMShared', ErrorCode.ConstructCallRequired);
     }
+    this.#kind = kind;
     // The package's own construction (`INTERNAL`, a token only this package holds) names
     // the class of the kind itself: it skips the check below.
     if (source === INTERNAL) {
-      this.#kind = kind;
       this.#adopt(options);
       return;
     }
@@ -233,7 +233,6 @@ class _Memory {
         ErrorCode.ConstructCallRequired,
       );
     }
-    this.#kind = kind;
     const opts = readOptions(options);
     if (typeof source === 'number' || typeof source === 'bigint') {
       const nbytes = nbytesArg(source);

@@ -45,8 +45,8 @@ impl Ipc for CudaContext {
     fn export(&self, address: Address) -> Result<Vec<u8>> {
         let whole = self
             .lookup(address)
-            .filter(|&(start, a)| start == address && a.raw == address && a.kind == UsmKind::Device);
-        let Some((_, allocation)) = whole else {
+            .is_some_and(|(start, a)| start == address && a.raw == address && a.kind == UsmKind::Device);
+        if !whole {
             return Err(MemoryError::IpcNotExportable {
                 message: format!(
                     "no IPC handle can be made of 0x{address:x}: it is not the start of a CUDA device allocation of this \
@@ -54,17 +54,10 @@ impl Ipc for CudaContext {
                      which a handle would name instead)"
                 ),
             });
-        };
-        // An allocation's handle is the same for its whole life: asked of the driver once.
-        // The serial tells it from a handle of an earlier allocation at this address.
-        let cached = lock(&self.ipc_handles).get(&address).copied();
-        if let Some((serial, handle)) = cached {
-            if serial == allocation.serial {
-                return Ok(handle.as_bytes().to_vec());
-            }
         }
+        // The model keeps an allocation's handle (`Allocation::ipc_handle`), so the driver
+        // is asked once per allocation.
         let handle = self.current()?.ipc_get_mem_handle(address)?;
-        lock(&self.ipc_handles).insert(address, (allocation.serial, handle));
         Ok(handle.as_bytes().to_vec())
     }
 

@@ -41,7 +41,7 @@ use cudarc::driver::sys::{
     CUdevice, CUdevice_attribute, CUmemAttach_flags, CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE,
 };
 
-use self::driver::{ContextHandle, CurrentContext, Driver, IpcMemHandle, Stream};
+use self::driver::{ContextHandle, CurrentContext, Driver, Stream};
 use self::logic::{
     admit_managed, align_up, allocation_failure, base_alignment, classify_pointer, format_driver_version, padded_plan,
     plan_allocation,
@@ -240,13 +240,7 @@ struct DriverAllocation {
     /// Bytes the caller asked for, from the key (the pointer handed out).
     size: u64,
     kind: UsmKind,
-    /// Which allocation of the process this is (none has the same): what tells an
-    /// allocation from a later one at the same address.
-    serial: u64,
 }
-
-/// The serial of the next allocation (`DriverAllocation::serial`).
-static NEXT_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// A CUDA context (the primary one, or one of its own) and the allocations it made.
 pub(crate) struct CudaContext {
@@ -257,10 +251,6 @@ pub(crate) struct CudaContext {
     ownership: ContextOwnership,
     /// Allocations by the address handed out.
     allocations: Mutex<BTreeMap<u64, DriverAllocation>>,
-    /// The IPC handle of each allocation exported so far, by address, with the serial of
-    /// the allocation it names (`provider::cuda::ipc`): exporting the same memory again
-    /// asks the driver nothing.
-    ipc_handles: Mutex<BTreeMap<u64, (u64, IpcMemHandle)>>,
     /// Pinned buffers for staged pageable copies, made on first need.
     stager: Mutex<Option<Arc<Stager>>>,
 }
@@ -303,7 +293,6 @@ impl CudaContext {
             handle,
             ownership,
             allocations: Mutex::new(BTreeMap::new()),
-            ipc_handles: Mutex::new(BTreeMap::new()),
             stager: Mutex::new(None),
         })
     }
@@ -365,8 +354,7 @@ impl CudaContext {
             let raw = self.raw_alloc(&current, kind, plan.request)?;
             match align_up(raw, plan.align) {
                 Some(user) if plan.padded || user == raw => {
-                    let serial = NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    lock(&self.allocations).insert(user, DriverAllocation { raw, size: nbytes, kind, serial });
+                    lock(&self.allocations).insert(user, DriverAllocation { raw, size: nbytes, kind });
                     return Ok(user);
                 }
                 _ => {
@@ -547,8 +535,6 @@ impl Context for CudaContext {
                 message: format!("0x{address:x} was not allocated by this CUDA context, or was already freed"),
             });
         };
-        // Before the driver may hand the address out again.
-        lock(&self.ipc_handles).remove(&address);
         let current = self.current()?;
         // SAFETY: `a` was just taken out of the table, so it is given back once; nothing
         // uses it any more (the caller's contract).
