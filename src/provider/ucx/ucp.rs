@@ -83,6 +83,7 @@ pub const UCP_EP_CLOSE_FLAG_FORCE: u32 = 1 << 0;
 pub const UCP_OP_ATTR_FIELD_CALLBACK: u32 = 1 << 1;
 pub const UCP_OP_ATTR_FIELD_USER_DATA: u32 = 1 << 2;
 pub const UCP_OP_ATTR_FIELD_FLAGS: u32 = 1 << 4;
+pub const UCP_OP_ATTR_FIELD_MEMH: u32 = 1 << 8;
 pub const UCP_OP_ATTR_FLAG_NO_IMM_CMPL: u32 = 1 << 16;
 
 pub const UCP_MEM_MAP_PARAM_FIELD_ADDRESS: u64 = 1 << 0;
@@ -309,6 +310,8 @@ pub struct Ucp {
     pub origin: String,
     /// `(major, minor, release)` of the library.
     pub version: (u32, u32, u32),
+    /// Whether UCX runs without its registration cache (see `registration_cache_off`).
+    pub without_registration_cache: bool,
     _ucs: libloading::Library,
     _lib: libloading::Library,
 }
@@ -326,22 +329,51 @@ const MEMORY_HOOK_SETTINGS: &[&str] =
     &["UCX_MEM_EVENTS", "UCX_MEM_MALLOC_HOOKS", "UCX_MEM_MMAP_HOOK_MODE", "UCX_MEM_CUDA_HOOK_MODE"];
 
 /// Keeps UCX's memory hooks off unless the user chose otherwise (any of
-/// [`MEMORY_HOOK_SETTINGS`] set). UCX patches `malloc`, `mmap` and the CUDA allocation
-/// calls in every loaded library while the process runs other threads (V8's, libuv's, the
-/// SYCL runtime's): left on, they corrupted the heap of Node processes now and then (a
-/// crash in `malloc` or V8 soon after UCX loaded, more often under load). The hooks only
-/// feed UCX's registration and memory-type caches; without them UCX registers and
-/// detects memory per operation.
-fn keep_memory_hooks_off() {
+/// [`MEMORY_HOOK_SETTINGS`] set); true when this set `UCX_MEM_EVENTS=n`, which
+/// [`load`] takes back out of the environment once UCX has read it (children choose for
+/// themselves). UCX patches `malloc`, `mmap` and the CUDA allocation calls in every
+/// loaded library while the process runs other threads (V8's, libuv's, the SYCL
+/// runtime's): left on, they corrupted the heap of Node processes now and then (a crash in
+/// `malloc` or V8 soon after UCX loaded, more often under load). The hooks only feed UCX's
+/// registration and memory-type caches; without them UCX registers and detects memory
+/// per operation.
+fn keep_memory_hooks_off() -> bool {
     if MEMORY_HOOK_SETTINGS.iter().any(|name| std::env::var_os(name).is_some()) {
-        return;
+        return false;
     }
     std::env::set_var("UCX_MEM_EVENTS", "n");
+    true
+}
+
+/// Whether a UCX setting reads as off (UCX's booleans: `n`, `no`, `off`, `0`).
+fn setting_is_off(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|value| matches!(value.to_ascii_lowercase().as_str(), "n" | "no" | "off" | "0"))
+}
+
+/// Whether UCX runs without its registration cache: its memory events off (by
+/// [`keep_memory_hooks_off`] or the user), its `mmap` hooks off, or the cache itself.
+fn registration_cache_off(events_turned_off_here: bool) -> bool {
+    events_turned_off_here
+        || setting_is_off("UCX_MEM_EVENTS")
+        || setting_is_off("UCX_RCACHE_ENABLE")
+        || std::env::var("UCX_MEM_MMAP_HOOK_MODE").is_ok_and(|mode| mode.eq_ignore_ascii_case("none"))
 }
 
 fn load() -> Result<Ucp, String> {
-    keep_memory_hooks_off();
-    let found = super::locate::locate()?;
+    let events_turned_off_here = keep_memory_hooks_off();
+    let found = super::locate::locate();
+    let loaded = found.and_then(|found| open(&found));
+    if events_turned_off_here {
+        // Read by libucs as it loaded (or never needed).
+        std::env::remove_var("UCX_MEM_EVENTS");
+    }
+    let mut ucp = loaded?;
+    ucp.without_registration_cache = registration_cache_off(events_turned_off_here);
+    Ok(ucp)
+}
+
+/// Loads the UCX `found` names.
+fn open(found: &super::locate::Found) -> Result<Ucp, String> {
     // SAFETY: loading a shared library runs its initialisers; this is UCX's libucp,
     // found by name or by the path the user or the install script gave.
     let lib = unsafe { libloading::Library::new(&found.libucp) }.map_err(|e| {
@@ -372,6 +404,7 @@ fn load() -> Result<Ucp, String> {
         status_string,
         origin: format!("{} ({})", found.libucp.display(), found.source),
         version: (major, minor, release),
+        without_registration_cache: false,
         _ucs: ucs,
         _lib: lib,
     })

@@ -173,6 +173,13 @@ pub struct Worker {
     listeners: HashMap<u64, ListenerRec>,
     maps: HashMap<u64, ucp::MemHandle>,
     rkeys: HashMap<u64, ucp::Rkey>,
+    /// Whether sends and receives bring their own registration (`op_maps`): UCX before
+    /// 1.22 crashes when a peer fails during a rendezvous whose buffer it registered
+    /// itself without its registration cache (openucx/ucx#11467); one it was handed it
+    /// leaves alone.
+    register_ops: bool,
+    /// The registrations of operations in flight, by op id, unmapped as each completes.
+    op_maps: HashMap<u64, ucp::MemHandle>,
     /// Error-handler arguments of endpoints being closed, by the close op: UCX may still
     /// call the handler until the close completes.
     closing: HashMap<u64, Box<ObjArg>>,
@@ -317,6 +324,8 @@ impl Worker {
             listeners: HashMap::new(),
             maps: HashMap::new(),
             rkeys: HashMap::new(),
+            register_ops: ucp.without_registration_cache && ucp.version < (1, 22, 0),
+            op_maps: HashMap::new(),
             closing: HashMap::new(),
             next_id: 1,
         })
@@ -377,10 +386,20 @@ impl Worker {
         events.append(&mut self.inbox.borrow_mut().events);
         for event in &events {
             if let Event::Completed(done) = event {
-                self.closing.remove(&done.id);
+                self.retire(done.id);
             }
         }
         events
+    }
+
+    /// What an op held until it completed: a closing endpoint's handler argument, the
+    /// op's registration.
+    fn retire(&mut self, op: u64) {
+        self.closing.remove(&op);
+        if let Some(memh) = self.op_maps.remove(&op) {
+            // SAFETY: a live handle of this context that only this op used, and it is done.
+            unsafe { (self.ucp.table.ucp_mem_unmap)(self.context, memh) };
+        }
     }
 
     /// Arms the event fd: true when armed (it wakes the loop at the next event), false
@@ -399,8 +418,13 @@ impl Worker {
             .events
             .iter()
             .position(|e| matches!(e, Event::Completed(done) if done.id == op && done.status == ucp::UCS_OK))?;
-        match inbox.events.remove(at) {
-            Event::Completed(done) => Some(done),
+        let taken = inbox.events.remove(at);
+        drop(inbox);
+        match taken {
+            Event::Completed(done) => {
+                self.retire(done.id);
+                Some(done)
+            }
             _ => None,
         }
     }
@@ -532,21 +556,29 @@ impl Worker {
         callback: *const c_void,
         post: impl FnOnce(&ucp::Table, &RequestParam) -> ucp::StatusPtr,
     ) -> Result<u64, UcxError> {
-        self.post_with(operation, RequestParam::with_callback, callback, post)
+        self.post_with(operation, RequestParam::with_callback, None, callback, post)
     }
 
     /// [`Worker::post`] with the request's parameters made by `param` from the callback
-    /// and its argument.
+    /// and its argument, and the registration `memh` of its buffer if it brings one (the
+    /// op owns it from here: it is unmapped when the op is done).
     fn post_with(
         &mut self,
         operation: &'static str,
         param: fn(*const c_void, *mut c_void) -> RequestParam,
+        memh: Option<ucp::MemHandle>,
         callback: *const c_void,
         post: impl FnOnce(&ucp::Table, &RequestParam) -> ucp::StatusPtr,
     ) -> Result<u64, UcxError> {
         let id = self.id();
         let arg = Box::into_raw(Box::new(OpArg { inbox: &*self.inbox, id }));
-        let param = param(callback, arg as *mut c_void);
+        let mut param = param(callback, arg as *mut c_void);
+        if let Some(memh) = memh {
+            param.op_attr_mask |= ucp::UCP_OP_ATTR_FIELD_MEMH;
+            param.memh = memh;
+            // Recorded first: the op may complete inside the call that posts it.
+            self.op_maps.insert(id, memh);
+        }
         match Posted::of(post(&self.ucp.table, &param)) {
             Posted::Request(request) => {
                 let mut inbox = self.inbox.borrow_mut();
@@ -560,7 +592,10 @@ impl Worker {
                 // at once (UCX calls none then): the argument is still ours.
                 drop(unsafe { Box::from_raw(arg) });
                 match outcome {
-                    Posted::Failed(status) => Err(self.fail(operation, status)),
+                    Posted::Failed(status) => {
+                        self.retire(id);
+                        Err(self.fail(operation, status))
+                    }
                     _ => {
                         self.inbox.borrow_mut().events.push(Event::Completed(Completion {
                             id,
@@ -588,10 +623,26 @@ impl Worker {
     /// The bytes stay valid and unchanged until the op completes.
     pub unsafe fn send(&mut self, endpoint: u64, address: u64, len: usize, tag: u64) -> Result<u64, UcxError> {
         let ep = self.ep(endpoint)?;
+        // SAFETY: the caller's contract covers the op, and so the registration.
+        let memh = unsafe { self.register_for_op(address, len) };
         // SAFETY: the caller's contract; a live endpoint.
-        self.post("ucp_tag_send_nbx", on_send as *const c_void, |t, p| unsafe {
+        self.post_with("ucp_tag_send_nbx", RequestParam::with_callback, memh, on_send as *const c_void, |t, p| unsafe {
             (t.ucp_tag_send_nbx)(ep, address as *const c_void, len, tag, p)
         })
+    }
+
+    /// The registration a send or receive of `len` bytes at `address` brings, where it
+    /// brings one (`register_ops`). None where it does not, or where the registration
+    /// failed: UCX then registers the buffer itself, as it would anyway.
+    ///
+    /// # Safety
+    /// The bytes stay allocated until the op the registration is handed to completes.
+    unsafe fn register_for_op(&mut self, address: u64, len: usize) -> Option<ucp::MemHandle> {
+        if !self.register_ops || len == 0 {
+            return None;
+        }
+        // SAFETY: the caller's contract; the handle goes to the op, unmapped by `retire`.
+        unsafe { self.mem_map(address, len) }.ok()
     }
 
     /// Receives a message whose tag matches `tag` under `mask` into `len` bytes at `address`.
@@ -600,8 +651,10 @@ impl Worker {
     /// The bytes stay valid, and unused by anything else, until the op completes.
     pub unsafe fn recv(&mut self, address: u64, len: usize, tag: u64, mask: u64) -> Result<u64, UcxError> {
         let worker = self.worker;
+        // SAFETY: the caller's contract covers the op, and so the registration.
+        let memh = unsafe { self.register_for_op(address, len) };
         // SAFETY: the caller's contract; a live worker.
-        self.post("ucp_tag_recv_nbx", on_recv as *const c_void, |t, p| unsafe {
+        self.post_with("ucp_tag_recv_nbx", RequestParam::with_callback, memh, on_recv as *const c_void, |t, p| unsafe {
             (t.ucp_tag_recv_nbx)(worker, address as *mut c_void, len, tag, mask, p)
         })
     }
@@ -623,9 +676,13 @@ impl Worker {
         // A put may complete at once: UCX 1.16's protocols drop a put that is told not to
         // (`NO_IMM_CMPL`) without a word, its request reporting success.
         // SAFETY: the caller's contract; a live endpoint and key.
-        self.post_with("ucp_put_nbx", RequestParam::with_callback_or_at_once, on_send as *const c_void, |t, p| unsafe {
-            (t.ucp_put_nbx)(ep, address as *const c_void, len, remote, key, p)
-        })
+        self.post_with(
+            "ucp_put_nbx",
+            RequestParam::with_callback_or_at_once,
+            None,
+            on_send as *const c_void,
+            |t, p| unsafe { (t.ucp_put_nbx)(ep, address as *const c_void, len, remote, key, p) },
+        )
     }
 
     /// Reads `len` bytes at `remote` into `address` through a remote key.
@@ -692,13 +749,11 @@ impl Worker {
         self.endpoints.contains_key(&endpoint)
     }
 
-    /// Maps (registers) `len` bytes at `address` for remote access; returns the map's id
-    /// and its packed remote key.
+    /// A registration of `len` bytes at `address` (`ucp_mem_map`), the caller's to unmap.
     ///
     /// # Safety
-    /// The memory stays allocated until `unmap`.
-    pub unsafe fn map(&mut self, address: u64, len: usize) -> Result<(u64, Vec<u8>), UcxError> {
-        let t = &self.ucp.table;
+    /// The memory stays allocated until the handle is unmapped.
+    unsafe fn mem_map(&self, address: u64, len: usize) -> Result<ucp::MemHandle, UcxError> {
         let params = ucp::MemMapParams {
             field_mask: ucp::UCP_MEM_MAP_PARAM_FIELD_ADDRESS | ucp::UCP_MEM_MAP_PARAM_FIELD_LENGTH,
             address: address as *mut c_void,
@@ -710,10 +765,22 @@ impl Worker {
         };
         let mut memh: ucp::MemHandle = ptr::null_mut();
         // SAFETY: the caller's contract; a live context.
-        let status = unsafe { (t.ucp_mem_map)(self.context, &params, &mut memh) };
+        let status = unsafe { (self.ucp.table.ucp_mem_map)(self.context, &params, &mut memh) };
         if status != ucp::UCS_OK {
             return Err(self.fail("ucp_mem_map", status));
         }
+        Ok(memh)
+    }
+
+    /// Maps (registers) `len` bytes at `address` for remote access; returns the map's id
+    /// and its packed remote key.
+    ///
+    /// # Safety
+    /// The memory stays allocated until `unmap`.
+    pub unsafe fn map(&mut self, address: u64, len: usize) -> Result<(u64, Vec<u8>), UcxError> {
+        // SAFETY: the caller's contract.
+        let memh = unsafe { self.mem_map(address, len) }?;
+        let t = &self.ucp.table;
         let mut buffer: *mut c_void = ptr::null_mut();
         let mut size = 0usize;
         // SAFETY: a live context and the handle just made.
@@ -810,9 +877,13 @@ impl Drop for Worker {
         // Requests still in flight are released by the worker's destruction; their
         // callbacks never run, so their arguments are leaked rather than freed twice.
         self.inbox.borrow_mut().requests.clear();
-        // SAFETY: destroyed once, worker before its context.
+        // SAFETY: destroyed once, worker before its context; the registrations of ops
+        // still in flight after the worker (which releases those ops), unmapped once.
         unsafe {
             (t.ucp_worker_destroy)(self.worker);
+            for (_, memh) in self.op_maps.drain() {
+                (t.ucp_mem_unmap)(self.context, memh);
+            }
             (t.ucp_cleanup)(self.context);
         }
     }
