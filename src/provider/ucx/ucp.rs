@@ -345,18 +345,27 @@ fn keep_memory_hooks_off() -> bool {
     true
 }
 
-/// Whether a UCX setting reads as off (UCX's booleans: `n`, `no`, `off`, `0`).
-fn setting_is_off(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|value| matches!(value.to_ascii_lowercase().as_str(), "n" | "no" | "off" | "0"))
+/// Whether a UCX setting reads as off (UCX's booleans: `n`, `no`, `off`, `0`), with the
+/// environment read through `setting`.
+fn setting_is_off(setting: &dyn Fn(&str) -> Option<String>, name: &str) -> bool {
+    setting(name).is_some_and(|value| matches!(value.to_ascii_lowercase().as_str(), "n" | "no" | "off" | "0"))
 }
 
 /// Whether UCX runs without its registration cache: its memory events off (by
 /// [`keep_memory_hooks_off`] or the user), its `mmap` hooks off, or the cache itself.
-fn registration_cache_off(events_turned_off_here: bool) -> bool {
+fn registration_cache_off(events_turned_off_here: bool, setting: &dyn Fn(&str) -> Option<String>) -> bool {
     events_turned_off_here
-        || setting_is_off("UCX_MEM_EVENTS")
-        || setting_is_off("UCX_RCACHE_ENABLE")
-        || std::env::var("UCX_MEM_MMAP_HOOK_MODE").is_ok_and(|mode| mode.eq_ignore_ascii_case("none"))
+        || setting_is_off(setting, "UCX_MEM_EVENTS")
+        || setting_is_off(setting, "UCX_RCACHE_ENABLE")
+        || setting("UCX_MEM_MMAP_HOOK_MODE").is_some_and(|mode| mode.eq_ignore_ascii_case("none"))
+}
+
+/// Whether sends and receives must bring their own registration: UCX before 1.22, run
+/// without its registration cache, crashes when a peer fails during a rendezvous whose
+/// buffer it registered itself (openucx/ucx#11467, fixed in 1.22); one it was handed it
+/// leaves alone.
+pub fn ops_bring_registration(version: (u32, u32, u32), without_registration_cache: bool) -> bool {
+    without_registration_cache && version < (1, 22, 0)
 }
 
 fn load() -> Result<Ucp, String> {
@@ -368,7 +377,7 @@ fn load() -> Result<Ucp, String> {
         std::env::remove_var("UCX_MEM_EVENTS");
     }
     let mut ucp = loaded?;
-    ucp.without_registration_cache = registration_cache_off(events_turned_off_here);
+    ucp.without_registration_cache = registration_cache_off(events_turned_off_here, &|name| std::env::var(name).ok());
     Ok(ucp)
 }
 
@@ -420,5 +429,37 @@ impl Ucp {
         }
         // SAFETY: non-NULL, NUL-terminated, static (above).
         unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn settings<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn the_registration_cache_is_off_when_events_hooks_or_the_cache_are() {
+        assert!(registration_cache_off(true, &settings(&[])));
+        assert!(!registration_cache_off(false, &settings(&[])));
+        for off in ["n", "no", "OFF", "0"] {
+            assert!(registration_cache_off(false, &settings(&[("UCX_MEM_EVENTS", off)])), "{off}");
+            assert!(registration_cache_off(false, &settings(&[("UCX_RCACHE_ENABLE", off)])), "{off}");
+        }
+        assert!(registration_cache_off(false, &settings(&[("UCX_MEM_MMAP_HOOK_MODE", "none")])));
+        assert!(!registration_cache_off(false, &settings(&[("UCX_MEM_MMAP_HOOK_MODE", "bistro")])));
+        assert!(!registration_cache_off(false, &settings(&[("UCX_MEM_EVENTS", "y"), ("UCX_RCACHE_ENABLE", "try")])));
+    }
+
+    #[test]
+    fn only_ucx_before_1_22_without_its_cache_needs_registrations_brought() {
+        assert!(ops_bring_registration((1, 16, 0), true));
+        assert!(ops_bring_registration((1, 21, 9), true));
+        assert!(!ops_bring_registration((1, 22, 0), true));
+        assert!(!ops_bring_registration((2, 0, 0), true));
+        assert!(!ops_bring_registration((1, 16, 0), false));
     }
 }

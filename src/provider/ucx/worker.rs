@@ -173,10 +173,8 @@ pub struct Worker {
     listeners: HashMap<u64, ListenerRec>,
     maps: HashMap<u64, ucp::MemHandle>,
     rkeys: HashMap<u64, ucp::Rkey>,
-    /// Whether sends and receives bring their own registration (`op_maps`): UCX before
-    /// 1.22 crashes when a peer fails during a rendezvous whose buffer it registered
-    /// itself without its registration cache (openucx/ucx#11467); one it was handed it
-    /// leaves alone.
+    /// Whether sends and receives bring their own registration (`op_maps`; see
+    /// [`ucp::ops_bring_registration`]).
     register_ops: bool,
     /// The registrations of operations in flight, by op id, unmapped as each completes.
     op_maps: HashMap<u64, ucp::MemHandle>,
@@ -324,7 +322,7 @@ impl Worker {
             listeners: HashMap::new(),
             maps: HashMap::new(),
             rkeys: HashMap::new(),
-            register_ops: ucp.without_registration_cache && ucp.version < (1, 22, 0),
+            register_ops: ucp::ops_bring_registration(ucp.version, ucp.without_registration_cache),
             op_maps: HashMap::new(),
             closing: HashMap::new(),
             next_id: 1,
