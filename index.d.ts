@@ -1211,7 +1211,7 @@ export declare class UcxEndpoint {
   get(destination: UcxBuffer, key: UcxRemoteKey, options?: { offset?: number }): Promise<void>
   /** Resolves when every operation posted on this endpoint has completed at the peer. */
   flush(): Promise<void>
-  /** Closes the endpoint (pending receives reject with `ERR_UCX_ENDPOINT_CLOSED`); never rejects. */
+  /** Closes the endpoint: sends are flushed first (unless `force`), then what is still pending rejects with `ERR_UCX_ENDPOINT_CLOSED`; never rejects. */
   close(options?: { force?: boolean }): Promise<void>
 }
 

@@ -129,6 +129,25 @@ ucxTest('in one process over loopback: tagged messages of host, shared and devic
   t.is(ucx.info().inFlight, 0);
 });
 
+ucxTest("closing an endpoint rejects what is pending on it with ERR_UCX_ENDPOINT_CLOSED, and its peer's with ERR_UCX_PEER_FAILED", async (t) => {
+  for (const force of [false, true]) {
+    const listener = ucx.listen({ host: '127.0.0.1', port: 0 });
+    const [client, server] = await Promise.all([ucx.connect({ host: '127.0.0.1', port: listener.port }), listener.accept()]);
+    listener.close();
+    // Nothing ever matches these: a receive, and a send far above any eager size (a
+    // rendezvous, which waits for the peer's receive).
+    const recv = server.recv(new Uint8Array(4096), { tag: 0x51n });
+    const send = server.send(pattern(64 * 2 ** 20, 1), { tag: 0x52n });
+    const peerSend = client.send(pattern(64 * 2 ** 20, 2), { tag: 0x53n });
+    await server.close({ force });
+    await t.throwsAsync(recv, { code: 'ERR_UCX_ENDPOINT_CLOSED' }, `the receive (force: ${force})`);
+    await t.throwsAsync(send, { code: 'ERR_UCX_ENDPOINT_CLOSED' }, `the send the flush could not finish (force: ${force})`);
+    await t.throwsAsync(peerSend, { code: 'ERR_UCX_PEER_FAILED' }, `the peer's send (force: ${force})`);
+    await client.close();
+    t.is(ucx.info().inFlight, 0);
+  }
+});
+
 ucxTest('memory in flight: free() during a receive defers the release until it completes', async (t) => {
   const listener = ucx.listen({ host: '127.0.0.1', port: 0 });
   const [client, server] = await Promise.all([ucx.connect({ host: '127.0.0.1', port: listener.port }), listener.accept()]);

@@ -323,8 +323,9 @@ class UcxEndpoint {
   }
 
   /**
-   * Closes the endpoint: pending receives reject with ERR_UCX_ENDPOINT_CLOSED, sends are
-   * flushed first (unless `force`). Idempotent: resolves when it is closed.
+   * Closes the endpoint: sends are flushed first (unless `force`); what is still pending
+   * then (receives, sends the flush did not finish) rejects with ERR_UCX_ENDPOINT_CLOSED.
+   * Idempotent: resolves when it is closed.
    */
   close(options) {
     const self = UcxEndpoint.#live(this, 'close');

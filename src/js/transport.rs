@@ -168,9 +168,11 @@ impl State {
     }
 
     /// An endpoint that failed: its receives are cancelled (they complete with the failure).
+    /// A failure UCX reports once this side closed it is the close's doing (a forced close
+    /// reports one): what it ends is `ERR_UCX_ENDPOINT_CLOSED`, not a peer's failure.
     fn fail_endpoint(&mut self, endpoint: u64, status: i32) {
         let Some(info) = self.endpoints.get_mut(&endpoint) else { return };
-        if info.failed.is_none() {
+        if info.failed.is_none() && !info.closed {
             info.failed = Some(status);
         }
         for op in self.book.of_endpoint(endpoint, OpKind::Recv) {
@@ -400,7 +402,9 @@ impl State {
                     let Some(op) = s.book.finish(done.id) else { continue };
                     let info = s.endpoints.get(&op.endpoint);
                     let failed = info.and_then(|i| i.failed);
-                    let closed = info.is_some_and(|i| i.closed);
+                    // No record: this side closed it (a failed endpoint's record stays
+                    // until JS closes it), and its close completed first.
+                    let closed = info.is_none_or(|i| i.closed);
                     let mut error = None;
                     if done.status != ucx::ucp::UCS_OK {
                         let peer = info.map(|i| i.peer.clone()).unwrap_or_default();

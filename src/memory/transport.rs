@@ -76,7 +76,10 @@ pub fn op_error(
 ) -> MemoryError {
     match status {
         status::MESSAGE_TRUNCATED => MemoryError::UcxTruncated { nbytes },
-        status::CANCELED if closed && !endpoint_failed => MemoryError::UcxEndpointClosed { what: "endpoint".into() },
+        // This side closed it and UCX reported no failure of it: the close ended the op.
+        _ if closed && !endpoint_failed && kind != OpKind::Connect => {
+            MemoryError::UcxEndpointClosed { what: "endpoint".into() }
+        }
         status::UNREACHABLE | status::REJECTED | status::CONNECTION_RESET | status::NOT_CONNECTED
             if kind == OpKind::Connect =>
         {
@@ -260,6 +263,9 @@ mod tests {
         assert_eq!(err(OpKind::Send, status::CONNECTION_RESET, true, false), ErrorCode::UcxPeerFailed);
         assert_eq!(err(OpKind::Recv, status::CANCELED, true, true), ErrorCode::UcxPeerFailed);
         assert_eq!(err(OpKind::Recv, status::CANCELED, false, true), ErrorCode::UcxEndpointClosed);
+        assert_eq!(err(OpKind::Send, status::CONNECTION_RESET, false, true), ErrorCode::UcxEndpointClosed, "our close");
+        assert_eq!(err(OpKind::Send, status::CONNECTION_RESET, true, true), ErrorCode::UcxPeerFailed);
+        assert_eq!(err(OpKind::Recv, status::MESSAGE_TRUNCATED, false, true), ErrorCode::UcxTruncated);
         assert_eq!(err(OpKind::Send, -80, false, false), ErrorCode::UcxPeerFailed, "endpoint timeout");
         assert_eq!(err(OpKind::Send, -2, false, false), ErrorCode::Ucx);
         let truncated = op_error(OpKind::Recv, status::MESSAGE_TRUNCATED, "", 8, "", false, false);

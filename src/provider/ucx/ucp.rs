@@ -310,8 +310,6 @@ pub struct Ucp {
     pub origin: String,
     /// `(major, minor, release)` of the library.
     pub version: (u32, u32, u32),
-    /// Whether UCX runs without its registration cache (see `registration_cache_off`).
-    pub without_registration_cache: bool,
     _ucs: libloading::Library,
     _lib: libloading::Library,
 }
@@ -345,27 +343,14 @@ fn keep_memory_hooks_off() -> bool {
     true
 }
 
-/// Whether a UCX setting reads as off (UCX's booleans: `n`, `no`, `off`, `0`), with the
-/// environment read through `setting`.
-fn setting_is_off(setting: &dyn Fn(&str) -> Option<String>, name: &str) -> bool {
-    setting(name).is_some_and(|value| matches!(value.to_ascii_lowercase().as_str(), "n" | "no" | "off" | "0"))
-}
-
-/// Whether UCX runs without its registration cache: its memory events off (by
-/// [`keep_memory_hooks_off`] or the user), its `mmap` hooks off, or the cache itself.
-fn registration_cache_off(events_turned_off_here: bool, setting: &dyn Fn(&str) -> Option<String>) -> bool {
-    events_turned_off_here
-        || setting_is_off(setting, "UCX_MEM_EVENTS")
-        || setting_is_off(setting, "UCX_RCACHE_ENABLE")
-        || setting("UCX_MEM_MMAP_HOOK_MODE").is_some_and(|mode| mode.eq_ignore_ascii_case("none"))
-}
-
-/// Whether sends and receives must bring their own registration: UCX before 1.22, run
-/// without its registration cache, crashes when a peer fails during a rendezvous whose
-/// buffer it registered itself (openucx/ucx#11467, fixed in 1.22); one it was handed it
-/// leaves alone.
-pub fn ops_bring_registration(version: (u32, u32, u32), without_registration_cache: bool) -> bool {
-    without_registration_cache && version < (1, 22, 0)
+/// Whether sends and receives must bring their own registration: UCX before 1.22 crashes
+/// when a peer fails during a rendezvous whose buffer it registered itself while it runs
+/// without its registration cache (openucx/ucx#11467, fixed in 1.22), and one it was
+/// handed it leaves alone. The cache is off with the memory events (this addon's default)
+/// and may be turned off by settings this process cannot see (a `ucx.conf`), so on those
+/// versions every op brings one.
+pub fn ops_bring_registration(version: (u32, u32, u32)) -> bool {
+    version < (1, 22, 0)
 }
 
 fn load() -> Result<Ucp, String> {
@@ -376,9 +361,7 @@ fn load() -> Result<Ucp, String> {
         // Read by libucs as it loaded (or never needed).
         std::env::remove_var("UCX_MEM_EVENTS");
     }
-    let mut ucp = loaded?;
-    ucp.without_registration_cache = registration_cache_off(events_turned_off_here, &|name| std::env::var(name).ok());
-    Ok(ucp)
+    loaded
 }
 
 /// Loads the UCX `found` names.
@@ -413,7 +396,6 @@ fn open(found: &super::locate::Found) -> Result<Ucp, String> {
         status_string,
         origin: format!("{} ({})", found.libucp.display(), found.source),
         version: (major, minor, release),
-        without_registration_cache: false,
         _ucs: ucs,
         _lib: lib,
     })
@@ -433,33 +415,14 @@ impl Ucp {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
-    fn settings<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |name| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
-    }
-
     #[test]
-    fn the_registration_cache_is_off_when_events_hooks_or_the_cache_are() {
-        assert!(registration_cache_off(true, &settings(&[])));
-        assert!(!registration_cache_off(false, &settings(&[])));
-        for off in ["n", "no", "OFF", "0"] {
-            assert!(registration_cache_off(false, &settings(&[("UCX_MEM_EVENTS", off)])), "{off}");
-            assert!(registration_cache_off(false, &settings(&[("UCX_RCACHE_ENABLE", off)])), "{off}");
-        }
-        assert!(registration_cache_off(false, &settings(&[("UCX_MEM_MMAP_HOOK_MODE", "none")])));
-        assert!(!registration_cache_off(false, &settings(&[("UCX_MEM_MMAP_HOOK_MODE", "bistro")])));
-        assert!(!registration_cache_off(false, &settings(&[("UCX_MEM_EVENTS", "y"), ("UCX_RCACHE_ENABLE", "try")])));
-    }
-
-    #[test]
-    fn only_ucx_before_1_22_without_its_cache_needs_registrations_brought() {
-        assert!(ops_bring_registration((1, 16, 0), true));
-        assert!(ops_bring_registration((1, 21, 9), true));
-        assert!(!ops_bring_registration((1, 22, 0), true));
-        assert!(!ops_bring_registration((2, 0, 0), true));
-        assert!(!ops_bring_registration((1, 16, 0), false));
+    fn only_ucx_before_1_22_needs_registrations_brought() {
+        assert!(ops_bring_registration((1, 16, 0)));
+        assert!(ops_bring_registration((1, 21, 9)));
+        assert!(!ops_bring_registration((1, 22, 0)));
+        assert!(!ops_bring_registration((2, 0, 0)));
     }
 }

@@ -322,7 +322,7 @@ impl Worker {
             listeners: HashMap::new(),
             maps: HashMap::new(),
             rkeys: HashMap::new(),
-            register_ops: ucp::ops_bring_registration(ucp.version, ucp.without_registration_cache),
+            register_ops: ucp::ops_bring_registration(ucp.version),
             op_maps: HashMap::new(),
             closing: HashMap::new(),
             next_id: 1,
