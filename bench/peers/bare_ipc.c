@@ -1,14 +1,16 @@
 /*
- * The CUDA driver's IPC open and close called from Node with no library between: a
- * Node-API module for bench/ipc-bare-child.js, so that a Node child can be measured doing
- * exactly what a CuPy child does. Not part of the addon. Build (a machine with Node's
+ * The CUDA driver's IPC open and close, and its host registration, called from Node with
+ * no library between: a Node-API module for bench/ipc-bare-child.js (a Node child doing
+ * exactly what a CuPy child does) and bench/register-bare.js (`registerHost` against the
+ * driver's call on the same buffer in the same process). Not part of the addon. Build (a machine with Node's
  * headers; the module loads libcuda.so.1 at run time, so it builds without CUDA):
  *   gcc -O2 -shared -fPIC -I"$(dirname "$(command -v node)")/../include/node" \
  *       -o bench/peers/bare_ipc.node bench/peers/bare_ipc.c -ldl
  * init() makes the first device's primary context current; open(Uint8Array of 64 bytes)
  * returns the mapped address (a Number); range(address) returns the size of the mapping
- * that holds it (`cuMemGetAddressRange`, which our open also calls); close(address). Each
- * throws on a failed call.
+ * that holds it (`cuMemGetAddressRange`, which our open also calls); close(address);
+ * register(typedArray, flags) and unregister(typedArray) (`cuMemHostRegister` of the view's
+ * bytes and `cuMemHostUnregister`). Each throws on a failed call.
  */
 #include <dlfcn.h>
 #include <node_api.h>
@@ -24,10 +26,14 @@ typedef int (*cu_set_current_t)(void *);
 typedef int (*cu_open_t)(uint64_t *, ipc_handle, unsigned);
 typedef int (*cu_close_t)(uint64_t);
 typedef int (*cu_range_t)(uint64_t *, size_t *, uint64_t);
+typedef int (*cu_register_t)(void *, size_t, unsigned);
+typedef int (*cu_unregister_t)(void *);
 
 static cu_open_t ipc_open;
 static cu_close_t ipc_close;
 static cu_range_t address_range;
+static cu_register_t host_register;
+static cu_unregister_t host_unregister;
 
 static napi_value fail(napi_env env, const char *call, int status) {
   char text[96];
@@ -47,7 +53,10 @@ static napi_value js_init(napi_env env, napi_callback_info info) {
   ipc_open = (cu_open_t)dlsym(cuda, "cuIpcOpenMemHandle_v2");
   ipc_close = (cu_close_t)dlsym(cuda, "cuIpcCloseMemHandle");
   address_range = (cu_range_t)dlsym(cuda, "cuMemGetAddressRange_v2");
-  if (!init || !device_get || !retain || !set_current || !ipc_open || !ipc_close || !address_range) {
+  host_register = (cu_register_t)dlsym(cuda, "cuMemHostRegister_v2");
+  host_unregister = (cu_unregister_t)dlsym(cuda, "cuMemHostUnregister");
+  if (!init || !device_get || !retain || !set_current || !ipc_open || !ipc_close || !address_range || !host_register ||
+      !host_unregister) {
     return fail(env, "dlsym", -1);
   }
   int device, status;
@@ -113,9 +122,49 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* The bytes of the typed array argument 0, and the unsigned argument 1 (0 if absent). */
+static int view_arg(napi_env env, napi_callback_info info, void **data, size_t *nbytes, uint32_t *flags) {
+  size_t argc = 2;
+  napi_value args[2];
+  napi_typedarray_type type;
+  size_t length;
+  napi_value buffer;
+  size_t offset;
+  *flags = 0;
+  if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != napi_ok || argc < 1 ||
+      napi_get_typedarray_info(env, args[0], &type, &length, data, &buffer, &offset) != napi_ok || type != napi_uint8_array ||
+      (argc > 1 && napi_get_value_uint32(env, args[1], flags) != napi_ok)) {
+    napi_throw_type_error(env, NULL, "a Uint8Array (and flags) are needed");
+    return 0;
+  }
+  *nbytes = length;
+  return 1;
+}
+
+static napi_value js_register(napi_env env, napi_callback_info info) {
+  void *data;
+  size_t nbytes;
+  uint32_t flags;
+  if (!view_arg(env, info, &data, &nbytes, &flags)) return NULL;
+  int status = host_register(data, nbytes, flags);
+  if (status) return fail(env, "cuMemHostRegister", status);
+  return NULL;
+}
+
+static napi_value js_unregister(napi_env env, napi_callback_info info) {
+  void *data;
+  size_t nbytes;
+  uint32_t flags;
+  if (!view_arg(env, info, &data, &nbytes, &flags)) return NULL;
+  int status = host_unregister(data);
+  if (status) return fail(env, "cuMemHostUnregister", status);
+  return NULL;
+}
+
 NAPI_MODULE_INIT() {
   static const struct { const char *name; napi_callback fn; } functions[] = {
-      {"init", js_init}, {"open", js_open}, {"range", js_range}, {"close", js_close}};
+      {"init", js_init},   {"open", js_open},         {"range", js_range},
+      {"close", js_close}, {"register", js_register}, {"unregister", js_unregister}};
   for (size_t i = 0; i < sizeof functions / sizeof functions[0]; i++) {
     napi_value fn;
     napi_create_function(env, functions[i].name, NAPI_AUTO_LENGTH, functions[i].fn, NULL, &fn);
