@@ -2,8 +2,9 @@
  * The CUDA driver's IPC open and close, and its host registration, called from Node with
  * no library between: a Node-API module for bench/ipc-bare-child.js (a Node child doing
  * exactly what a CuPy child does) and bench/register-bare.js (`registerHost` against the
- * driver's call on the same buffer in the same process). Not part of the addon. Build (a machine with Node's
- * headers; the module loads libcuda.so.1 at run time, so it builds without CUDA):
+ * driver's call on the same buffer in the same process). Not part of the addon. Build (a
+ * machine with Node's headers; the module loads libcuda.so.1 at run time, so it builds
+ * without CUDA):
  *   gcc -O2 -shared -fPIC -I"$(dirname "$(command -v node)")/../include/node" \
  *       -o bench/peers/bare_ipc.node bench/peers/bare_ipc.c -ldl
  * init() makes the first device's primary context current; open(Uint8Array of 64 bytes)
@@ -127,17 +128,13 @@ static int view_arg(napi_env env, napi_callback_info info, void **data, size_t *
   size_t argc = 2;
   napi_value args[2];
   napi_typedarray_type type;
-  size_t length;
-  napi_value buffer;
-  size_t offset;
   *flags = 0;
   if (napi_get_cb_info(env, info, &argc, args, NULL, NULL) != napi_ok || argc < 1 ||
-      napi_get_typedarray_info(env, args[0], &type, &length, data, &buffer, &offset) != napi_ok || type != napi_uint8_array ||
-      (argc > 1 && napi_get_value_uint32(env, args[1], flags) != napi_ok)) {
+      napi_get_typedarray_info(env, args[0], &type, nbytes, data, NULL, NULL) != napi_ok ||
+      type != napi_uint8_array || (argc > 1 && napi_get_value_uint32(env, args[1], flags) != napi_ok)) {
     napi_throw_type_error(env, NULL, "a Uint8Array (and flags) are needed");
     return 0;
   }
-  *nbytes = length;
   return 1;
 }
 

@@ -635,7 +635,7 @@ impl Worker {
     ///
     /// # Safety
     /// The bytes stay allocated until the op the registration is handed to completes.
-    unsafe fn register_for_op(&mut self, address: u64, len: usize) -> Option<ucp::MemHandle> {
+    unsafe fn register_for_op(&self, address: u64, len: usize) -> Option<ucp::MemHandle> {
         if !self.register_ops || len == 0 {
             return None;
         }
