@@ -1,6 +1,6 @@
 // The native binding as `lib/` calls it: every function the `.node` exports, written by
 // hand (the napi-rs functions as `npm run build` declares them in target/binding.d.ts,
-// and the fast calls `src/js/memory.rs`, `src/js/observe.rs` and `src/js/transport.rs` define themselves). `lib/*.js` are checked against
+// and the fast calls `src/js/memory.rs`, `src/js/observe.rs`, `src/js/transport.rs` and `src/js/ipc.rs` define themselves). `lib/*.js` are checked against
 // it (`// @ts-check`, `tsc -p lib` in `npm test`); __test__/types.spec.mjs checks that it
 // names exactly what the binding exports.
 
@@ -198,14 +198,14 @@ export function memFacts(memoryId: number): Float64Array
 export function memHandoff(memoryId: number): object
 
 /**
- * The IPC handle of the memory, written into the start of the host buffer `dst` (the JS
+ * A fast call (`src/js/ipc.rs`): the IPC handle of the memory, written into the start of the host buffer `dst` (the JS
  * layer makes it in its own realm) when it holds it; returns the handle's length either
  * way, so that a buffer too short is asked again with one long enough.
  */
 export function memIpcExport(memoryId: number, dst: HostBuffer): number
 
 /**
- * Opens IPC handle bytes (a host buffer) into `nbytes` of memory used through the queue
+ * A fast call (`src/js/ipc.rs`): opens IPC handle bytes (a host buffer) into `nbytes` of memory used through the queue
  * `queue_id`; returns its memory handle.
  */
 export function memIpcOpen(bytes: HostBuffer, queueId: number, nbytes: number): number

@@ -6,13 +6,14 @@
 // (src/memory/ipc.rs); this file reads the arguments and makes the objects.
 const { native, release, DEVICE_HANDLE, KIND } = require('./native.js');
 const { ErrorCode, typeError, fromNative, invalidThis, IPC_CLONE_GUARD } = require('./errors.js');
-const { display, nbytesArg, arrayState, readOptions } = require('./values.js');
+const { display, nbytesArg, arrayState, shortName } = require('./values.js');
 const devices = require('./device.js');
 const memory = require('./memory.js');
 
 const { INTERNAL, cachedQueue, queueHandle, deviceHandle, isQueue, isDevice } = devices;
-const { MemoryUSMDevice, isMemory, memorySource } = memory;
+const { MemoryUSMDevice, isMemory, checkedHandle, sizeOf } = memory;
 const { Uint8Array, Object, Reflect, Symbol } = globalThis;
+const keys = Object.keys;
 const apply = Reflect.apply;
 const inspect = Symbol.for('nodejs.util.inspect.custom');
 const typedArrayTag = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag).get;
@@ -31,29 +32,32 @@ const isUint8Array = (value) => apply(typedArrayTag, value, []) === 'Uint8Array'
 /** Whether an option was given a value (`undefined` and `null` mean none). */
 const given = (value) => value !== undefined && value !== null;
 
-/** The readers of `open`'s options (`undefined`: not given). */
-const OPEN_OPTIONS = Object.freeze({
-  queue: (value) => {
-    if (given(value) && !isQueue(value)) throw typeError(`queue must be a SyclQueue, not ${display(value)}`);
-    return given(value) ? value : undefined;
-  },
-  device: (value) => {
-    if (given(value) && !isDevice(value)) throw typeError(`device must be a SyclDevice, not ${display(value)}`);
-    return given(value) ? value : undefined;
-  },
-  nbytes: (value) => (given(value) ? nbytesArg(value) : undefined),
-});
-
-/** `{ queue | device, nbytes }` of `open`: own enumerable properties only, unknown names refused. */
+/** `{ queue | device, nbytes }` of `open`: own enumerable properties only, unknown names
+ * refused. Read by name in one pass (an IPC cycle runs it once between two waits, so it
+ * makes no object but its result). */
 function readOpenOptions(options) {
   if (typeof options !== 'object' || options === null || arrayState(options) !== false || isQueue(options) || isDevice(options)) {
     throw typeError(`IPCMemoryHandle.open options must be a plain object such as { device, nbytes }, not ${display(options)}`);
   }
-  const { queue, device, nbytes } = readOptions(
-    options,
-    OPEN_OPTIONS,
-    (name) => `unknown option '${name}': the options of IPCMemoryHandle.open are queue, device and nbytes`,
-  );
+  let queue;
+  let device;
+  let nbytes;
+  const names = keys(options);
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
+    const value = options[name];
+    if (name === 'queue') {
+      if (given(value) && !isQueue(value)) throw typeError(`queue must be a SyclQueue, not ${display(value)}`);
+      queue = given(value) ? value : undefined;
+    } else if (name === 'device') {
+      if (given(value) && !isDevice(value)) throw typeError(`device must be a SyclDevice, not ${display(value)}`);
+      device = given(value) ? value : undefined;
+    } else if (name === 'nbytes') {
+      nbytes = given(value) ? nbytesArg(value) : undefined;
+    } else {
+      throw typeError(`unknown option '${shortName(name)}': the options of IPCMemoryHandle.open are queue, device and nbytes`);
+    }
+  }
   if (queue !== undefined && device !== undefined) throw typeError('IPCMemoryHandle.open takes a queue or a device, not both');
   if (nbytes === undefined) {
     throw typeError('IPCMemoryHandle.open needs nbytes: the size the exporter sent with the handle (a handle does not carry it)');
@@ -87,19 +91,19 @@ class IPCMemoryHandle {
     if (!isMemory(memory)) {
       throw typeError(`IPCMemoryHandle needs a MemoryUSMDevice, not ${display(memory)}`, ErrorCode.NotUsm);
     }
-    const from = memorySource(memory);
+    const handle = checkedHandle(memory, 'memory source');
     let bytes = new Uint8Array(HANDLE_LENGTH);
     try {
-      const length = native.memIpcExport(from.handle, bytes);
+      const length = native.memIpcExport(handle, bytes);
       if (length !== HANDLE_LENGTH) {
         bytes = new Uint8Array(length);
-        native.memIpcExport(from.handle, bytes);
+        native.memIpcExport(handle, bytes);
       }
     } catch (error) {
       throw fromNative(error);
     }
     this.#bytes = bytes;
-    this.#nbytes = from.facts.nbytes;
+    this.#nbytes = sizeOf(memory);
   }
 
   static #live(self, member) {

@@ -37,6 +37,8 @@ const bufferOwners = new WeakMap();
 
 /** `_Memory.#live` for the subclasses' own methods (set in `_Memory`'s static block). */
 let checkedHandle;
+/** `nbytes` of a memory object, read from its own field (no getter of a subclass runs). */
+let sizeOf;
 
 let defaultQueueObject;
 const defaultQueue = () => (defaultQueueObject ??= cachedQueue(undefined));
@@ -298,6 +300,7 @@ class _Memory {
   /** The live handle, after checking `self` is a memory object that is not freed. */
   static {
     checkedHandle = (self, member) => _Memory.#live(self, member);
+    sizeOf = (memory) => memory.#nbytes;
   }
 
   static #live(self, member) {
@@ -688,4 +691,6 @@ module.exports = {
   openShared,
   isMemory: (value) => isMemory(value),
   memorySource: (value) => memorySource(value),
+  checkedHandle: (self, member) => checkedHandle(self, member),
+  sizeOf: (memory) => sizeOf(memory),
 };

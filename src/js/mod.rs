@@ -65,6 +65,7 @@ pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {
     memory::define_fast_calls(&env, &mut exports)?;
     observe::define_fast_calls(&env, &mut exports)?;
     transport::define_fast_calls(&env, &mut exports)?;
+    ipc::define_fast_calls(&env, &mut exports)?;
     let builtins = ffi::JsRef::new(&env.run_script::<_, Unknown>(BUILTINS)?)?;
     state::install(&env, state::EnvState { builtins, handles: Default::default() })
 }

@@ -154,8 +154,9 @@ pub fn open_with(
         let _ = unsafe { ipc.close(mapped.address) };
         return Err(MemoryError::IpcOutOfBounds { nbytes, size: mapped.size });
     }
-    let mapping = Arc::new(IpcMapping::new(ipc_book, handle.to_vec(), mapped.address, mapped.size, context.clone()));
-    book.open.insert(handle.to_vec(), Arc::downgrade(&mapping));
+    let key: Arc<[u8]> = Arc::from(handle);
+    let mapping = Arc::new(IpcMapping::new(ipc_book, key.clone(), mapped.address, mapped.size, context.clone()));
+    book.open.insert(key, Arc::downgrade(&mapping));
     // A range of the book there is a mapping closed meanwhile (the runtime maps no two
     // open ones over each other): it makes room.
     while let Some(start) = book.mapped.first_overlapping(mapped.address, mapped.size).map(|range| range.start) {

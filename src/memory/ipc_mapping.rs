@@ -18,7 +18,7 @@ pub(crate) struct Book {
     /// The size of `exported` at which the next export prunes it.
     prune_at: usize,
     /// Handles open here, with their mapping.
-    pub(crate) open: HashMap<Vec<u8>, Weak<IpcMapping>>,
+    pub(crate) open: HashMap<Arc<[u8]>, Weak<IpcMapping>>,
     /// The open mappings by range.
     pub(crate) mapped: RangeBook<Weak<IpcMapping>>,
 }
@@ -64,7 +64,8 @@ impl IpcBook {
 
 /// An open mapping of another process's memory, closed when the last holder drops it.
 pub struct IpcMapping {
-    handle: Vec<u8>,
+    /// The handle's bytes, shared with the book's key (one allocation per open).
+    handle: Arc<[u8]>,
     address: Address,
     size: u64,
     /// The context it is mapped into (and closed through).
@@ -84,7 +85,7 @@ impl IpcMapping {
     /// `context`, from `handle`. Its last holder closes it.
     pub(crate) fn new(
         book: &'static IpcBook,
-        handle: Vec<u8>,
+        handle: Arc<[u8]>,
         address: Address,
         size: u64,
         context: Arc<dyn Context>,
