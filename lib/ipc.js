@@ -23,6 +23,12 @@ const { DEVICE } = KIND;
  * export call; another length is asked again with a buffer of that length. */
 const HANDLE_LENGTH = 64;
 
+/** Where the binding writes a handle of that length: its own `ArrayBuffer`, off V8's heap
+ * (a new array this small lives on the heap, and the binding reading its bytes would make
+ * V8 move them off it first). */
+const exportScratch = new Uint8Array(new ArrayBuffer(HANDLE_LENGTH));
+const typedArraySet = Object.getPrototypeOf(Uint8Array.prototype).set;
+
 /** Module-private: lets only `IPCMemoryHandle.open` make a `MemoryIPCDevice`. */
 const OPENED = Symbol('dpctl-memory IPC mapping');
 
@@ -92,11 +98,13 @@ class IPCMemoryHandle {
       throw typeError(`IPCMemoryHandle needs a MemoryUSMDevice, not ${display(memory)}`, ErrorCode.NotUsm);
     }
     const handle = checkedHandle(memory, 'memory source');
-    let bytes = new Uint8Array(HANDLE_LENGTH);
+    let bytes;
     try {
-      const length = native.memIpcExport(handle, bytes);
-      if (length !== HANDLE_LENGTH) {
-        bytes = new Uint8Array(length);
+      const length = native.memIpcExport(handle, exportScratch);
+      bytes = new Uint8Array(length);
+      if (length === HANDLE_LENGTH) {
+        apply(typedArraySet, bytes, [exportScratch]);
+      } else {
         native.memIpcExport(handle, bytes);
       }
     } catch (error) {

@@ -2,23 +2,48 @@
 //! book of exported and open handles. Apart from `memory::ipc`'s policy so that memory
 //! objects (`usm::Owner::Mapping`) can hold a mapping without importing that policy.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::memory::allocation::Allocation;
 use crate::runtime::ranges::RangeBook;
 use crate::runtime::{Address, Context};
 
+/// Hashes handle bytes a word at a time. The keys are handles this process's runtime made,
+/// or opened (a handle is booked only once the runtime has opened it), so no caller picks
+/// them to collide; SipHash's per-byte cost is paid on every open and close.
+#[derive(Default)]
+pub(crate) struct HandleHasher(u64);
+
+impl Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+}
+
+/// A map keyed by handle bytes.
+pub(crate) type HandleMap<K, V> = HashMap<K, V, BuildHasherDefault<HandleHasher>>;
+
 /// What this process exported and opened: handles by their bytes.
 #[derive(Default)]
 pub(crate) struct Book {
     /// Handles made here, with the allocation each names (pruned as allocations go, see
     /// `note_export`).
-    pub(crate) exported: HashMap<Vec<u8>, Weak<Allocation>>,
+    pub(crate) exported: HandleMap<Vec<u8>, Weak<Allocation>>,
     /// The size of `exported` at which the next export prunes it.
     prune_at: usize,
     /// Handles open here, with their mapping.
-    pub(crate) open: HashMap<Arc<[u8]>, Weak<IpcMapping>>,
+    pub(crate) open: HandleMap<Arc<[u8]>, Weak<IpcMapping>>,
     /// The open mappings by range.
     pub(crate) mapped: RangeBook<Weak<IpcMapping>>,
 }
@@ -110,8 +135,12 @@ impl Drop for IpcMapping {
         // meanwhile, and an open of the same handle waits until it is closed.
         let mut guard = self.book.lock();
         let book = &mut *guard;
-        if book.open.get(&self.handle).is_some_and(|m| m.strong_count() == 0) {
-            book.open.remove(&self.handle);
+        // The entry may already be a newer mapping of the same handle, opened after this
+        // one's last holder went and before this drop took the lock: that one stays.
+        if let Entry::Occupied(entry) = book.open.entry(self.handle.clone()) {
+            if entry.get().strong_count() == 0 {
+                entry.remove();
+            }
         }
         book.mapped.remove_if(self.address, |m| m.strong_count() == 0);
         if let Some(ipc) = self.context.ipc() {

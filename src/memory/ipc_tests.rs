@@ -241,3 +241,19 @@ fn a_thousand_cycles_leave_nothing_open() {
     drop(counts);
     assert!(!book.lock().open.contains_key(handle.as_slice()), "out of the book");
 }
+
+#[test]
+fn the_handle_hasher_reads_every_byte_of_a_handle() {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    let build = BuildHasherDefault::<crate::memory::ipc_mapping::HandleHasher>::default();
+    let base = [7u8; 64];
+    let mut seen = std::collections::HashSet::new();
+    assert!(seen.insert(build.hash_one(&base[..])));
+    for at in 0..base.len() {
+        let mut changed = base;
+        changed[at] ^= 1;
+        assert!(seen.insert(build.hash_one(&changed[..])), "byte {at} changed the hash of no other handle");
+    }
+    // A shorter handle with the same leading bytes is another key.
+    assert!(seen.insert(build.hash_one(&base[..63])));
+}
