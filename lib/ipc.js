@@ -51,6 +51,10 @@ function readOpenOptions(options) {
   const names = keys(options);
   for (let i = 0; i < names.length; i++) {
     const name = names[i];
+    // The name is checked before its value is read: an unknown option's getter never runs.
+    if (name !== 'queue' && name !== 'device' && name !== 'nbytes') {
+      throw typeError(`unknown option '${shortName(name)}': the options of IPCMemoryHandle.open are queue, device and nbytes`);
+    }
     const value = options[name];
     if (name === 'queue') {
       if (given(value) && !isQueue(value)) throw typeError(`queue must be a SyclQueue, not ${display(value)}`);
@@ -58,10 +62,8 @@ function readOpenOptions(options) {
     } else if (name === 'device') {
       if (given(value) && !isDevice(value)) throw typeError(`device must be a SyclDevice, not ${display(value)}`);
       device = given(value) ? value : undefined;
-    } else if (name === 'nbytes') {
-      nbytes = given(value) ? nbytesArg(value) : undefined;
     } else {
-      throw typeError(`unknown option '${shortName(name)}': the options of IPCMemoryHandle.open are queue, device and nbytes`);
+      nbytes = given(value) ? nbytesArg(value) : undefined;
     }
   }
   if (queue !== undefined && device !== undefined) throw typeError('IPCMemoryHandle.open takes a queue or a device, not both');
