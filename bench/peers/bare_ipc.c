@@ -11,7 +11,11 @@
  * returns the mapped address (a Number); range(address) returns the size of the mapping
  * that holds it (`cuMemGetAddressRange`, which our open also calls); close(address);
  * register(typedArray, flags) and unregister(typedArray) (`cuMemHostRegister` of the view's
- * bytes and `cuMemHostUnregister`). Each throws on a failed call.
+ * bytes and `cuMemHostUnregister`); ourDriverCalls(Uint8Array of 64 bytes): in one call,
+ * every driver and Node-API call an open + free of ours makes, none of our own code
+ * between (`cuCtxGetCurrent`, `cuIpcOpenMemHandle`, `cuMemGetAddressRange`, the mapping's
+ * report to V8 and its withdrawal, `cuCtxGetCurrent`, `cuIpcCloseMemHandle`), for
+ * bench/ipc-cold.js. Each throws on a failed call.
  */
 #include <dlfcn.h>
 #include <node_api.h>
@@ -28,6 +32,7 @@ typedef int (*cu_open_t)(uint64_t *, ipc_handle, unsigned);
 typedef int (*cu_close_t)(uint64_t);
 typedef int (*cu_range_t)(uint64_t *, size_t *, uint64_t);
 typedef int (*cu_register_t)(void *, size_t, unsigned);
+typedef int (*cu_get_current_t)(void **);
 typedef int (*cu_unregister_t)(void *);
 
 static cu_open_t ipc_open;
@@ -35,6 +40,7 @@ static cu_close_t ipc_close;
 static cu_range_t address_range;
 static cu_register_t host_register;
 static cu_unregister_t host_unregister;
+static cu_get_current_t get_current;
 
 static napi_value fail(napi_env env, const char *call, int status) {
   char text[96];
@@ -56,8 +62,9 @@ static napi_value js_init(napi_env env, napi_callback_info info) {
   address_range = (cu_range_t)dlsym(cuda, "cuMemGetAddressRange_v2");
   host_register = (cu_register_t)dlsym(cuda, "cuMemHostRegister_v2");
   host_unregister = (cu_unregister_t)dlsym(cuda, "cuMemHostUnregister");
+  get_current = (cu_get_current_t)dlsym(cuda, "cuCtxGetCurrent");
   if (!init || !device_get || !retain || !set_current || !ipc_open || !ipc_close || !address_range || !host_register ||
-      !host_unregister) {
+      !host_unregister || !get_current) {
     return fail(env, "dlsym", -1);
   }
   int device, status;
@@ -69,25 +76,56 @@ static napi_value js_init(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-static napi_value js_open(napi_env env, napi_callback_info info) {
+/* The 64-byte handle argument of open and ourDriverCalls; false (a TypeError thrown) where there is none. */
+static int handle_arg(napi_env env, napi_callback_info info, ipc_handle *handle) {
   size_t argc = 1;
-  napi_value arg, result;
+  napi_value arg;
   napi_typedarray_type type;
   size_t length;
   void *data;
   if (napi_get_cb_info(env, info, &argc, &arg, NULL, NULL) != napi_ok || argc < 1 ||
       napi_get_typedarray_info(env, arg, &type, &length, &data, NULL, NULL) != napi_ok || type != napi_uint8_array ||
       length != 64) {
-    napi_throw_type_error(env, NULL, "open needs a Uint8Array of 64 bytes");
-    return NULL;
+    napi_throw_type_error(env, NULL, "a Uint8Array of 64 bytes is needed");
+    return 0;
   }
+  memcpy(handle->reserved, data, sizeof handle->reserved);
+  return 1;
+}
+
+static napi_value js_open(napi_env env, napi_callback_info info) {
   ipc_handle handle;
-  memcpy(handle.reserved, data, sizeof handle.reserved);
+  napi_value result;
+  if (!handle_arg(env, info, &handle)) return NULL;
   uint64_t address = 0;
   int status = ipc_open(&address, handle, 1 /* CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS */);
   if (status) return fail(env, "cuIpcOpenMemHandle", status);
   napi_create_double(env, (double)address, &result);
   return result;
+}
+
+static napi_value js_our_driver_calls(napi_env env, napi_callback_info info) {
+  ipc_handle handle;
+  void *context;
+  uint64_t address = 0, base;
+  size_t size;
+  int64_t reported;
+  int status;
+  if (!handle_arg(env, info, &handle)) return NULL;
+  if ((status = get_current(&context))) return fail(env, "cuCtxGetCurrent", status);
+  if ((status = ipc_open(&address, handle, 1))) return fail(env, "cuIpcOpenMemHandle", status);
+  if ((status = address_range(&base, &size, address))) {
+    ipc_close(address);
+    return fail(env, "cuMemGetAddressRange", status);
+  }
+  napi_adjust_external_memory(env, (int64_t)size, &reported);
+  napi_adjust_external_memory(env, -(int64_t)size, &reported);
+  if ((status = get_current(&context))) {
+    ipc_close(address);
+    return fail(env, "cuCtxGetCurrent", status);
+  }
+  if ((status = ipc_close(address))) return fail(env, "cuIpcCloseMemHandle", status);
+  return NULL;
 }
 
 /* The address argument of range and close; false (a TypeError thrown) where there is none. */
@@ -161,7 +199,8 @@ static napi_value js_unregister(napi_env env, napi_callback_info info) {
 NAPI_MODULE_INIT() {
   static const struct { const char *name; napi_callback fn; } functions[] = {
       {"init", js_init},   {"open", js_open},         {"range", js_range},
-      {"close", js_close}, {"register", js_register}, {"unregister", js_unregister}};
+      {"close", js_close}, {"register", js_register}, {"unregister", js_unregister},
+      {"ourDriverCalls", js_our_driver_calls}};
   for (size_t i = 0; i < sizeof functions / sizeof functions[0]; i++) {
     napi_value fn;
     napi_create_function(env, functions[i].name, NAPI_AUTO_LENGTH, functions[i].fn, NULL, &fn);
