@@ -6,14 +6,13 @@
 // (src/memory/ipc.rs); this file reads the arguments and makes the objects.
 const { native, release, DEVICE_HANDLE, KIND } = require('./native.js');
 const { ErrorCode, typeError, fromNative, invalidThis, IPC_CLONE_GUARD } = require('./errors.js');
-const { display, nbytesArg, arrayState, shortName } = require('./values.js');
+const { display, nbytesArg, arrayState, readOptions } = require('./values.js');
 const devices = require('./device.js');
 const memory = require('./memory.js');
 
 const { INTERNAL, cachedQueue, queueHandle, deviceHandle, isQueue, isDevice } = devices;
 const { MemoryUSMDevice, isMemory, checkedHandle, sizeOf } = memory;
 const { Uint8Array, Object, Reflect, Symbol } = globalThis;
-const keys = Object.keys;
 const apply = Reflect.apply;
 const inspect = Symbol.for('nodejs.util.inspect.custom');
 const typedArrayTag = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), Symbol.toStringTag).get;
@@ -38,34 +37,29 @@ const isUint8Array = (value) => apply(typedArrayTag, value, []) === 'Uint8Array'
 /** Whether an option was given a value (`undefined` and `null` mean none). */
 const given = (value) => value !== undefined && value !== null;
 
-/** `{ queue | device, nbytes }` of `open`: own enumerable properties only, unknown names
- * refused. Read by name in one pass (an IPC cycle runs it once between two waits, so it
- * makes no object but its result). */
+/** The readers of `open`'s options (`undefined`: not given). */
+const OPEN_OPTIONS = Object.freeze({
+  queue: (value) => {
+    if (given(value) && !isQueue(value)) throw typeError(`queue must be a SyclQueue, not ${display(value)}`);
+    return given(value) ? value : undefined;
+  },
+  device: (value) => {
+    if (given(value) && !isDevice(value)) throw typeError(`device must be a SyclDevice, not ${display(value)}`);
+    return given(value) ? value : undefined;
+  },
+  nbytes: (value) => (given(value) ? nbytesArg(value) : undefined),
+});
+
+/** `{ queue | device, nbytes }` of `open`: own enumerable properties only, unknown names refused. */
 function readOpenOptions(options) {
   if (typeof options !== 'object' || options === null || arrayState(options) !== false || isQueue(options) || isDevice(options)) {
     throw typeError(`IPCMemoryHandle.open options must be a plain object such as { device, nbytes }, not ${display(options)}`);
   }
-  let queue;
-  let device;
-  let nbytes;
-  const names = keys(options);
-  for (let i = 0; i < names.length; i++) {
-    const name = names[i];
-    // The name is checked before its value is read: an unknown option's getter never runs.
-    if (name !== 'queue' && name !== 'device' && name !== 'nbytes') {
-      throw typeError(`unknown option '${shortName(name)}': the options of IPCMemoryHandle.open are queue, device and nbytes`);
-    }
-    const value = options[name];
-    if (name === 'queue') {
-      if (given(value) && !isQueue(value)) throw typeError(`queue must be a SyclQueue, not ${display(value)}`);
-      queue = given(value) ? value : undefined;
-    } else if (name === 'device') {
-      if (given(value) && !isDevice(value)) throw typeError(`device must be a SyclDevice, not ${display(value)}`);
-      device = given(value) ? value : undefined;
-    } else {
-      nbytes = given(value) ? nbytesArg(value) : undefined;
-    }
-  }
+  const { queue, device, nbytes } = readOptions(
+    options,
+    OPEN_OPTIONS,
+    (name) => `unknown option '${name}': the options of IPCMemoryHandle.open are queue, device and nbytes`,
+  );
   if (queue !== undefined && device !== undefined) throw typeError('IPCMemoryHandle.open takes a queue or a device, not both');
   if (nbytes === undefined) {
     throw typeError('IPCMemoryHandle.open needs nbytes: the size the exporter sent with the handle (a handle does not carry it)');
