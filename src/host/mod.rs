@@ -33,6 +33,116 @@ pub(crate) fn host_memcpy(dst: WriteBytes<'_>, src: ReadBytes<'_>) {
     unsafe { std::ptr::copy(src.address() as *const u8, dst.address() as *mut u8, nbytes as usize) };
 }
 
+/// Copies all of `src` into the start of `dst` (at most `dst.len()` bytes; ranges that
+/// overlap go through `host_memcpy`) with stores that bypass the caches where the CPU has
+/// them (x86-64): for a buffer a DMA reads next, which then reads every byte from memory
+/// instead of snooping it out of the writing cores' caches, and runs at the pinned rate.
+/// The stores are fenced before it returns, so whatever this thread publishes afterwards
+/// (a piece counted done) is ordered after them.
+pub(crate) fn host_memcpy_for_dma(dst: WriteBytes<'_>, src: ReadBytes<'_>) {
+    let nbytes = src.len().min(dst.len()) as usize;
+    if nbytes < UNCACHED_COPY_MIN || src.overlaps(&dst) {
+        host_memcpy(dst, src);
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (to, from) = (dst.address() as *mut u8, src.address() as *const u8);
+        if has_avx() {
+            // SAFETY: both ranges are valid for `nbytes` bytes (their constructors'
+            // contract) and do not overlap; the CPU has AVX.
+            unsafe { uncached_copy_avx(to, from, nbytes) };
+        } else {
+            // SAFETY: as above (SSE2 is part of x86-64).
+            unsafe { uncached_copy_sse2(to, from, nbytes) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    host_memcpy(dst, src);
+}
+
+/// Below this a copy for a DMA keeps the cached stores (the head and tail around the
+/// aligned body would be most of it).
+const UNCACHED_COPY_MIN: usize = 4 << 10;
+
+/// Whether the CPU has AVX (asked once).
+#[cfg(target_arch = "x86_64")]
+fn has_avx() -> bool {
+    static AVX: OnceLock<bool> = OnceLock::new();
+    *AVX.get_or_init(|| std::arch::is_x86_feature_detected!("avx"))
+}
+
+/// `len` bytes from `src` to `dst`: the destination's head up to a `LANE`-byte boundary
+/// and its tail by plain copies, the body `4 * LANE` bytes at a time by unaligned loads
+/// and non-temporal stores (`copy_lanes`), then a store fence.
+///
+/// # Safety
+/// `src` must be valid for reads and `dst` for writes of `len` bytes, not overlapping.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn uncached_copy<const LANE: usize>(
+    dst: *mut u8,
+    src: *const u8,
+    len: usize,
+    copy_lanes: impl Fn(*mut u8, *const u8),
+) {
+    let head = dst.align_offset(LANE).min(len);
+    let body = (len - head) / (4 * LANE) * (4 * LANE);
+    // SAFETY: every offset below stays within `0..len` of both ranges (the caller's
+    // contract); `head` aligns the body's stores to `LANE` bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, dst, head);
+        let (mut from, mut to) = (src.add(head), dst.add(head));
+        let end = to.add(body);
+        while to < end {
+            copy_lanes(to, from);
+            (from, to) = (from.add(4 * LANE), to.add(4 * LANE));
+        }
+        std::ptr::copy_nonoverlapping(from, to, len - head - body);
+        std::arch::x86_64::_mm_sfence();
+    }
+}
+
+/// `uncached_copy` by 32-byte AVX stores, reading ahead of the loads.
+///
+/// # Safety
+/// As `uncached_copy`; the CPU has AVX.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn uncached_copy_avx(dst: *mut u8, src: *const u8, len: usize) {
+    use std::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_stream_si256, _mm_prefetch, _MM_HINT_T0};
+    // SAFETY: `uncached_copy` hands each call 128 bytes inside both ranges, the stores on
+    // a 32-byte boundary; a prefetch never faults.
+    unsafe {
+        uncached_copy::<32>(dst, src, len, |to, from| {
+            _mm_prefetch(from.wrapping_add(1024) as *const i8, _MM_HINT_T0);
+            let words = [0, 1, 2, 3].map(|i| _mm256_loadu_si256(from.add(32 * i) as *const __m256i));
+            for (i, word) in words.into_iter().enumerate() {
+                _mm256_stream_si256(to.add(32 * i) as *mut __m256i, word);
+            }
+        })
+    }
+}
+
+/// `uncached_copy` by 16-byte SSE2 stores (every x86-64 CPU has them).
+///
+/// # Safety
+/// As `uncached_copy`.
+#[cfg(target_arch = "x86_64")]
+unsafe fn uncached_copy_sse2(dst: *mut u8, src: *const u8, len: usize) {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+    // SAFETY: `uncached_copy` hands each call 64 bytes inside both ranges, the stores on a
+    // 16-byte boundary.
+    unsafe {
+        uncached_copy::<16>(dst, src, len, |to, from| {
+            let words = [0, 1, 2, 3].map(|i| _mm_loadu_si128(from.add(16 * i) as *const __m128i));
+            for (i, word) in words.into_iter().enumerate() {
+                _mm_stream_si128(to.add(16 * i) as *mut __m128i, word);
+            }
+        })
+    }
+}
+
 /// From this size on a copy into a destination on a cache line goes through the CPU's
 /// string copy (`rep movsb`) where the CPU says it is fast (ERMS): for ranges larger than
 /// the caches the C library switches to non-temporal stores, which measured slower than
@@ -488,6 +598,29 @@ fn copy_slices(dst: u64, src: u64, nbytes: u64, slice: u64, helpers: usize, work
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copy_for_a_dma_moves_every_byte_at_every_alignment() {
+        let src: Vec<u8> = (0..(70 << 10)).map(|i| (i * 13 % 251) as u8).collect();
+        for (from, to, len) in [(0, 0, 64 << 10), (1, 7, (64 << 10) + 5), (3, 16, 4096), (0, 9, 4095), (5, 0, 100)] {
+            let mut dst = vec![0u8; len + 64];
+            host_memcpy_for_dma(
+                WriteBytes::of_slice(&mut dst[to..to + len]),
+                ReadBytes::of_slice(&src[from..from + len]),
+            );
+            assert!(dst[to..to + len] == src[from..from + len], "{from} {to} {len}");
+            assert!(dst[..to].iter().chain(&dst[to + len..]).all(|&b| b == 0), "nothing outside: {from} {to} {len}");
+            #[cfg(target_arch = "x86_64")]
+            {
+                // The SSE2 body, which CPUs without AVX take.
+                let mut dst = vec![0u8; len + 64];
+                // SAFETY: both slices hold `len` bytes from these offsets and are distinct.
+                unsafe { uncached_copy_sse2(dst[to..].as_mut_ptr(), src[from..].as_ptr(), len) };
+                assert!(dst[to..to + len] == src[from..from + len], "sse2 {from} {to} {len}");
+                assert!(dst[..to].iter().chain(&dst[to + len..]).all(|&b| b == 0), "sse2 outside: {from} {to} {len}");
+            }
+        }
+    }
 
     #[test]
     fn parallel_copy_moves_every_byte_and_overlap_is_a_memmove() {

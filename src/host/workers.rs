@@ -232,59 +232,90 @@ pub(crate) fn queue_jobs(jobs: Vec<Job>) {
     }
 }
 
-/// The pieces of one `run_pieces`: the next one to take, how many have run, and what
-/// running one does.
+/// The pieces of one `run_pieces_in_groups`: the next one to take, how many of each group
+/// have run, and what running one does.
 struct Pieces {
     next: AtomicUsize,
     total: usize,
-    done: AtomicUsize,
-    /// Taken by the caller to sleep on `all_done`, and by the piece that ends last to
+    per_group: usize,
+    /// Pieces run, per group of `per_group` consecutive pieces.
+    groups_done: Box<[AtomicUsize]>,
+    /// Set when a piece panicked (on whichever thread), so the caller never takes a group
+    /// with a piece that did not finish for a whole one.
+    failed: AtomicBool,
+    /// Taken by the caller to sleep on `group_done`, and by the piece that ends a group to
     /// wake it, so that the wake-up cannot fall between the caller's check and its sleep.
     sleep: Mutex<()>,
-    all_done: Condvar,
+    group_done: Condvar,
     piece: Box<dyn Fn(usize) + Send + Sync>,
 }
 
 /// Counts one piece as run when dropped, also when the piece panicked, so the caller of
-/// `run_pieces` never waits forever.
-struct PieceDone<'a>(&'a Pieces);
+/// `run_pieces_in_groups` never waits forever.
+struct PieceDone<'a> {
+    pieces: &'a Pieces,
+    index: usize,
+}
 
 impl Drop for PieceDone<'_> {
     fn drop(&mut self) {
-        if self.0.done.fetch_add(1, Ordering::AcqRel) + 1 >= self.0.total {
-            let _sleep = lock(&self.0.sleep);
-            self.0.all_done.notify_all();
+        let pieces = self.pieces;
+        if std::thread::panicking() {
+            pieces.failed.store(true, Ordering::Release);
+        }
+        let group = self.index / pieces.per_group;
+        if pieces.groups_done[group].fetch_add(1, Ordering::AcqRel) + 1 >= pieces.group_len(group) {
+            let _sleep = lock(&pieces.sleep);
+            pieces.group_done.notify_all();
         }
     }
 }
 
 impl Pieces {
-    fn all_ran(&self) -> bool {
-        self.done.load(Ordering::Acquire) >= self.total
+    fn groups(&self) -> usize {
+        self.groups_done.len()
     }
 
-    /// Returns once every piece has run: watched for during `WAIT_WATCH`, then asleep.
-    fn wait_all(&self) {
+    /// How many pieces group `group` has (the last may have fewer).
+    fn group_len(&self, group: usize) -> usize {
+        self.per_group.min(self.total - group * self.per_group)
+    }
+
+    fn group_ran(&self, group: usize) -> bool {
+        self.groups_done[group].load(Ordering::Acquire) >= self.group_len(group)
+    }
+
+    /// Returns once every piece of `group` has run: watched for during `WAIT_WATCH`, then
+    /// asleep.
+    fn wait_group(&self, group: usize) {
         let until = Instant::now() + WAIT_WATCH;
-        while !self.all_ran() && Instant::now() < until {
+        while !self.group_ran(group) && Instant::now() < until {
             std::hint::spin_loop();
         }
         let mut sleep = lock(&self.sleep);
-        while !self.all_ran() {
-            sleep = self.all_done.wait(sleep).unwrap_or_else(|poisoned| poisoned.into_inner());
+        while !self.group_ran(group) {
+            sleep = self.group_done.wait(sleep).unwrap_or_else(|poisoned| poisoned.into_inner());
         }
+    }
+
+    fn wait_all(&self) {
+        (0..self.groups()).for_each(|group| self.wait_group(group));
+    }
+
+    /// Takes and runs the next piece; `false` when none was left.
+    fn run_next(&self) -> bool {
+        let index = self.next.fetch_add(1, Ordering::Relaxed);
+        if index >= self.total {
+            return false;
+        }
+        let _done = PieceDone { pieces: self, index };
+        (self.piece)(index);
+        true
     }
 
     /// Takes and runs pieces until none is left.
     fn work(&self) {
-        loop {
-            let index = self.next.fetch_add(1, Ordering::Relaxed);
-            if index >= self.total {
-                return;
-            }
-            let _done = PieceDone(self);
-            (self.piece)(index);
-        }
+        while self.run_next() {}
     }
 }
 
@@ -299,15 +330,37 @@ pub(crate) fn run_pieces(
     total: usize,
     piece: impl Fn(usize) + Send + Sync + 'static,
 ) {
+    run_pieces_in_groups(workers, helpers, total, total, piece, |_| {});
+}
+
+/// `run_pieces`, with the pieces in groups of `per_group` consecutive ones (the last may
+/// have fewer): `ready(g)` runs on this thread for each group in order, once every piece
+/// of group `g` has run, between this thread's own pieces and while it waits for the
+/// others' (a staged copy queues each chunk's DMA while the threads copy the next chunks,
+/// with one hand-off to the workers for the whole copy). After a panic of a piece or of
+/// `ready`, no later `ready` runs; every piece still runs (other threads may be copying
+/// into the caller's memory), then the panic goes on up. A piece that panicked on a
+/// worker panics the caller in the same way.
+pub(crate) fn run_pieces_in_groups(
+    workers: Option<&Workers>,
+    helpers: usize,
+    total: usize,
+    per_group: usize,
+    piece: impl Fn(usize) + Send + Sync + 'static,
+    mut ready: impl FnMut(usize),
+) {
     if total == 0 {
         return;
     }
+    let per_group = per_group.clamp(1, total);
     let pieces = Arc::new(Pieces {
         next: AtomicUsize::new(0),
         total,
-        done: AtomicUsize::new(0),
+        per_group,
+        groups_done: (0..total.div_ceil(per_group)).map(|_| AtomicUsize::new(0)).collect(),
+        failed: AtomicBool::new(false),
         sleep: Mutex::new(()),
-        all_done: Condvar::new(),
+        group_done: Condvar::new(),
         piece: Box::new(piece),
     });
     if let Some(workers) = workers {
@@ -316,9 +369,27 @@ pub(crate) fn run_pieces(
             Box::new(move || shared.work()) as Job
         }));
     }
-    // A piece that panics here must not end the wait early (workers may still be copying
-    // into the caller's memory): the rest are taken, every piece awaited, then it unwinds.
-    let mut panicked = None;
+    let mut readied = 0;
+    let mut ready_in_order = |readied: &mut usize, wait: bool| {
+        while *readied < pieces.groups() {
+            if wait {
+                pieces.wait_group(*readied);
+            } else if !pieces.group_ran(*readied) {
+                return;
+            }
+            assert!(!pieces.failed.load(Ordering::Acquire), "a piece of a parallel copy panicked");
+            ready(*readied);
+            *readied += 1;
+        }
+    };
+    let mut panicked = catch_unwind(AssertUnwindSafe(|| {
+        while pieces.run_next() {
+            ready_in_order(&mut readied, false);
+        }
+        ready_in_order(&mut readied, true);
+    }))
+    .err();
+    // Whatever happened, no piece may still be running when this returns.
     while let Err(payload) = catch_unwind(AssertUnwindSafe(|| pieces.work())) {
         panicked.get_or_insert(payload);
     }
@@ -343,7 +414,7 @@ mod tests {
             });
             assert!(hits.iter().all(|h| h.load(Ordering::SeqCst) == 1), "each piece once");
         }
-        // A piece that panics on a worker is counted as run; the call returns.
+        // A piece that panics (here or on a worker) is counted as run; the others all run.
         let hits = Arc::new(AtomicUsize::new(0));
         let counted = hits.clone();
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -352,11 +423,61 @@ mod tests {
                 assert!(i != 7, "a piece that panics");
             })
         }));
-        // The panic lands on whichever thread ran piece 7: this one (an Err, after every
-        // piece ran) or a worker (the others take the rest).
-        let _ = outcome;
+        // Whichever thread ran piece 7, the caller panics, after every piece ran.
+        assert!(outcome.is_err(), "the panic reaches the caller");
         assert_eq!(hits.load(Ordering::SeqCst), 50, "every piece ran, the panicking one too");
         run_pieces(workers(), 3, 10, |_| {});
+    }
+
+    #[test]
+    fn each_group_is_ready_once_in_order_after_all_its_pieces_ran() {
+        for (total, per_group, helpers) in [(64, 16, 7), (37, 8, 3), (5, 1, 31), (9, 100, 2), (40, 16, 0)] {
+            let hits = Arc::new((0..total).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>());
+            let counted = hits.clone();
+            let mut readied = Vec::new();
+            run_pieces_in_groups(
+                workers(),
+                helpers,
+                total,
+                per_group,
+                move |i| {
+                    counted[i].fetch_add(1, Ordering::SeqCst);
+                },
+                |group| {
+                    let pieces = group * per_group..((group + 1) * per_group).min(total);
+                    assert!(pieces.clone().all(|i| hits[i].load(Ordering::SeqCst) == 1), "group {group} whole");
+                    readied.push(group);
+                },
+            );
+            assert_eq!(readied, (0..total.div_ceil(per_group)).collect::<Vec<_>>(), "{total}/{per_group}");
+        }
+    }
+
+    #[test]
+    fn a_piece_that_panics_stops_the_groups_and_reaches_the_caller() {
+        // Whichever thread runs piece 3, the caller panics, every piece still runs, and no
+        // group from the panicking one on is ready.
+        for _ in 0..20 {
+            let hits = Arc::new(AtomicUsize::new(0));
+            let counted = hits.clone();
+            let mut readied = Vec::new();
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                run_pieces_in_groups(
+                    workers(),
+                    7,
+                    32,
+                    4,
+                    move |i| {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        assert!(i != 3, "a piece that panics");
+                    },
+                    |group| readied.push(group),
+                )
+            }));
+            assert!(outcome.is_err(), "the panic reaches the caller");
+            assert_eq!(hits.load(Ordering::SeqCst), 32, "every piece ran");
+            assert!(readied.is_empty(), "group 0 held the panicking piece: {readied:?}");
+        }
     }
 
     #[test]

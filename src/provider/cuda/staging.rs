@@ -14,6 +14,10 @@
 //! Mid-size copies take the pipelined path instead (`Stager::copy_pipelined`,
 //! `StagingConfig::pipelines`): one chunk per buffer, every driver call on the calling
 //! thread, the copy workers only splitting each chunk's memcpy.
+//!
+//! Every memcpy into a pinned buffer uses stores that bypass the caches
+//! (`host_memcpy_for_dma`): a DMA that reads bytes still in the writing cores' caches runs
+//! at a fraction of the pinned rate.
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -24,8 +28,8 @@ use cudarc::driver::sys::CU_MEMHOSTALLOC_PORTABLE;
 
 use super::driver::{ContextHandle, CurrentContext, Driver, PinnedHost, Stream};
 use crate::error::{MemoryError, Result};
-use crate::host::workers::{queue_jobs, Job};
-use crate::host::{host_memcpy_in_pieces, pieces_for_every_thread};
+use crate::host::workers::{queue_jobs, run_pieces_in_groups, threads, workers, Job};
+use crate::host::{host_memcpy_for_dma, host_memcpy_in_pieces, pieces_for_every_thread};
 use crate::runtime::held::Held;
 use crate::runtime::Address;
 use crate::runtime::{ReadBytes, WriteBytes};
@@ -316,12 +320,13 @@ impl Stager {
         }
     }
 
-    /// A mid-size copy: chunks of `pipeline_chunk`, each through a pinned buffer and
-    /// stream of its own, with every driver call made on this thread. To the device, each
-    /// chunk is copied into its buffer (the memcpy split over the copy workers) and its DMA
-    /// queued, so it overlaps the next chunk's memcpy; to the host, every DMA is queued
-    /// first and each chunk copied out (split the same way) once its stream is done. Every
-    /// queued DMA is complete when this returns, also on failure.
+    /// A mid-size copy: chunks of `pipeline_chunk`, each through a pinned buffer of its
+    /// own, with every driver call made on this thread. To the device, the copy workers
+    /// copy the chunks into their buffers and each chunk's DMA is queued as soon as it is
+    /// in, so it overlaps the next chunks' memcpy (`fill_and_queue`); to the host, every DMA
+    /// is queued first, each on its buffer's stream, and each chunk copied out (its memcpy
+    /// split over the copy workers) once its stream is done. Every queued DMA is complete
+    /// when this returns, also on failure.
     ///
     /// # Safety
     /// As [`Stager::copy`]; the chunks fit in the buffers (`StagingConfig::pipelines`).
@@ -346,23 +351,9 @@ impl Stager {
         let run = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
             match direction {
                 Direction::HostToDevice => {
-                    for (buffer, (offset, len)) in self.buffers.iter().zip(chunks) {
-                        // SAFETY: the caller vouches for the host range; the buffer holds
-                        // `chunk >= len` bytes and no DMA of this copy uses it yet.
-                        let (to, from) = unsafe {
-                            (
-                                WriteBytes::from_raw(buffer.address(), len as u64),
-                                ReadBytes::from_raw((host + offset) as u64, len as u64),
-                            )
-                        };
-                        host_memcpy_in_pieces(to, from, pieces);
-                        // SAFETY: the caller vouches for the device range; the buffer holds
-                        // `len` bytes; both stay valid until the stream is synchronised
-                        // below, before this returns.
-                        unsafe { current.memcpy_async(device + offset as u64, buffer.address(), len, &buffer.stream) }
-                            .map_err(|e| e.during("staged"))?;
-                        queued.set(queued.get() + 1);
-                    }
+                    // SAFETY: the caller vouches for the ranges; every DMA is complete when
+                    // this returns (below).
+                    unsafe { self.fill_and_queue(&current, host, device, nbytes, chunk, &queued) }?;
                 }
                 Direction::DeviceToHost => {
                     let chunks: Vec<(usize, usize)> = chunks.collect();
@@ -391,9 +382,14 @@ impl Stager {
             Ok(())
         }));
         // No DMA may outlive the call: the caller reuses its memory, the next copy the buffers.
-        // Every queued buffer not yet waited for is, also after one wait failed.
+        // Every stream with a DMA not yet waited for is waited for, also after one wait
+        // failed: to the device, the first buffer's, which carries every chunk's DMA.
+        let unwaited = match direction {
+            Direction::HostToDevice => &self.buffers[..queued.get().min(1)],
+            Direction::DeviceToHost => &self.buffers[waited.get()..queued.get()],
+        };
         let mut synced = Ok(());
-        for buffer in &self.buffers[waited.get()..queued.get()] {
+        for buffer in unwaited {
             let wait = sync(&current, buffer);
             if synced.is_ok() {
                 synced = wait;
@@ -403,6 +399,64 @@ impl Stager {
             Ok(result) => result.and(synced),
             Err(payload) => std::panic::resume_unwind(payload),
         }
+    }
+
+    /// To the device: copies each chunk of the host range into a buffer of its own, the
+    /// memcpy spread over every copy thread in one hand-off for the whole copy, and queues
+    /// each chunk's DMA as soon as its last piece is in, while the threads go on with the
+    /// next chunks. Every DMA goes on the first buffer's stream (one engine carries them in
+    /// turn either way; the caller then waits for one stream); `queued` counts them.
+    ///
+    /// # Safety
+    /// As [`Stager::copy`]; there are `nbytes.div_ceil(chunk)` buffers of `chunk` bytes.
+    unsafe fn fill_and_queue(
+        &self,
+        current: &CurrentContext,
+        host: usize,
+        device: Address,
+        nbytes: usize,
+        chunk: usize,
+        queued: &Cell<usize>,
+    ) -> Result<()> {
+        let piece = pieces_for_every_thread(chunk as u64) as usize;
+        let per_chunk = chunk.div_ceil(piece);
+        let count = nbytes.div_ceil(chunk);
+        let buffers: Vec<Address> = self.buffers[..count].iter().map(PinnedBuffer::address).collect();
+        let targets = buffers.clone();
+        let fill = move |index: usize| {
+            let (at, within) = (index / per_chunk, index % per_chunk * piece);
+            let start = at * chunk + within;
+            let end = (start + piece).min((at + 1) * chunk).min(nbytes);
+            if start < end {
+                // SAFETY: a piece of the caller's host range and of chunk `at`'s buffer
+                // (`within + piece <= chunk` bytes into it), both valid until every piece
+                // has run: `run_pieces_in_groups` returns only then.
+                let (to, from) = unsafe {
+                    (
+                        WriteBytes::from_raw(targets[at] + within as u64, (end - start) as u64),
+                        ReadBytes::from_raw((host + start) as u64, (end - start) as u64),
+                    )
+                };
+                host_memcpy_for_dma(to, from);
+            }
+        };
+        let stream = &self.buffers[0].stream;
+        let mut failed = None;
+        let queue_dma = |at: usize| {
+            if failed.is_some() {
+                return;
+            }
+            let (offset, len) = (at * chunk, chunk.min(nbytes - at * chunk));
+            // SAFETY: every piece of chunk `at` is in its buffer, which holds `len` bytes; the
+            // caller vouches for the device range; both stay valid until the stream is
+            // synchronised, before `copy_pipelined` returns.
+            match unsafe { current.memcpy_async(device + offset as u64, buffers[at], len, stream) } {
+                Ok(()) => queued.set(queued.get() + 1),
+                Err(error) => failed = Some(error.during("staged")),
+            }
+        };
+        run_pieces_in_groups(workers(), threads() - 1, count * per_chunk, per_chunk, fill, queue_dma);
+        failed.map_or(Ok(()), Err)
     }
 
     /// Lane `lane`: takes chunks until none is left, through its two buffers.
@@ -439,13 +493,13 @@ impl Stager {
                     Direction::HostToDevice => {
                         // SAFETY: the caller vouches for `host..host+nbytes`; the pinned
                         // buffer holds `chunk >= len` bytes and its last DMA is complete.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                (chunks.host + offset) as *const u8,
-                                buffer.host.as_ptr(),
-                                len,
+                        let (to, from) = unsafe {
+                            (
+                                WriteBytes::from_raw(buffer.address(), len as u64),
+                                ReadBytes::from_raw((chunks.host + offset) as u64, len as u64),
                             )
                         };
+                        host_memcpy_for_dma(to, from);
                         // SAFETY: the caller vouches for the device range; the pinned buffer
                         // holds `len` bytes; both stay valid until the stream is synchronised
                         // (below, or at the buffer's next use), before the chunk counts done.
