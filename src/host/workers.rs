@@ -255,12 +255,15 @@ struct Pieces {
 struct PieceDone<'a> {
     pieces: &'a Pieces,
     index: usize,
+    /// Set once the piece returned: dropped without it, the piece panicked (a thread that
+    /// was already unwinding when it ran the pieces is no sign of that).
+    returned: bool,
 }
 
 impl Drop for PieceDone<'_> {
     fn drop(&mut self) {
         let pieces = self.pieces;
-        if std::thread::panicking() {
+        if !self.returned {
             pieces.failed.store(true, Ordering::Release);
         }
         let group = self.index / pieces.per_group;
@@ -308,8 +311,9 @@ impl Pieces {
         if index >= self.total {
             return false;
         }
-        let _done = PieceDone { pieces: self, index };
+        let mut done = PieceDone { pieces: self, index, returned: false };
         (self.piece)(index);
+        done.returned = true;
         true
     }
 
@@ -340,7 +344,7 @@ pub(crate) fn run_pieces(
 /// with one hand-off to the workers for the whole copy). After a panic of a piece or of
 /// `ready`, no later `ready` runs; every piece still runs (other threads may be copying
 /// into the caller's memory), then the panic goes on up. A piece that panicked on a
-/// worker panics the caller in the same way.
+/// worker panics the caller in the same way (no `ready` for its group or a later one).
 pub(crate) fn run_pieces_in_groups(
     workers: Option<&Workers>,
     helpers: usize,
@@ -478,6 +482,27 @@ mod tests {
             assert_eq!(hits.load(Ordering::SeqCst), 32, "every piece ran");
             assert!(readied.is_empty(), "group 0 held the panicking piece: {readied:?}");
         }
+    }
+
+    #[test]
+    fn pieces_run_from_a_drop_during_an_unwinding_do_not_count_as_panicked() {
+        struct CopiesWhenDropped(Arc<AtomicUsize>);
+        impl Drop for CopiesWhenDropped {
+            fn drop(&mut self) {
+                let counted = self.0.clone();
+                run_pieces(workers(), 3, 8, move |_| {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        }
+        let hits = Arc::new(AtomicUsize::new(0));
+        let guard = CopiesWhenDropped(hits.clone());
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(move || {
+            let _guard = guard;
+            panic!("unwinding past a value whose drop copies");
+        }));
+        assert!(outcome.is_err());
+        assert_eq!(hits.load(Ordering::SeqCst), 8, "every piece ran, and the drop did not panic (an abort)");
     }
 
     #[test]
