@@ -349,7 +349,6 @@ impl Stager {
     unsafe fn copy_pipelined(&self, direction: Direction, host: usize, device: Address, nbytes: usize) -> Result<()> {
         let current = self.driver.push(self.context)?;
         let chunk = self.config.pipeline_chunk(nbytes);
-        let pieces = pieces_for_every_thread(chunk as u64);
         let count = nbytes.div_ceil(chunk);
         if count > self.buffers.len() {
             // `copy` checks this (`StagingConfig::pipelines`); never a short copy if not.
@@ -360,7 +359,6 @@ impl Stager {
                 ),
             });
         }
-        let chunks = (0..count).map(|i| (i * chunk, chunk.min(nbytes - i * chunk)));
         // Buffers with a DMA queued, and of those (to the host) the first ones already waited for.
         let (queued, waited) = (Cell::new(0usize), Cell::new(0usize));
         // Caught, so that a panicking piece of a memcpy still leaves no DMA running (below).
@@ -372,7 +370,9 @@ impl Stager {
                     unsafe { self.fill_and_queue(&current, host, device, nbytes, chunk, &queued) }?;
                 }
                 Direction::DeviceToHost => {
-                    let chunks: Vec<(usize, usize)> = chunks.collect();
+                    let pieces = pieces_for_every_thread(chunk as u64);
+                    let chunks: Vec<(usize, usize)> =
+                        (0..count).map(|i| (i * chunk, chunk.min(nbytes - i * chunk))).collect();
                     for (buffer, &(offset, len)) in self.buffers.iter().zip(&chunks) {
                         // SAFETY: as above; nothing reads the buffer until its stream is
                         // synchronised.
@@ -437,7 +437,8 @@ impl Stager {
         let piece = pieces_for_every_thread(chunk as u64) as usize;
         let per_chunk = chunk.div_ceil(piece);
         let count = nbytes.div_ceil(chunk);
-        let buffers: Vec<Address> = self.buffers[..count].iter().map(PinnedBuffer::address).collect();
+        // Shared by the pieces (on the copy threads) and the DMAs (here).
+        let buffers: Arc<[Address]> = self.buffers[..count].iter().map(PinnedBuffer::address).collect();
         let targets = buffers.clone();
         let uncached = self.config.uncached(nbytes);
         let fill = move |index: usize| {
