@@ -4,8 +4,9 @@
 //     per-user venv, made on first use), and Node's Buffer.copy as the host-memory ceiling.
 //   GPU section (cuda:gpu:0): raw cudaMemcpy / cudaMalloc* through CuPy and PyTorch, in the
 //     machine's python3.
-// Prints a table (ratio = peer time / our time: > 1 means ours is faster) and writes JSON to
-// bench/results-<host>-<date>.json and, if set, to $BENCH_OUT.
+// Each round of ours runs in a Node child of its own (bench/round.js), as each peer round does
+// in a fresh Python. Prints a table (ratio = peer time / our time: > 1 means ours is
+// faster) and writes JSON to bench/results-<host>-<date>.json and, if set, to $BENCH_OUT.
 // Env: BENCH_SECTIONS=cpu,gpu (default: every section whose device exists), BENCH_QUICK=1
 // (fewer repeats), BENCH_PYTHON (python3 for the GPU peers), BENCH_STRICT=1 (exit 1 when a
 // target is missed).
@@ -17,7 +18,7 @@ const { spawnSync } = require('node:child_process');
 const config = require('./config');
 const cpu = require('./cpu');
 const gpu = require('./gpu');
-const { median, spread } = require('./lib');
+const { median, spread, RESULT_MARKER, childResult } = require('./lib');
 
 const root = path.resolve(__dirname, '..');
 const NOISY = 0.25;
@@ -50,18 +51,28 @@ function runPeer(python, script, env) {
     timeout: config.peerTimeoutS * 1000,
     killSignal: 'SIGKILL',
   });
-  if (r.error) return { status: 'missing', error: `${python}: ${r.error.message}` };
-  const marker = '@@BENCH-JSON@@';
-  const line = (r.stdout || '').split('\n').find((l) => l.startsWith(marker));
-  if (!line) {
-    const tail = `${r.stdout || ''}${r.stderr || ''}`.trim().split('\n').slice(-5).join(' | ');
-    return { status: 'error', error: `${script} exited ${r.status ?? r.signal} without results: ${tail}` };
+  return childResult(r, r.error ? python : script);
+}
+
+/**
+ * One round of our side of `section` in a Node process of its own (bench/round.js), as each
+ * peer round runs in a fresh Python process. A round that fails leaves its cases
+ * unmeasured and fails a check.
+ */
+function runOursRound(section) {
+  const r = spawnSync(process.execPath, [path.join(__dirname, 'round.js'), section], {
+    encoding: 'utf8',
+    maxBuffer: 256 << 20,
+    timeout: config.peerTimeoutS * 1000,
+    killSignal: 'SIGKILL',
+  });
+  for (const line of (r.stdout || '').split('\n')) if (line && !line.startsWith(RESULT_MARKER)) log(line);
+  const round = childResult(r, 'bench/round.js');
+  if (round.status === 'missing' || round.status === 'error') {
+    log(`bench: our ${section} round failed: ${round.error}`);
+    return { ours: {}, node: {}, checks: [[`our ${section} round ran`, false]], peers: {} };
   }
-  try {
-    return JSON.parse(line.slice(marker.length));
-  } catch (err) {
-    return { status: 'error', error: `${script} printed bad JSON: ${err.message}` };
-  }
+  return round;
 }
 
 function deviceInfo(addon, filter) {
@@ -123,7 +134,7 @@ function cpuSection(addon, results) {
   else log(`bench: dpctl peer ready (${seconds(t)})`);
   for (let round = 1; round <= rounds; round++) {
     let t0 = Date.now();
-    recordOurs(results, 'cpu', cpu.runOurs(addon, config.cpu, config.timing));
+    recordOurs(results, 'cpu', runOursRound('cpu'));
     log(`bench: CPU ${config.cpu.filter} round ${round}/${rounds}: ours ${seconds(t0)}`);
     let peer;
     if (venv.error) {
@@ -148,7 +159,7 @@ function gpuSection(addon, results) {
   const python = process.env.BENCH_PYTHON || 'python3';
   for (let round = 1; round <= rounds; round++) {
     let t0 = Date.now();
-    recordOurs(results, 'gpu', gpu.runOurs(addon, config.gpu, config.timing));
+    recordOurs(results, 'gpu', runOursRound('gpu'));
     log(`bench: GPU ${config.gpu.filter} round ${round}/${rounds}: ours ${seconds(t0)}`);
     t0 = Date.now();
     const out = runPeer(python, 'cuda_gpu.py');

@@ -118,4 +118,25 @@ function getterRows() {
   return ['nbytes', 'pointer', 'buffer'].map((name) => ({ label: `getter: ${name}`, ours: `getter.${name}`, metric: 'time', peer: plain }));
 }
 
-module.exports = { KiB, MiB, sizeLabel, median, spread, measure, runCase, sectionContext, runGetters, getterRows };
+/** What a child of the bench prints before its one line of JSON (peers/common.py, round.js). */
+const RESULT_MARKER = '@@BENCH-JSON@@';
+
+/**
+ * The JSON that a child run by spawnSync (output as utf8) printed after RESULT_MARKER, or
+ * `{ status: 'missing' | 'error', error }` naming the child as `what`.
+ */
+function childResult(r, what) {
+  if (r.error) return { status: 'missing', error: `${what}: ${r.error.message}` };
+  const line = (r.stdout || '').split('\n').find((l) => l.startsWith(RESULT_MARKER));
+  if (!line) {
+    const tail = `${r.stdout || ''}${r.stderr || ''}`.trim().split('\n').slice(-5).join(' | ');
+    return { status: 'error', error: `${what} exited ${r.status ?? r.signal} without results: ${tail}` };
+  }
+  try {
+    return JSON.parse(line.slice(RESULT_MARKER.length));
+  } catch (err) {
+    return { status: 'error', error: `${what} printed bad JSON: ${err.message}` };
+  }
+}
+
+module.exports = { KiB, MiB, sizeLabel, median, spread, measure, runCase, sectionContext, runGetters, getterRows, RESULT_MARKER, childResult };

@@ -14,7 +14,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
-const { MiB, sizeLabel, measure } = require('./lib');
+const { MiB, sizeLabel, measure, childResult } = require('./lib');
 
 const SIZE = Number(process.env.MULTIGPU_SIZE || 256 * MiB);
 // Few calls of 256 MiB fill a 20 ms batch: one call per batch, medians of 10.
@@ -34,10 +34,7 @@ function runPeer(python) {
     timeout: 600_000,
     killSignal: 'SIGKILL',
   });
-  if (r.error) return { status: 'missing', error: `${python}: ${r.error.message}` };
-  const line = (r.stdout || '').split('\n').find((l) => l.startsWith('@@BENCH-JSON@@'));
-  if (!line) return { status: 'error', error: `exited ${r.status ?? r.signal}: ${(r.stderr || '').trim().split('\n').slice(-3).join(' | ')}` };
-  return JSON.parse(line.slice('@@BENCH-JSON@@'.length));
+  return childResult(r, r.error ? python : 'cuda_multigpu.py');
 }
 
 function main() {

@@ -8,6 +8,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const crypto = require('node:crypto');
 const { spawnSync } = require('node:child_process');
+const { childResult } = require('./lib');
 
 const SOURCE = path.join(__dirname, 'peers', 'sycl_floor.cpp');
 
@@ -45,13 +46,7 @@ function runFloor(timing, timeoutS) {
   if (built.error) return { status: 'missing', error: built.error };
   const args = [timing.warmupCalls, timing.batchTargetMs, timing.maxBatch, timing.warmupBatches, timing.repeats].map(String);
   const r = spawnSync(built.exe, args, { env: built.env, encoding: 'utf8', timeout: timeoutS * 1000, killSignal: 'SIGKILL' });
-  const line = (r.stdout || '').split('\n').find((l) => l.startsWith('@@BENCH-JSON@@'));
-  if (!line) return { status: 'error', error: `the floor probe exited ${r.status ?? r.signal}: ${(r.stderr || '').trim().slice(-300)}` };
-  try {
-    return JSON.parse(line.slice('@@BENCH-JSON@@'.length));
-  } catch (err) {
-    return { status: 'error', error: `the floor probe printed bad JSON: ${err.message}` };
-  }
+  return childResult(r, 'the floor probe');
 }
 
 module.exports = { runFloor };
