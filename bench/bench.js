@@ -67,6 +67,7 @@ function runOursRound(section) {
     killSignal: 'SIGKILL',
   });
   for (const line of (r.stdout || '').split('\n')) if (line && !line.startsWith(RESULT_MARKER)) log(line);
+  if (r.stderr) process.stderr.write(r.stderr);
   const round = childResult(r, 'bench/round.js');
   if (round.status === 'missing' || round.status === 'error') {
     log(`bench: our ${section} round failed: ${round.error}`);
