@@ -41,15 +41,15 @@ function hasDevice(addon, filter) {
   }
 }
 
+/** How the bench runs a child that measures (a peer, or a round of ours). */
+const CHILD_OPTIONS = Object.freeze({ encoding: 'utf8', maxBuffer: 256 << 20, timeout: config.peerTimeoutS * 1000, killSignal: 'SIGKILL' });
+
 /** Runs a Python peer script; returns its JSON, or { status: 'missing'|'error', error }. */
 function runPeer(python, script, env) {
   const cfg = JSON.stringify(config);
   const r = spawnSync(python, [path.join(__dirname, 'peers', script), cfg], {
+    ...CHILD_OPTIONS,
     env: { ...(env || process.env), PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1' },
-    encoding: 'utf8',
-    maxBuffer: 256 << 20,
-    timeout: config.peerTimeoutS * 1000,
-    killSignal: 'SIGKILL',
   });
   return childResult(r, r.error ? python : script);
 }
@@ -60,12 +60,7 @@ function runPeer(python, script, env) {
  * unmeasured and fails a check.
  */
 function runOursRound(section) {
-  const r = spawnSync(process.execPath, [path.join(__dirname, 'round.js'), section], {
-    encoding: 'utf8',
-    maxBuffer: 256 << 20,
-    timeout: config.peerTimeoutS * 1000,
-    killSignal: 'SIGKILL',
-  });
+  const r = spawnSync(process.execPath, [path.join(__dirname, 'round.js'), section], CHILD_OPTIONS);
   for (const line of (r.stdout || '').split('\n')) if (line && !line.startsWith(RESULT_MARKER)) log(line);
   if (r.stderr) process.stderr.write(r.stderr);
   const round = childResult(r, 'bench/round.js');
