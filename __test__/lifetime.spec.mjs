@@ -104,7 +104,7 @@ for (const { kind, Class } of KINDS.filter((k) => k.hostAccessible)) {
   // way, such as ArrayBuffer.prototype.transfer (newer Node): the last reference frees.
   const transferTitle = `${kind}: a buffer transferred away before free() stays readable`;
   if (typeof ArrayBuffer.prototype.transfer !== 'function') {
-    test.skip(`${transferTitle} [ArrayBuffer.prototype.transfer is not in Node ${process.version}: skipped]`, () => {});
+    test.skip(`${transferTitle} [ArrayBuffer.prototype.transfer is not in Node ${process.version}; Node 22 and later have it: skipped]`, () => {});
   } else {
     eachDevice(test, transferTitle, (t, device) => {
       const m = new Class(64, { queue: queueFor(device) });

@@ -94,8 +94,11 @@ function privateProblem(file, uid = process.geteuid()) {
   return null;
 }
 
-/** What makes the runtime folder `dir` untrusted (locate.rs's `check_cache_private`): a list, empty when none. */
-function trustProblems(dir, root = cacheRoot()) {
+/**
+ * What makes the cache folder `dir` untrusted (locate.rs's `check_cache_private`): a list,
+ * empty when none. `inner`: the folders inside it that must be private too.
+ */
+function trustProblems(dir, root = cacheRoot(), inner = ['lib', 'include']) {
   const uid = process.geteuid();
   const problems = [];
   let realRoot;
@@ -108,7 +111,7 @@ function trustProblems(dir, root = cacheRoot()) {
   let current = realRoot;
   const inside = [realRoot];
   for (const part of below.split(path.sep).filter(Boolean)) inside.push((current = path.join(current, part)));
-  for (const sub of ['lib', 'include']) inside.push(path.join(current, sub));
+  for (const sub of inner) inside.push(path.join(current, sub));
   for (const folder of inside) {
     const problem = privateProblem(folder, uid);
     if (problem) problems.push(problem);
@@ -499,6 +502,8 @@ async function install({ quiet = false } = {}) {
 
 module.exports = {
   install,
+  cacheRoot,
+  privateProblem,
   removeLeftovers,
   requirementsText,
   runtimeDir,

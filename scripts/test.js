@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs every test: the Rust lints (rustfmt, clippy, rustdoc's link check), the cargo tests
 // of the Rust model and providers, the type check of lib/ against the binding's
-// declarations (tsc), then the ava suite, streaming each runner's output as it comes. Ends
+// declarations (tsc), then the ava suite, then the ava suite again under each other Node
+// version of runtime.json (`nodeMatrix`), streaming each runner's output as it comes. Ends
 // with one line "N passed, N failed, N skipped" that counts them all (each lint counts as one test),
 // after the name of every test that failed and every runner that broke, so that a failure
 // is found at the end, not somewhere in a thousand lines.
@@ -118,13 +119,48 @@ async function avaSuite() {
   if (alone.length > 0) await ava(['--concurrency=1', '--serial', ...alone]);
 }
 
-async function ava(given) {
+// What the other supported Node versions skip: files that test no JS surface of the
+// library's own (the docs, the packages, the TypeScript declarations, the runtime
+// installer), and the long fuzz, soak, report and UCX runs, which the Node running
+// `npm test` runs in full. Everything else (the classes, lifetimes, workers, errors,
+// kernels, IPC, the pool, observe) runs on each version.
+const NOT_ON_EVERY_VERSION = new Set([
+  'api-docs', 'docs', 'pack', 'publish', 'install-runtime', 'types', 'typescript-versions', 'consumer',
+  'fuzz', 'soak', 'report', 'transport', 'otel-example', 'glibc',
+].map((name) => path.join('__test__', `${name}.spec.mjs`)));
+
+/**
+ * The ava suite under each other Node version of runtime.json's `node` (installed into the
+ * cache on first use): the files that test the library's JS surface. Skipped when
+ * DPCTL_MEMORY_NODE_MATRIX=0 or when the suite was given files.
+ */
+async function nodeMatrix() {
+  if (process.argv.length > 2 || process.env.DPCTL_MEMORY_NODE_MATRIX === '0') return;
+  const { installNode, NODE_VERSIONS } = require('./install-node.js');
+  const files = specFiles().filter((file) => !ALONE.test(file) && !NOT_ON_EVERY_VERSION.has(file));
+  for (const pinned of NODE_VERSIONS) {
+    if (process.version === `v${pinned.version}`) continue;
+    let binary;
+    try {
+      binary = await installNode(pinned);
+    } catch (error) {
+      console.log(error.message);
+      broken = true;
+      failures.push(`Node ${pinned.version}: could not be installed (${error.message})`);
+      continue;
+    }
+    console.log(`\n# the suite under Node ${pinned.version} (${files.length} files)`);
+    await ava(files, { node: binary, label: `Node ${pinned.version}: ` });
+  }
+}
+
+async function ava(given, { node = process.execPath, label = '' } = {}) {
   const args = [path.join(root, 'node_modules', 'ava', 'entrypoints', 'cli.mjs'), '--tap', ...given];
   let counted = false;
-  const status = await stream(process.execPath, args, (line) => {
+  const status = await stream(node, args, (line) => {
     // TAP: `not ok 12 - memory › copyToHost into a short buffer`; a todo is not a failure.
     const failed = /^not ok \d+ - (.*)$/.exec(line);
-    if (failed && !/# TODO\b/.test(failed[1])) failures.push(`ava ${failed[1]}`);
+    if (failed && !/# TODO\b/.test(failed[1])) failures.push(`${label}ava ${failed[1]}`);
     const m = /^# (pass|fail|skip|todo) (\d+)$/.exec(line);
     if (!m) return;
     counted = true;
@@ -135,7 +171,7 @@ async function ava(given) {
   });
   if (status !== 0 || !counted) {
     broken = true;
-    if (!counted) failures.push(`ava did not run to its result (exit ${status}): see its output above`);
+    if (!counted) failures.push(`${label}ava did not run to its result (exit ${status}): see its output above`);
   }
 }
 
@@ -161,6 +197,7 @@ function summary() {
   }
   await typecheck();
   await avaSuite();
+  await nodeMatrix();
   summary();
   process.exit(broken || totals.failed > 0 ? 1 : 0);
 })();
