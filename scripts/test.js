@@ -125,7 +125,7 @@ async function avaSuite() {
 // `npm test` runs in full. Everything else (the classes, lifetimes, workers, errors,
 // kernels, IPC, the pool, observe) runs on each version.
 const NOT_ON_EVERY_VERSION = new Set([
-  'api-docs', 'docs', 'pack', 'publish', 'install-runtime', 'types', 'typescript-versions', 'consumer',
+  'api-docs', 'docs', 'pack', 'publish', 'install-runtime', 'install-node', 'types', 'typescript-versions', 'consumer',
   'fuzz', 'soak', 'report', 'transport', 'otel-example', 'glibc',
 ].map((name) => path.join('__test__', `${name}.spec.mjs`)));
 
