@@ -78,12 +78,12 @@ if (reason) {
     t.is(installed.overrides, undefined);
     t.deepEqual(installed.optionalDependencies, { [PLATFORM_PACKAGE]: MANIFEST.version }, 'the platform package is an optional dependency');
     const files = await readdir(path.join(modules, 'dpctl-memory'));
-    for (const needed of ['index.js', 'index.mjs', 'index.d.ts', 'package.json', 'runtime.json', 'README.md']) t.true(files.includes(needed), `${needed} is in the package`);
+    for (const needed of ['index.js', 'index.mjs', 'index.d.ts', 'package.json', 'runtime.json', 'README.md', 'LICENSE']) t.true(files.includes(needed), `${needed} is in the package`);
     t.false(files.some((f) => f.endsWith('.node') || f.endsWith('.so')), `no binary in the main package: ${files.join(', ')}`);
     const platform = JSON.parse(await readFile(path.join(modules, PLATFORM_PACKAGE, 'package.json'), 'utf8'));
     t.deepEqual([platform.os, platform.cpu, platform.libc, platform.version], [['linux'], ['x64'], ['glibc'], MANIFEST.version]);
     const platformFiles = (await readdir(path.join(modules, PLATFORM_PACKAGE))).sort();
-    t.deepEqual(platformFiles, ['README.md', 'dpctl-memory.linux-x64-gnu.node', 'dpctl_memory_shim.so', 'package.json']);
+    t.deepEqual(platformFiles, ['LICENSE', 'README.md', 'dpctl-memory.linux-x64-gnu.node', 'dpctl_memory_shim.so', 'package.json']);
     const installScript = path.join(modules, '.bin', 'dpctl-memory-install-runtime');
     t.true(spawnSync('test', ['-x', installScript]).status === 0, 'npx dpctl-memory-install-runtime is installed');
     t.true(spawnSync('test', ['-x', path.join(modules, '.bin', 'dpctl-memory-report')]).status === 0, 'npx dpctl-memory-report is installed');

@@ -459,7 +459,7 @@ async function install({ quiet = false } = {}) {
   fs.mkdirSync(cacheRoot(), { recursive: true, mode: 0o700 });
   const staging = fs.mkdtempSync(path.join(cacheRoot(), `${STAGING_PREFIX}${RUNTIME_VERSION}-`));
   fs.writeFileSync(path.join(staging, OWNER_FILE), JSON.stringify({ pid: process.pid, host: os.hostname() }));
-  console.log(`dpctl-memory: installing SYCL runtime ${RUNTIME_VERSION} from PyPI into ${dir} (about 1 GB, once)`);
+  console.log(`dpctl-memory: installing SYCL runtime ${RUNTIME_VERSION} from PyPI into ${dir} (about 1.3 GB, once)`);
   const outcome = await runPip(python, staging);
   if (outcome.interrupted || outcome.status !== 0) fs.rmSync(staging, { recursive: true, force: true });
   if (outcome.interrupted) {

@@ -24,7 +24,8 @@ const root = path.resolve(__dirname, '..');
 const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 // The platform packages: one folder per `napi.targets` entry, named by its npm triple.
 const PLATFORMS = fs.readdirSync(path.join(root, 'npm')).sort();
-// What each platform package holds besides its package.json and README.
+// What each platform package holds besides its package.json, README and LICENSE (the
+// repository's, copied in at pack time).
 const artifacts = (triple) => [`${manifest.napi.binaryName}.${triple}.node`, 'dpctl_memory_shim.so'];
 
 function npm(args, cwd) {
@@ -52,6 +53,7 @@ function packPlatform(triple, dest, version) {
     if (!fs.existsSync(built)) throw new Error(`${file} is not built: run \`npm run build\` first`);
     copyAtomically(built, path.join(dir, file));
   }
+  copyAtomically(path.join(root, 'LICENSE'), path.join(dir, 'LICENSE'));
   const tarball = npm(['pack', '--ignore-scripts', '--pack-destination', dest, dir], root).trim().split('\n').pop();
   return { name: platform.name, tarball };
 }
@@ -66,6 +68,7 @@ function packPlatformAt(triple, dest, dir, platform) {
       fs.copyFileSync(built, path.join(stage, file));
     }
     fs.copyFileSync(path.join(dir, 'README.md'), path.join(stage, 'README.md'));
+    fs.copyFileSync(path.join(root, 'LICENSE'), path.join(stage, 'LICENSE'));
     fs.writeFileSync(path.join(stage, 'package.json'), `${JSON.stringify(platform, null, 2)}\n`);
     const tarball = npm(['pack', '--ignore-scripts', '--pack-destination', dest, stage], root).trim().split('\n').pop();
     return { name: platform.name, tarball };
