@@ -69,6 +69,7 @@ export type ErrorCodeValue =
   | 'ERR_SYCL_RUNTIME'
   | 'ERR_CUDA_DRIVER'
   | 'ERR_EXTERNAL_BUFFERS_UNSUPPORTED'
+  | 'ERR_SHARED_BUFFER_UNSUPPORTED'
   | 'ERR_USM_BUSY'
   | 'ERR_CONSTRUCT_CALL_REQUIRED'
   | 'ERR_HOST_BUFFER_TOO_LARGE'
@@ -142,6 +143,7 @@ export declare const ErrorCode: {
   readonly SyclRuntime: 'ERR_SYCL_RUNTIME'
   readonly CudaDriver: 'ERR_CUDA_DRIVER'
   readonly ExternalBuffersUnsupported: 'ERR_EXTERNAL_BUFFERS_UNSUPPORTED'
+  readonly SharedBufferUnsupported: 'ERR_SHARED_BUFFER_UNSUPPORTED'
   readonly UsmBusy: 'ERR_USM_BUSY'
   readonly ConstructCallRequired: 'ERR_CONSTRUCT_CALL_REQUIRED'
   readonly HostBufferTooLarge: 'ERR_HOST_BUFFER_TOO_LARGE'
@@ -331,6 +333,22 @@ export declare abstract class _Memory implements CloneGuarded {
    * @throws `ERR_USM_FREED` after `free()`.
    */
   get buffer(): ArrayBuffer
+  /**
+   * A `SharedArrayBuffer` over host or shared memory, the same object on every read: post
+   * it to workers with `postMessage` (no share token needed), view it with any TypedArray
+   * there, and use `Atomics` on it. `free()` cannot take it back from other threads: the
+   * memory stays allocated until every thread has dropped its copy.
+   * @throws `ERR_NOT_HOST_ACCESSIBLE` for device memory.
+   * @throws `ERR_READ_ONLY` for memory from a read-only interface.
+   * @throws `ERR_SHARE_NOT_OWNED` for memory another library's exporter owns (it keeps
+   * the memory alive for this thread alone).
+   * @throws `ERR_HOST_BUFFER_TOO_LARGE` (a `RangeError`) for memory larger than a
+   * `SharedArrayBuffer` may be.
+   * @throws `ERR_SHARED_BUFFER_UNSUPPORTED` on a Node without
+   * `node_api_create_external_sharedarraybuffer` (Node 20; 24.16, 26.1 and later have it).
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
+  get sharedBuffer(): SharedArrayBuffer
   /**
    * The USM kind in the context of `syclobj`, or in the memory's own context.
    * @throws `ERR_INVALID_SYCLOBJ` (a `TypeError`) when `syclobj` is neither a queue nor a context.

@@ -30,6 +30,9 @@ export function memFree(memoryId: number): void
 /** The zero-copy `ArrayBuffer` over host or shared memory (the JS layer makes it once). */
 export function memBuffer(memoryId: number): ArrayBuffer
 
+/** A `SharedArrayBuffer` over host or shared memory, holding the allocation until every thread drops it. */
+export function memSharedBuffer(memoryId: number): SharedArrayBuffer
+
 /** `copyToHost(dst)`: the whole memory into the start of `dst`. */
 export function memCopyToHost(memoryId: number, dst: HostBuffer): void
 

@@ -212,6 +212,7 @@ class _Memory {
   #queue;
   #reference = null;
   #buffer;
+  #sharedBuffer;
 
   // `stack`: the allocating call's JS stack, captured by the class's constructor
   // (`observe.entryStack`) while a history records stacks.
@@ -362,6 +363,28 @@ class _Memory {
     if (getPrototypeOf(buffer) !== ArrayBuffer.prototype) setPrototypeOf(buffer, ArrayBuffer.prototype);
     if (this.#reference !== null) apply(weakMapSet, bufferOwners, [buffer, this.#reference]);
     this.#buffer = buffer;
+    return buffer;
+  }
+
+  /**
+   * A `SharedArrayBuffer` over host or shared memory, the same object on every read: post
+   * it to workers (`postMessage`), view it with any TypedArray there, use `Atomics` on it.
+   * `free()` cannot take it back from other threads: the memory stays until every thread
+   * has dropped it. Throws for device memory, for memory another library owns, and on a
+   * Node without external SharedArrayBuffers (`ERR_SHARED_BUFFER_UNSUPPORTED`).
+   */
+  get sharedBuffer() {
+    const handle = _Memory.#live(this, 'sharedBuffer');
+    if (this.#sharedBuffer !== undefined) return this.#sharedBuffer;
+    let buffer;
+    try {
+      buffer = native.memSharedBuffer(handle);
+    } catch (error) {
+      throw fromNative(error);
+    }
+    // As for `buffer`: this realm's prototype wherever the package was loaded.
+    if (getPrototypeOf(buffer) !== SharedArrayBuffer.prototype) setPrototypeOf(buffer, SharedArrayBuffer.prototype);
+    this.#sharedBuffer = buffer;
     return buffer;
   }
 
@@ -537,6 +560,7 @@ class _Memory {
     else native.memFree(handle);
     this.#handle = null;
     this.#buffer = undefined;
+    this.#sharedBuffer = undefined;
     this.#queue = undefined;
     this.#reference = null;
   }

@@ -175,6 +175,9 @@ error_table! {
         CudaDriver = "ERR_CUDA_DRIVER" as Error,
         /// The JS engine refuses external ArrayBuffers (Electron's V8 sandbox).
         ExternalBuffersUnsupported = "ERR_EXTERNAL_BUFFERS_UNSUPPORTED" as Error,
+        /// This Node has no external `SharedArrayBuffer` (Node-API's
+        /// `node_api_create_external_sharedarraybuffer`).
+        SharedBufferUnsupported = "ERR_SHARED_BUFFER_UNSUPPORTED" as Error,
         /// The object was re-entered from JS in the middle of one of its own calls.
         UsmBusy = "ERR_USM_BUSY" as Error,
         /// A class constructor that cannot be called (checked in `lib/`).
@@ -376,6 +379,13 @@ error_table! {
              cannot be viewed without a copy: use copyToHost()/copyFromHost()"
         )]
         ExternalBuffersUnsupported => ExternalBuffersUnsupported,
+        /// This Node (`node`, its version) cannot make an external `SharedArrayBuffer`.
+        #[error(
+            "this Node ({node}) has no node_api_create_external_sharedarraybuffer, so USM memory cannot be \
+             seen as a SharedArrayBuffer: Node 24.16, 26.1 and later have it (as do the Node 22.23.5, \
+             24.22.3 and 26.12.1 this package is tested on); here, hand memory to workers with mem.share()"
+        )]
+        SharedBufferUnsupported { node: String } => SharedBufferUnsupported,
         /// The memory object was re-entered in the middle of one of its own calls.
         #[error("this memory object is in use by a call that has not returned")]
         Busy => UsmBusy,

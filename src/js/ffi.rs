@@ -1,5 +1,5 @@
 //! The raw Node-API calls the binding needs beyond what napi-rs wraps: persistent
-//! references that are released on drop, external ArrayBuffers tied to an owner, detaching, and reading the
+//! references that are released on drop, external ArrayBuffers and SharedArrayBuffers tied to an owner, detaching, and reading the
 //! bytes behind any host buffer argument. All `unsafe` of the binding lives here.
 
 use std::any::TypeId;
@@ -188,6 +188,68 @@ pub fn external_arraybuffer<'env, T: 'static>(
     }
     // SAFETY: `value` was just produced by Node-API for `env`.
     Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
+}
+
+/// Node-API's `node_api_create_external_sharedarraybuffer`, where this Node exports it.
+type CreateExternalSab = unsafe extern "C" fn(
+    sys::napi_env,
+    *mut c_void,
+    usize,
+    Option<unsafe extern "C" fn(*mut c_void, *mut c_void)>,
+    *mut c_void,
+    *mut sys::napi_value,
+) -> sys::napi_status;
+
+/// The process's `node_api_create_external_sharedarraybuffer`, looked up once: found by
+/// name rather than linked, so that the addon still loads on a Node without it.
+fn create_external_sab() -> Option<CreateExternalSab> {
+    static FOUND: std::sync::OnceLock<Option<CreateExternalSab>> = std::sync::OnceLock::new();
+    *FOUND.get_or_init(|| {
+        let this = libloading::os::unix::Library::this();
+        // SAFETY: Node's exported function of this name has the signature of
+        // `CreateExternalSab` (node_api.h).
+        unsafe { this.get::<CreateExternalSab>(b"node_api_create_external_sharedarraybuffer") }.ok().map(|f| *f)
+    })
+}
+
+/// Makes a `SharedArrayBuffer` over `len` bytes at `data` without copying, or `None` where
+/// this Node cannot. `owner` keeps the bytes valid and is dropped once, on whichever
+/// thread the engine releases the buffer's last reference (every thread's copy of a
+/// `SharedArrayBuffer` shares one backing store, whose release runs the finalizer).
+pub fn external_sharedarraybuffer<'env, T: Send + 'static>(
+    env: &'env Env,
+    data: *mut u8,
+    len: usize,
+    owner: Box<T>,
+) -> Result<Option<Unknown<'env>>, ExternalBufferError> {
+    unsafe extern "C" fn finalize<T>(_data: *mut c_void, hint: *mut c_void) {
+        // SAFETY: `hint` is the box `Box::into_raw` gave up below, handed to exactly one
+        // finalizer call; `T: Send`, so dropping it on another thread is sound.
+        drop(unsafe { Box::from_raw(hint.cast::<T>()) });
+    }
+    let Some(create) = create_external_sab() else { return Ok(None) };
+    if len as u64 > MAX_BUFFER_LENGTH {
+        return Err(ExternalBufferError::TooLarge);
+    }
+    let hint = Box::into_raw(owner);
+    let mut value = ptr::null_mut();
+    // SAFETY: `data` points at `len` bytes that `owner` keeps valid until the finalizer
+    // runs; the finalizer is called once by the engine with `hint`.
+    let status = unsafe { create(env.raw(), data.cast(), len, Some(finalize::<T>), hint.cast(), &mut value) };
+    if status == sys::Status::napi_no_external_buffers_allowed {
+        // SAFETY: Node refuses external buffers before it takes `hint`, so it is still ours.
+        drop(unsafe { Box::from_raw(hint) });
+        return Err(ExternalBufferError::NotAllowed);
+    }
+    if status != sys::Status::napi_ok {
+        // As for ArrayBuffers: on other failures the finalizer may run, so `hint` is left.
+        return Err(ExternalBufferError::Napi(napi::Error::new(
+            napi::Status::from(status),
+            "node_api_create_external_sharedarraybuffer failed",
+        )));
+    }
+    // SAFETY: `value` was just produced by Node-API for `env`.
+    Ok(Some(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }))
 }
 
 /// Detaches an ArrayBuffer; returns `false` if something else detached it first (e.g.

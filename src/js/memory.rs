@@ -203,6 +203,25 @@ pub fn mem_buffer(env: &Env, memory_id: f64) -> napi::Result<napi::sys::napi_val
     Ok(buffer.raw())
 }
 
+/// A `SharedArrayBuffer` over host or shared memory (the JS layer makes it once per
+/// object): posted to workers as is, it holds the allocation until the engine drops the
+/// last thread's reference, whatever `free()` did meanwhile.
+#[napi]
+pub fn mem_shared_buffer(env: &Env, memory_id: f64) -> napi::Result<Unknown<'_>> {
+    let (address, len, owner) = lookup(env, |h| h.memory(memory_id)?.shared_view(ffi::MAX_BUFFER_LENGTH))?;
+    match ffi::external_sharedarraybuffer(env, address as *mut u8, len, Box::new(owner)) {
+        Ok(Some(buffer)) => Ok(buffer),
+        Ok(None) => {
+            let node = env.get_node_version().map(|v| format!("v{}.{}.{}", v.major, v.minor, v.patch));
+            Err(MemoryError::SharedBufferUnsupported { node: node.unwrap_or_else(|_| "of unknown version".into()) })
+                .or_throw(env)
+        }
+        Err(ExternalBufferError::NotAllowed) => Err(MemoryError::ExternalBuffersUnsupported).or_throw(env),
+        Err(ExternalBufferError::TooLarge) => Err(too_large_for_host(len as u64, ffi::MAX_BUFFER_LENGTH)).or_throw(env),
+        Err(ExternalBufferError::Napi(err)) => Err(err),
+    }
+}
+
 /// Releases the memory now and gives the handle back. Its zero-copy `ArrayBuffer`, if
 /// it made one, is detached here, and only then does the buffer's lease let go (a buffer
 /// someone else detached, by transferring it, may still reach the memory). A handle

@@ -21,7 +21,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::error::{MemoryError, Result};
-use crate::memory::usm::{Owner, UsmMemory};
+use crate::memory::usm::UsmMemory;
 use crate::runtime::UsmKind;
 
 /// The timeout of a token made without one.
@@ -196,12 +196,7 @@ impl ShareTable {
     /// whose allocation this process made can be shared: nothing here could keep another
     /// library's memory alive for the receiver.
     pub fn share(&self, memory: &UsmMemory, timeout: Duration, now: Instant) -> Result<Shared> {
-        if matches!(memory.owner(), Owner::Foreign) {
-            return Err(MemoryError::ShareNotOwned { message: format!(
-                "{} belongs to another library's exporter, which alone keeps it alive: only memory dpctl-memory allocated (or a view of it) can be shared",
-                memory.describe()
-            ) });
-        }
+        memory.check_owned_here("be shared")?;
         let deadline = now.checked_add(timeout).ok_or_else(|| MemoryError::InvalidTimeout {
             message: format!("a timeout of {} ms is beyond this clock", timeout.as_millis()),
         })?;
@@ -356,6 +351,7 @@ mod tests {
 
     use super::*;
     use crate::memory::pool::test_pool;
+    use crate::memory::usm::Owner;
     use crate::runtime::fake::{FakeContext, FakeDevice};
 
     fn context(id: u64) -> Arc<FakeContext> {

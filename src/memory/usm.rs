@@ -411,6 +411,28 @@ impl UsmMemory {
         }
     }
 
+    /// What a `SharedArrayBuffer` over the memory needs: its bytes, as `host_view` gives
+    /// them, and the owner that keeps them alive for every thread the buffer reaches.
+    /// Only memory this process allocated qualifies: another library's exporter keeps its
+    /// memory alive for this thread alone (as for `share`).
+    pub fn shared_view(&self, max_len: u64) -> Result<(Address, usize, Owner)> {
+        let (address, len) = self.host_view(max_len)?;
+        self.check_owned_here("be a SharedArrayBuffer")?;
+        Ok((address, len, self.owner.clone()))
+    }
+
+    /// `ERR_SHARE_NOT_OWNED` for memory another library's exporter keeps alive: only what
+    /// dpctl-memory allocated (or a view of it) can `what` (reach other threads).
+    pub fn check_owned_here(&self, what: &str) -> Result<()> {
+        if matches!(self.owner, Owner::Foreign) {
+            return Err(MemoryError::ShareNotOwned { message: format!(
+                "{} belongs to another library's exporter, which alone keeps it alive: only memory dpctl-memory allocated (or a view of it) can {what}",
+                self.describe()
+            ) });
+        }
+        Ok(())
+    }
+
     /// `<SYCL(TM) USM-shared allocation of 16 bytes at 0x…>`, as dpctl's `repr`.
     pub fn describe(&self) -> String {
         format!(
@@ -482,6 +504,28 @@ mod tests {
         let copies = context.counts().plain_copies.clone();
         assert!(!copies.is_empty(), "the copies went to the runtime");
         assert!(!overlapping(&copies, nbytes), "overlapping runtime copies: {copies:x?} around {address:#x}");
+    }
+
+    #[test]
+    fn a_shared_view_holds_this_processs_host_and_shared_memory_and_refuses_the_rest() {
+        let context = FakeContext::new(3104, FakeDevice::new(1 << 34, 1 << 34));
+        let queue = context.queue();
+        for kind in [UsmKind::Host, UsmKind::Shared] {
+            let memory = UsmMemory::allocate(crate::memory::pool::test_pool(), &queue, kind, 64, 0).unwrap();
+            let (address, len, owner) = memory.shared_view(1 << 32).unwrap();
+            assert_eq!((address, len), (memory.address(), 64));
+            assert!(owner.allocation().is_some(), "the view holds the allocation itself");
+        }
+        let device = UsmMemory::allocate(crate::memory::pool::test_pool(), &queue, UsmKind::Device, 64, 0).unwrap();
+        assert_eq!(device.shared_view(1 << 32).err().map(|e| e.code()), Some("ERR_NOT_HOST_ACCESSIBLE"));
+        let host = UsmMemory::allocate(crate::memory::pool::test_pool(), &queue, UsmKind::Host, 64, 0).unwrap();
+        assert_eq!(host.shared_view(32).err().map(|e| e.code()), Some("ERR_HOST_BUFFER_TOO_LARGE"));
+        let exporter = [0u8; 16];
+        // SAFETY: `exporter` stands for another library's memory and outlives `foreign`.
+        let foreign = unsafe { UsmMemory::from_interface(exporter.as_ptr() as u64, 16, queue, Owner::Foreign, false) };
+        let refused = foreign.shared_view(1 << 32).err();
+        assert_eq!(refused.as_ref().map(|e| e.code()), Some("ERR_SHARE_NOT_OWNED"));
+        assert!(refused.is_some_and(|e| e.to_string().contains("can be a SharedArrayBuffer")));
     }
 
     #[test]
