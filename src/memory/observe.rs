@@ -735,8 +735,12 @@ mod tests {
         );
         sink.released(mine, UsmKind::Host, 0x3000, 10, 512, true);
         sink.released(theirs, UsmKind::Host, 0x4000, 10, 512, true);
-        let last_two = sink.with_history(|h| h.unwrap().events().rev().take(2).map(|e| e.stack).collect::<Vec<_>>());
-        assert_eq!(last_two, [history::provisional(other, 7), StackRef::from(f)]);
+        let stacks = sink.with_history(|h| h.unwrap().events().map(|e| e.stack).collect::<Vec<_>>());
+        assert_eq!(
+            stacks[stacks.len() - 2..],
+            [StackRef::from(f), history::provisional(other, 7)],
+            "the frees of both"
+        );
     }
 
     #[test]
