@@ -86,7 +86,6 @@ const KIND_NAMES = ['device', 'host', 'shared', 'unknown'];
 const ACTIONS = ['alloc', 'free', 'release', 'trim', 'retry', 'oom'];
 const FIGURES = ['allocatedBytes', 'activeBytes', 'requestedBytes', 'reservedBytes', 'allocation', 'segment'];
 const COUNTERS = ['numDeviceAlloc', 'numDeviceFree', 'poolHits', 'poolMisses', 'poolEvictions', 'poolTrims', 'numAllocRetries', 'numOoms'];
-const EVENT_FLAGS = ['fromCache', 'toCache', 'retried'];
 /** A value as an error message shows it: its JSON, cut short (control characters escaped). */
 function shown(value) {
   let text;
@@ -109,99 +108,104 @@ function checkSnapshot(snapshot, name = 'the snapshot') {
     throw new Error(`${name} is not a dpctl-memory snapshot (write one with JSON.stringify(memorySnapshot()))`);
   }
   if (snapshot.version !== 1) throw new Error(`${name} is a snapshot of version ${shown(snapshot.version)}; this report reads version 1`);
+  // The field at fault is named as `${list}[${item}]${where}` inside a list (`list` null:
+  // `where` alone), so that nothing is built per event unless one is wrong.
+  let list = null;
+  let item = 0;
   const fail = (where, what, value) => {
-    throw new Error(`${name} is not a well-formed snapshot: ${where} must be ${what}, not ${shown(value)}`);
+    const field = list === null ? where : `${list}[${item}]${where}`;
+    throw new Error(`${name} is not a well-formed snapshot: ${field} must be ${what}, not ${shown(value)}`);
   };
   const object = (value, where) => {
     if (value === null || typeof value !== 'object' || Array.isArray(value)) fail(where, 'an object', value);
     return value;
   };
-  const list = (value, where) => {
-    if (!Array.isArray(value)) fail(where, 'a list', value);
-    return value;
-  };
   /** A finite number, at least 0 (sizes, counts, times). */
   const amount = (value, where) => {
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) fail(where, 'a number (0 or more)', value);
+    if (typeof value !== 'number' || !(value >= 0 && value < Infinity)) fail(where, 'a number (0 or more)', value);
   };
   const index = (value, where, below = Infinity) => {
     if (!Number.isSafeInteger(value) || value < 0 || value >= below) fail(where, below === Infinity ? 'an index (an integer, 0 or more)' : `an index below ${below}`, value);
   };
-  const orNull = (check) => (value, where, ...rest) => (value === null ? undefined : check(value, where, ...rest));
   const string = (value, where) => {
     if (typeof value !== 'string') fail(where, 'a string', value);
   };
   const oneOf = (names) => (value, where) => {
     if (!names.includes(value)) fail(where, `one of ${names.join(', ')}`, value);
   };
+  const flag = (value, where) => {
+    if (typeof value !== 'boolean') fail(where, 'true or false', value);
+  };
   const kind = oneOf(KIND_NAMES);
+  const action = oneOf(ACTIONS);
   amount(snapshot.epochMs, 'epochMs');
   amount(snapshot.timeUs, 'timeUs');
   if (!Number.isFinite(new Date(snapshot.epochMs + snapshot.timeUs / 1000).getTime())) fail('epochMs', 'a time', snapshot.epochMs);
   for (const field of ['devices', 'liveBlocks', 'cachedBlocks', 'events', 'stacks']) {
     if (!Array.isArray(snapshot[field])) throw new Error(`${name} has no ${field} list`);
   }
-  const stacks = snapshot.stacks;
-  for (let i = 0; i < stacks.length; i++) string(stacks[i], `stacks[${i}]`);
-  const stack = orNull((value, where) => index(value, where, stacks.length));
-  const device = orNull(index);
-  snapshot.devices.forEach((d, i) => {
-    const at = `devices[${i}]`;
-    object(d, at);
-    index(d.index, `${at}.index`);
-    amount(d.totalBytes, `${at}.totalBytes`);
-    const stats = object(d.stats, `${at}.stats`);
-    string(stats.filterString, `${at}.stats.filterString`);
-    string(stats.name, `${at}.stats.name`);
-    for (const k of ['all', ...KINDS]) {
-      const figures = object(stats[k], `${at}.stats.${k}`);
-      for (const f of FIGURES) {
-        const figure = object(figures[f], `${at}.stats.${k}.${f}`);
-        for (const n of ['current', 'peak', 'allocated', 'freed']) amount(figure[n], `${at}.stats.${k}.${f}.${n}`);
-      }
-      for (const c of COUNTERS) amount(figures[c], `${at}.stats.${k}.${c}`);
-    }
-  });
-  snapshot.liveBlocks.forEach((b, i) => {
-    const at = `liveBlocks[${i}]`;
-    object(b, at);
-    string(b.address, `${at}.address`);
-    amount(b.size, `${at}.size`);
-    amount(b.requested, `${at}.requested`);
-    kind(b.kind, `${at}.kind`);
-    device(b.device, `${at}.device`);
-    stack(b.stack, `${at}.stack`);
-    orNull(amount)(b.timeUs, `${at}.timeUs`);
-  });
-  snapshot.cachedBlocks.forEach((b, i) => {
-    const at = `cachedBlocks[${i}]`;
-    object(b, at);
-    string(b.address, `${at}.address`);
-    amount(b.size, `${at}.size`);
-    kind(b.kind, `${at}.kind`);
-    device(b.device, `${at}.device`);
-  });
   if (snapshot.history !== undefined) {
     const h = object(snapshot.history, 'history');
-    for (const flag of ['enabled', 'stacks']) if (typeof h[flag] !== 'boolean') fail(`history.${flag}`, 'true or false', h[flag]);
+    flag(h.enabled, 'history.enabled');
+    flag(h.stacks, 'history.stacks');
     for (const n of ['maxEntries', 'dropped', 'stacksRefused']) amount(h[n], `history.${n}`);
     if (h.stacksUnread !== undefined) amount(h.stacksUnread, 'history.stacksUnread');
   }
-  const action = oneOf(ACTIONS);
-  const events = snapshot.events;
-  for (let i = 0; i < events.length; i++) {
-    const e = events[i];
-    const at = `events[${i}]`;
-    object(e, at);
-    action(e.action, `${at}.action`);
-    amount(e.timeUs, `${at}.timeUs`);
-    device(e.device, `${at}.device`);
-    kind(e.kind, `${at}.kind`);
-    string(e.address, `${at}.address`);
-    amount(e.size, `${at}.size`);
-    amount(e.requested, `${at}.requested`);
-    stack(e.stack, `${at}.stack`);
-    for (const flag of EVENT_FLAGS) if (e[flag] !== undefined && typeof e[flag] !== 'boolean') fail(`${at}.${flag}`, 'true or false', e[flag]);
+  const { stacks, devices, liveBlocks, cachedBlocks, events } = snapshot;
+  const device = (value, where) => value === null || index(value, where);
+  const stack = (value, where) => value === null || index(value, where, stacks.length);
+  list = 'stacks';
+  for (item = 0; item < stacks.length; item++) string(stacks[item], '');
+  list = 'devices';
+  for (item = 0; item < devices.length; item++) {
+    const d = object(devices[item], '');
+    index(d.index, '.index');
+    amount(d.totalBytes, '.totalBytes');
+    const stats = object(d.stats, '.stats');
+    string(stats.filterString, '.stats.filterString');
+    string(stats.name, '.stats.name');
+    for (const k of ['all', ...KINDS]) {
+      const figures = object(stats[k], `.stats.${k}`);
+      for (const f of FIGURES) {
+        const figure = object(figures[f], `.stats.${k}.${f}`);
+        for (const n of ['current', 'peak', 'allocated', 'freed']) amount(figure[n], `.stats.${k}.${f}.${n}`);
+      }
+      for (const c of COUNTERS) amount(figures[c], `.stats.${k}.${c}`);
+    }
+  }
+  list = 'liveBlocks';
+  for (item = 0; item < liveBlocks.length; item++) {
+    const b = object(liveBlocks[item], '');
+    string(b.address, '.address');
+    amount(b.size, '.size');
+    amount(b.requested, '.requested');
+    kind(b.kind, '.kind');
+    device(b.device, '.device');
+    stack(b.stack, '.stack');
+    if (b.timeUs !== null) amount(b.timeUs, '.timeUs');
+  }
+  list = 'cachedBlocks';
+  for (item = 0; item < cachedBlocks.length; item++) {
+    const b = object(cachedBlocks[item], '');
+    string(b.address, '.address');
+    amount(b.size, '.size');
+    kind(b.kind, '.kind');
+    device(b.device, '.device');
+  }
+  list = 'events';
+  for (item = 0; item < events.length; item++) {
+    const e = object(events[item], '');
+    action(e.action, '.action');
+    amount(e.timeUs, '.timeUs');
+    device(e.device, '.device');
+    kind(e.kind, '.kind');
+    string(e.address, '.address');
+    amount(e.size, '.size');
+    amount(e.requested, '.requested');
+    stack(e.stack, '.stack');
+    if (e.fromCache !== undefined) flag(e.fromCache, '.fromCache');
+    if (e.toCache !== undefined) flag(e.toCache, '.toCache');
+    if (e.retried !== undefined) flag(e.retried, '.retried');
   }
   return snapshot;
 }
