@@ -55,8 +55,7 @@ function parseArgs(argv) {
     else if (arg === '-h' || arg === '--help') {
       process.stdout.write(HELP);
       process.exit(0);
-    }
-    else if (arg.startsWith('-') && arg !== '-') usage(`unknown option ${arg}`);
+    } else if (arg.startsWith('-') && arg !== '-') usage(`unknown option ${arg}`);
     else if (args.input === undefined) args.input = arg;
     else usage(`one snapshot at a time (got ${args.input} and ${arg})`);
   }
@@ -86,6 +85,7 @@ const KIND_NAMES = ['device', 'host', 'shared', 'unknown'];
 const ACTIONS = ['alloc', 'free', 'release', 'trim', 'retry', 'oom'];
 const FIGURES = ['allocatedBytes', 'activeBytes', 'requestedBytes', 'reservedBytes', 'allocation', 'segment'];
 const COUNTERS = ['numDeviceAlloc', 'numDeviceFree', 'poolHits', 'poolMisses', 'poolEvictions', 'poolTrims', 'numAllocRetries', 'numOoms'];
+
 /** A value as an error message shows it: its JSON, cut short (control characters escaped). */
 function shown(value) {
   let text;
