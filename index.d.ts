@@ -1441,8 +1441,9 @@ export interface SnapshotHistory {
   /** New stacks not kept because 65,536 distinct ones were. */
   stacksRefused: number
   /**
-   * Events and live blocks listed with no stack because another thread holds theirs
-   * unread (a thread reads its own stacks when it takes a snapshot: take one there).
+   * Events and live blocks listed with no stack because another copy of the library's JS
+   * (another thread's, or another vm context's) holds theirs unread (a copy reads its own
+   * stacks when it takes a snapshot: take one there).
    */
   stacksUnread: number
 }

@@ -6,6 +6,8 @@
 import test from 'ava';
 import diagnostics from 'node:diagnostics_channel';
 import { once } from 'node:events';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { addon, getDevices } from './helpers/addon.mjs';
 
@@ -509,4 +511,87 @@ register('copies and fills are published, the async ones with asyncStart and asy
   t.true(copy.seen.find((e) => e.op === 'copyToHostAsync' && e.event === 'asyncEnd').result instanceof Uint8Array);
   const failed = copy.seen.filter((e) => e.op === 'copyFromDeviceAsync').map((e) => e.event);
   t.true(failed.includes('error'), failed.join(','));
+});
+
+// Copies of lib/ in vm contexts of one thread (jest's and vitest's vm pools load a package
+// so: each test file's context evaluates the JS again, over the one binding). Each copy
+// numbers its unread stacks from 0; a recording must keep them apart.
+const REALMS = String.raw`
+'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
+const vm = require('node:vm');
+const root = process.argv[1];
+// Stacks read later, as V8's call sites (under source maps each is formatted at the call).
+process.setSourceMapsEnabled(false);
+/** lib/ evaluated in a new vm context, its relative requires too; Node's modules and the .node from the main realm. */
+function loadInContext() {
+  const context = vm.createContext({ process, console, Buffer, setTimeout, clearTimeout, setImmediate, queueMicrotask });
+  const cache = new Map();
+  const load = (file) => {
+    if (cache.has(file)) return cache.get(file).exports;
+    const module = { exports: {} };
+    cache.set(file, module);
+    const wrapped = vm.runInContext('(function (exports, require, module, __filename, __dirname) {' + fs.readFileSync(file, 'utf8') + '\n})', context, { filename: file });
+    const dir = path.dirname(file);
+    const local = (spec) => spec.startsWith('.') && !spec.endsWith('.json') && !spec.endsWith('.node');
+    wrapped(module.exports, (spec) => (local(spec) ? load(path.resolve(dir, spec.endsWith('.js') ? spec : spec + '.js')) : require(spec.startsWith('.') ? path.resolve(dir, spec) : spec)), module, file, dir);
+    return module.exports;
+  };
+  return load(path.join(root, 'lib', 'index.js'));
+}
+const main = require(root);
+const copies = { main, a: loadInContext(), b: loadInContext() };
+if (copies.a.MemoryUSMHost === main.MemoryUSMHost || copies.a.MemoryUSMHost === copies.b.MemoryUSMHost) throw new Error('not separate copies');
+// Each copy's allocating call site: a function of its own, in a file of its own.
+const sites = {};
+for (const [name, m] of Object.entries(copies)) {
+  const queue = new m.SyclQueue('opencl:cpu');
+  sites[name] = vm.runInNewContext('(function site_' + name + '(n) { return new M(n, { queue }); })', { M: m.MemoryUSMHost, queue }, { filename: 'realm-' + name + '.js' });
+}
+for (const m of Object.values(copies)) m.recordMemoryHistory({ maxEntries: 100000 });
+const owner = new Map();
+const held = [];
+for (let i = 0; i < 1000; i++) {
+  for (const name of Object.keys(copies)) {
+    const memory = sites[name](64 + i);
+    held.push(memory);
+    owner.set('0x' + memory.pointer.toString(16), name);
+  }
+}
+/** Per copy: blocks whose stack names its own site, another's, or none. */
+function tally(snapshot) {
+  const out = {};
+  for (const block of snapshot.liveBlocks) {
+    const name = owner.get(block.address);
+    if (name === undefined) continue;
+    const text = block.stack === null ? null : snapshot.stacks[block.stack];
+    const site = text === null ? 'none' : (/^ +at [^\n]*\(realm-(\w+)\.js:/.exec(text) ?? [])[1] ?? 'other';
+    const t = (out[name] ??= {});
+    t[site] = (t[site] ?? 0) + 1;
+  }
+  return out;
+}
+// The main copy's snapshot first: it reads its own unread stacks, and only those.
+const first = main.memorySnapshot();
+const result = { mainFirst: tally(first), unreadAfterMain: first.history.stacksUnread };
+copies.a.memorySnapshot();
+copies.b.memorySnapshot();
+const last = main.memorySnapshot();
+result.all = tally(last);
+result.unread = last.history.stacksUnread;
+for (const m of held) m.free();
+main.recordMemoryHistory({ enabled: false });
+process.stdout.write(JSON.stringify(result));
+`;
+
+register('copies of the JS layer in vm contexts of one thread each record their own stacks, never another copy\'s', (t) => {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const r = spawnSync(process.execPath, ['-e', REALMS, root], { encoding: 'utf8', timeout: 120_000 });
+  t.is(r.status, 0, r.stderr);
+  const result = JSON.parse(r.stdout);
+  t.deepEqual(result.mainFirst, { main: { main: 1000 }, a: { none: 1000 }, b: { none: 1000 } }, "the main copy's snapshot names its stacks and leaves the others' unread");
+  t.is(result.unreadAfterMain, 4000, 'the 2000 live blocks of the other copies and their 2000 events, counted unread');
+  t.deepEqual(result.all, { main: { main: 1000 }, a: { a: 1000 }, b: { b: 1000 } }, 'once each copy read its own, every block names its own call site');
+  t.is(result.unread, 0);
 });

@@ -21,8 +21,8 @@ export function observeAllocate(queueId: number, kind: number, nbytes: number, a
 /** An ArrayBuffer over this thread's address slot (eight bytes), or undefined where external buffers are refused. */
 export function observeAddressSlot(): ArrayBuffer | undefined
 
-/** The stack of this thread's next allocation is its JS layer's unread stack `sequence`; false when recording `generation` is not the one taking stacks now. */
-export function observeNextStackProvisional(generation: number, sequence: number): boolean
+/** The stack of this thread's next allocation is the unread stack `sequence` of the copy of the JS layer numbered `source` (`observeStackSource`); false when recording `generation` is not the one taking stacks now. */
+export function observeNextStackProvisional(generation: number, source: number, sequence: number): boolean
 
 /** Releases the memory now and gives the handle back (a freed handle: no-op). */
 export function memFree(memoryId: number): void
@@ -267,10 +267,12 @@ export function observeNextStackId(id: number, generation: number): boolean
 export function observeStackGeneration(): number
 /** The id of a stack's text in recording `generation`, or -1 (that recording is over, or its table is full). */
 export function observeInternStack(generation: number, stack: string): number
-/** This thread's unread stacks recording `generation` still names: `[live, liveAllocations, ...sequences]` (the first `live` of live allocations); undefined when that recording is over or takes no stacks. */
-export function observeReferencedStacks(generation: number): Float64Array | undefined | null
-/** This thread's unread stacks `sequences` were read: `ids[i]` (-1: none) stands for `sequences[i]`; the first `live` are live allocations'. */
-export function observeResolveStacks(generation: number, sequences: Float64Array, ids: Float64Array, live: number): void
+/** A number of this copy of the JS layer's own (each load of `lib/`, in each thread and vm context), naming its unread stacks; 0 once the numbers are spent (read stacks at once then). */
+export function observeStackSource(): number
+/** The unread stacks of copy `source` that recording `generation` still names: `[liveAllocations, first, last, live, ...liveSequences, ...holes]`; undefined when that recording is over or takes no stacks. */
+export function observeReferencedStacks(generation: number, source: number): Float64Array | undefined | null
+/** The unread stacks `sequences` of copy `source` were read: `ids[i]` (-1: none) stands for `sequences[i]`; the first `live` are live allocations'. */
+export function observeResolveStacks(generation: number, source: number, sequences: Float64Array, ids: Float64Array, live: number): void
 
 /** Starts a recording of `maxEntries` events (stacks sent by the JS layer when `stacks`), dropping an earlier one; `enabled` false ends the recording. */
 export function observeRecord(enabled: boolean, maxEntries: number, stacks: boolean): void

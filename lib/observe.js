@@ -332,7 +332,7 @@ function stackText(sites) {
   return text;
 }
 
-/** Forgets this thread's stack ids and unread stacks (they named a recording that is over). */
+/** Forgets this copy's stack ids and unread stacks (they named a recording that is over). */
 function forgetStacks() {
   stackIds = new Map();
   stackCount = 0;
@@ -381,7 +381,11 @@ function sendStack(above, captured) {
     native.observeNextStack(formattedStack(above));
     return;
   }
-  const sites = callSites(above);
+  sendSites(callSites(above));
+}
+
+/** Tells the binding the stack of this thread's next allocation, read: its call sites. */
+function sendSites(sites) {
   let id = stackId(sites);
   if (id >= 0 && native.observeNextStackId(id, stackGeneration)) return;
   // A new recording: the ids of the last one name nothing now.
@@ -393,7 +397,7 @@ function sendStack(above, captured) {
 // A stack taken in the memory class's constructor is not read at once: reading V8's call
 // sites costs more than taking them, and most stacks of a busy program are never looked
 // at (their events leave the ring, their blocks are freed). The allocation gets this
-// thread's next sequence number as a provisional stack, and the holder is kept unread
+// copy's next sequence number as a provisional stack, and the holder is kept unread
 // while the recording names it. A sweep every so many allocations asks the binding which
 // of them it still names: it reads those of live blocks (so that a snapshot has few left
 // to read), keeps those only events name, and drops the rest unread. A snapshot reads all
@@ -401,10 +405,16 @@ function sendStack(above, captured) {
 // is at most the stacks the ring's events name and one sweep's worth of allocations.
 /** Allocations with an unread stack between two sweeps, at the least. */
 const SWEEP_EVERY = 4096;
-/** The next sequence number of this thread's unread stacks (never reused). */
+/**
+ * This copy's number in the binding's names of unread stacks: a thread may hold several
+ * copies of this file (one per vm context, as jest's and vitest's vm pools load it), each
+ * numbering its stacks from 0 (0 here: the numbers are spent; stacks are read at once).
+ */
+const stackSource = native.observeStackSource();
+/** The next sequence number of this copy's unread stacks (never reused). */
 let sequence = 0;
 /**
- * The holders of this thread's unread stacks: `pending[i]` is sequence `pendingBase + i`'s
+ * The holders of this copy's unread stacks: `pending[i]` is sequence `pendingBase + i`'s
  * (`undefined` once read or dropped); it ends at `sequence`.
  */
 let pending = [];
@@ -413,10 +423,14 @@ let untilSweep = SWEEP_EVERY;
 
 /** Makes `holder`, unread, the stack of this thread's next allocation. */
 function deferStack(holder) {
+  if (stackSource === 0) {
+    sendSites(read(holder, asCallSites));
+    return;
+  }
   if (--untilSweep <= 0) sweep(false);
-  if (!native.observeNextStackProvisional(stackGeneration, sequence)) {
+  if (!native.observeNextStackProvisional(stackGeneration, stackSource, sequence)) {
     followRecording();
-    if (!native.observeNextStackProvisional(stackGeneration, sequence)) return;
+    if (!native.observeNextStackProvisional(stackGeneration, stackSource, sequence)) return;
   }
   pending[sequence - pendingBase] = holder;
   sequence += 1;
@@ -437,7 +451,7 @@ function readStack(number) {
  * names.
  */
 function sweep(all) {
-  const named = native.observeReferencedStacks(stackGeneration);
+  const named = native.observeReferencedStacks(stackGeneration, stackSource);
   if (named === undefined) {
     forgetStacks();
     return;
@@ -473,7 +487,7 @@ function sweep(all) {
     } finally {
       Error.prepareStackTrace = saved;
     }
-    native.observeResolveStacks(stackGeneration, numbers, ids, live);
+    native.observeResolveStacks(stackGeneration, stackSource, numbers, ids, live);
   }
   if (all || last < first) {
     pending = [];
@@ -491,7 +505,7 @@ function sweep(all) {
   untilSweep = Math.max(SWEEP_EVERY, pending.length >> 2, liveAllocations >> 4);
 }
 
-/** Reads every unread stack of this thread the recording names (before a snapshot). */
+/** Reads every unread stack of this copy the recording names (before a snapshot). */
 function readStacks() {
   if (sequence > pendingBase) sweep(true);
 }

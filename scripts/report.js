@@ -21,11 +21,25 @@ const CHART_HEIGHT = 260;
 const BUCKETS = 1100;
 const TOP_SITES = 15;
 
+const USAGE = 'usage: dpctl-memory-report snapshot.json [-o report.html] [--chrome-trace trace.json] [--title text]\n';
+
+/** Exits 2 with `message` and the usage on stderr. */
 function usage(message) {
-  if (message) process.stderr.write(`dpctl-memory-report: ${message}\n`);
-  process.stderr.write('usage: dpctl-memory-report snapshot.json [-o report.html] [--chrome-trace trace.json] [--title text]\n');
+  process.stderr.write(`dpctl-memory-report: ${message}\n${USAGE}`);
   process.exit(2);
 }
+
+const HELP = `${USAGE}
+Writes a snapshot (JSON.stringify(memorySnapshot()) in a file; - reads stdin) as one
+self-contained HTML page (default report.html), and with --chrome-trace as a Chrome trace
+for https://ui.perfetto.dev or chrome://tracing. A file that is not a well-formed snapshot
+(a number where a number belongs, a known kind, ...) is refused with the field at fault.
+
+  -o, --output FILE        the page
+  --chrome-trace FILE      the trace
+  --title TEXT             the page's title
+  -h, --help               this text
+`;
 
 function parseArgs(argv) {
   const args = { input: undefined, output: undefined, chromeTrace: undefined, title: undefined };
@@ -38,8 +52,10 @@ function parseArgs(argv) {
     if (arg === '-o' || arg === '--output') args.output = value();
     else if (arg === '--chrome-trace') args.chromeTrace = value();
     else if (arg === '--title') args.title = value();
-    else if (arg === '-h' || arg === '--help') usage();
-    else if (arg.startsWith('-') && arg !== '-') usage(`unknown option ${arg}`);
+    else if (arg === '-h' || arg === '--help') {
+      process.stdout.write(HELP);
+      process.exit(0);
+    } else if (arg.startsWith('-') && arg !== '-') usage(`unknown option ${arg}`);
     else if (args.input === undefined) args.input = arg;
     else usage(`one snapshot at a time (got ${args.input} and ${arg})`);
   }
@@ -48,7 +64,7 @@ function parseArgs(argv) {
   return args;
 }
 
-/** The snapshot in `text`, checked enough to say what is wrong with a file that is not one. */
+/** The snapshot in `text`, checked (`checkSnapshot`): a file that is not one says why. */
 function readSnapshot(text, name) {
   let snapshot;
   try {
@@ -56,12 +72,140 @@ function readSnapshot(text, name) {
   } catch (error) {
     throw new Error(`${name} is not JSON: ${error.message}`);
   }
-  if (snapshot === null || typeof snapshot !== 'object' || snapshot.format !== 'dpctl-memory-snapshot') {
+  return checkSnapshot(snapshot, name);
+}
+
+// A snapshot is what people attach to bug reports: the page and the trace are made from
+// a file someone else wrote. Each field the report reads is checked to be what
+// `memorySnapshot()` writes (a number where a number belongs, one of the known kinds and
+// actions), and a file that differs is refused naming the field; the strings (device
+// names, filter strings, stacks) are escaped wherever they are shown, and so is every
+// other value, checked or not.
+const KIND_NAMES = ['device', 'host', 'shared', 'unknown'];
+const ACTIONS = ['alloc', 'free', 'release', 'trim', 'retry', 'oom'];
+const FIGURES = ['allocatedBytes', 'activeBytes', 'requestedBytes', 'reservedBytes', 'allocation', 'segment'];
+const COUNTERS = ['numDeviceAlloc', 'numDeviceFree', 'poolHits', 'poolMisses', 'poolEvictions', 'poolTrims', 'numAllocRetries', 'numOoms'];
+
+/** A value as an error message shows it: its JSON, cut short (control characters escaped). */
+function shown(value) {
+  let text;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    text = undefined;
+  }
+  if (text === undefined) text = typeof value;
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/**
+ * `snapshot` when it is a snapshot of the version this report reads, with every field the
+ * report uses of the type `memorySnapshot()` gives it; else an Error that names the field
+ * (`name`: what to call the snapshot).
+ */
+function checkSnapshot(snapshot, name = 'the snapshot') {
+  if (snapshot === null || typeof snapshot !== 'object' || Array.isArray(snapshot) || snapshot.format !== 'dpctl-memory-snapshot') {
     throw new Error(`${name} is not a dpctl-memory snapshot (write one with JSON.stringify(memorySnapshot()))`);
   }
-  if (snapshot.version !== 1) throw new Error(`${name} is a snapshot of version ${snapshot.version}; this report reads version 1`);
+  if (snapshot.version !== 1) throw new Error(`${name} is a snapshot of version ${shown(snapshot.version)}; this report reads version 1`);
+  // The field at fault is named as `${list}[${item}]${where}` inside a list (`list` null:
+  // `where` alone), so that nothing is built per event unless one is wrong.
+  let list = null;
+  let item = 0;
+  const fail = (where, what, value) => {
+    const field = list === null ? where : `${list}[${item}]${where}`;
+    throw new Error(`${name} is not a well-formed snapshot: ${field} must be ${what}, not ${shown(value)}`);
+  };
+  const object = (value, where) => {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) fail(where, 'an object', value);
+    return value;
+  };
+  /** A finite number, at least 0 (sizes, counts, times). */
+  const amount = (value, where) => {
+    if (typeof value !== 'number' || !(value >= 0 && value < Infinity)) fail(where, 'a number (0 or more)', value);
+  };
+  const index = (value, where, below = Infinity) => {
+    if (!Number.isSafeInteger(value) || value < 0 || value >= below) fail(where, below === Infinity ? 'an index (an integer, 0 or more)' : `an index below ${below}`, value);
+  };
+  const string = (value, where) => {
+    if (typeof value !== 'string') fail(where, 'a string', value);
+  };
+  const oneOf = (names) => (value, where) => {
+    if (!names.includes(value)) fail(where, `one of ${names.join(', ')}`, value);
+  };
+  const flag = (value, where) => {
+    if (typeof value !== 'boolean') fail(where, 'true or false', value);
+  };
+  const kind = oneOf(KIND_NAMES);
+  const action = oneOf(ACTIONS);
+  amount(snapshot.epochMs, 'epochMs');
+  amount(snapshot.timeUs, 'timeUs');
+  if (!Number.isFinite(new Date(snapshot.epochMs + snapshot.timeUs / 1000).getTime())) fail('epochMs', 'a time', snapshot.epochMs);
   for (const field of ['devices', 'liveBlocks', 'cachedBlocks', 'events', 'stacks']) {
     if (!Array.isArray(snapshot[field])) throw new Error(`${name} has no ${field} list`);
+  }
+  if (snapshot.history !== undefined) {
+    const h = object(snapshot.history, 'history');
+    flag(h.enabled, 'history.enabled');
+    flag(h.stacks, 'history.stacks');
+    for (const n of ['maxEntries', 'dropped', 'stacksRefused']) amount(h[n], `history.${n}`);
+    if (h.stacksUnread !== undefined) amount(h.stacksUnread, 'history.stacksUnread');
+  }
+  const { stacks, devices, liveBlocks, cachedBlocks, events } = snapshot;
+  const device = (value, where) => value === null || index(value, where);
+  const stack = (value, where) => value === null || index(value, where, stacks.length);
+  list = 'stacks';
+  for (item = 0; item < stacks.length; item++) string(stacks[item], '');
+  list = 'devices';
+  for (item = 0; item < devices.length; item++) {
+    const d = object(devices[item], '');
+    index(d.index, '.index');
+    amount(d.totalBytes, '.totalBytes');
+    const stats = object(d.stats, '.stats');
+    string(stats.filterString, '.stats.filterString');
+    string(stats.name, '.stats.name');
+    for (const k of ['all', ...KINDS]) {
+      const figures = object(stats[k], `.stats.${k}`);
+      for (const f of FIGURES) {
+        const figure = object(figures[f], `.stats.${k}.${f}`);
+        for (const n of ['current', 'peak', 'allocated', 'freed']) amount(figure[n], `.stats.${k}.${f}.${n}`);
+      }
+      for (const c of COUNTERS) amount(figures[c], `.stats.${k}.${c}`);
+    }
+  }
+  list = 'liveBlocks';
+  for (item = 0; item < liveBlocks.length; item++) {
+    const b = object(liveBlocks[item], '');
+    string(b.address, '.address');
+    amount(b.size, '.size');
+    amount(b.requested, '.requested');
+    kind(b.kind, '.kind');
+    device(b.device, '.device');
+    stack(b.stack, '.stack');
+    if (b.timeUs !== null) amount(b.timeUs, '.timeUs');
+  }
+  list = 'cachedBlocks';
+  for (item = 0; item < cachedBlocks.length; item++) {
+    const b = object(cachedBlocks[item], '');
+    string(b.address, '.address');
+    amount(b.size, '.size');
+    kind(b.kind, '.kind');
+    device(b.device, '.device');
+  }
+  list = 'events';
+  for (item = 0; item < events.length; item++) {
+    const e = object(events[item], '');
+    action(e.action, '.action');
+    amount(e.timeUs, '.timeUs');
+    device(e.device, '.device');
+    kind(e.kind, '.kind');
+    string(e.address, '.address');
+    amount(e.size, '.size');
+    amount(e.requested, '.requested');
+    stack(e.stack, '.stack');
+    if (e.fromCache !== undefined) flag(e.fromCache, '.fromCache');
+    if (e.toCache !== undefined) flag(e.toCache, '.toCache');
+    if (e.retried !== undefined) flag(e.retried, '.retried');
   }
   return snapshot;
 }
@@ -257,17 +401,26 @@ function chart(snapshot, analysis, device) {
         previous = py;
       }
       const what = field === 1 ? 'allocated' : 'reserved';
-      out.push(`<path d="${d}" fill="none" stroke="${COLORS[s.kind]}" stroke-width="${field === 1 ? 2 : 1.2}"${dash}><title>${s.kind} ${what}</title></path>`);
+      out.push(`<path d="${d}" fill="none" stroke="${COLORS[s.kind]}" stroke-width="${field === 1 ? 2 : 1.2}"${dash}><title>${escapeHtml(s.kind)} ${what}</title></path>`);
     }
   }
   out.push('</svg>');
-  const legend = lines.map((s) => `<span class="key" style="--c:${COLORS[s.kind]}">${s.kind}</span>`).join(' ');
+  const legend = lines.map((s) => `<span class="key" style="--c:${COLORS[s.kind]}">${escapeHtml(s.kind)}</span>`).join(' ');
   return { svg: out.join(''), legend, x, y, max };
 }
 
+/** Markup made here, which `table` puts in its cell as it is. */
+class Html {
+  constructor(text) {
+    this.text = text;
+  }
+}
+
+/** A table; each cell is text (escaped) or `Html`. */
 function table(headers, rows) {
   const head = headers.map((h) => `<th>${escapeHtml(h)}</th>`).join('');
-  const body = rows.map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`).join('\n');
+  const cell = (c) => `<td>${c instanceof Html ? c.text : escapeHtml(c)}</td>`;
+  const body = rows.map((r) => `<tr>${r.map(cell).join('')}</tr>`).join('\n');
   return `<table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
 }
 
@@ -275,9 +428,9 @@ function sitesTable(snapshot, sites, total) {
   const rows = sites.slice(0, TOP_SITES).map((site) => {
     const stack = site.stack >= 0 ? snapshot.stacks[site.stack] : undefined;
     const share = total > 0 ? ((100 * site.bytes) / total).toFixed(1) : '0.0';
-    const name = escapeHtml(siteName(stack));
-    const where = stack === undefined ? name : `<details><summary><code>${name}</code></summary><pre>${escapeHtml(stack)}</pre></details>`;
-    return [escapeHtml(bytes(site.bytes)), `${share} %`, String(site.count), where];
+    const name = siteName(stack);
+    const where = stack === undefined ? name : new Html(`<details><summary><code>${escapeHtml(name)}</code></summary><pre>${escapeHtml(stack)}</pre></details>`);
+    return [bytes(site.bytes), `${share} %`, site.count, where];
   });
   return table(['bytes', 'share', 'blocks', 'allocated at'], rows);
 }
@@ -289,19 +442,19 @@ function statsTable(snapshot) {
       const s = d.stats[kind];
       if (kind !== 'all' && s.allocation.allocated === 0) continue;
       rows.push([
-        escapeHtml(d.stats.filterString),
+        d.stats.filterString,
         kind,
-        escapeHtml(bytes(s.allocatedBytes.current)),
-        escapeHtml(bytes(s.allocatedBytes.peak)),
-        escapeHtml(bytes(s.reservedBytes.current)),
-        escapeHtml(bytes(s.reservedBytes.peak)),
-        String(s.allocation.current),
-        String(s.allocation.allocated),
+        bytes(s.allocatedBytes.current),
+        bytes(s.allocatedBytes.peak),
+        bytes(s.reservedBytes.current),
+        bytes(s.reservedBytes.peak),
+        s.allocation.current,
+        s.allocation.allocated,
         `${s.poolHits} / ${s.poolMisses}`,
-        String(s.poolEvictions),
-        String(s.poolTrims),
-        String(s.numAllocRetries),
-        String(s.numOoms),
+        s.poolEvictions,
+        s.poolTrims,
+        s.numAllocRetries,
+        s.numOoms,
       ]);
     }
   }
@@ -318,7 +471,7 @@ function cachedTable(snapshot) {
   }
   const rows = [...groups.values()]
     .sort((a, b) => b.size * b.count - a.size * a.count)
-    .map((g) => [escapeHtml(deviceName(snapshot, g.device)), g.kind, escapeHtml(bytes(g.size)), String(g.count), escapeHtml(bytes(g.size * g.count))]);
+    .map((g) => [deviceName(snapshot, g.device), g.kind, bytes(g.size), g.count, bytes(g.size * g.count)]);
   const total = snapshot.cachedBlocks.reduce((sum, b) => sum + b.size, 0);
   return { html: rows.length > 0 ? table(['device', 'kind', 'block size', 'blocks', 'bytes'], rows) : '<p>The pool holds no cached block.</p>', total };
 }
@@ -336,8 +489,13 @@ code, pre { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; } pre { m
 #peak-summary { font-size: 15px; } .note { color: #6c757d; font-size: 12px; }
 `;
 
-/** The report page (HTML text). */
+/** The report page (HTML text) of a snapshot (checked: see `checkSnapshot`). */
 function renderHtml(snapshot, options = {}) {
+  return page(checkSnapshot(snapshot), options);
+}
+
+/** The page of a checked snapshot: every value from it is escaped where it is shown. */
+function page(snapshot, options) {
   const analysis = analyse(snapshot);
   const { peak } = analysis;
   const taken = new Date(snapshot.epochMs + snapshot.timeUs / 1000);
@@ -346,14 +504,16 @@ function renderHtml(snapshot, options = {}) {
   parts.push(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body>`);
   parts.push(`<h1>${escapeHtml(title)}</h1>`);
   const h = snapshot.history;
+  const dropped = h && h.dropped ? ` (${escapeHtml(h.dropped)} older ones dropped from the ring)` : '';
+  const recorded = h && h.enabled ? `, stacks ${h.stacks ? 'on' : 'off'}` : ', no history recorded';
   parts.push(
-    `<div class="meta">Snapshot taken ${escapeHtml(taken.toISOString())}; ${snapshot.events.length} events recorded${h && h.dropped ? ` (${h.dropped} older ones dropped from the ring)` : ''}` +
-      `${h && h.enabled ? `, stacks ${h.stacks ? 'on' : 'off'}` : ', no history recorded'}; ${snapshot.liveBlocks.length} live blocks, ${snapshot.cachedBlocks.length} cached.</div>`,
+    `<div class="meta">Snapshot taken ${escapeHtml(taken.toISOString())}; ${escapeHtml(snapshot.events.length)} events recorded${dropped}` +
+      `${recorded}; ${escapeHtml(snapshot.liveBlocks.length)} live blocks, ${escapeHtml(snapshot.cachedBlocks.length)} cached.</div>`,
   );
   const peakLive = liveAtPeak(snapshot, peak);
   const peakBytes = peakLive.reduce((sum, b) => sum + b.size, 0);
   parts.push(
-    `<p id="peak-summary" data-peak-bytes="${peak.bytes}" data-peak-time-us="${peak.timeUs}">Peak: <strong>${escapeHtml(bytes(peak.bytes))}</strong> allocated (all devices and kinds) at <strong>${escapeHtml(seconds(peak.timeUs - analysis.t0))}</strong>, in ${peakLive.length} live blocks.</p>`,
+    `<p id="peak-summary" data-peak-bytes="${escapeHtml(peak.bytes)}" data-peak-time-us="${escapeHtml(peak.timeUs)}">Peak: <strong>${escapeHtml(bytes(peak.bytes))}</strong> allocated (all devices and kinds) at <strong>${escapeHtml(seconds(peak.timeUs - analysis.t0))}</strong>, in ${escapeHtml(peakLive.length)} live blocks.</p>`,
   );
   parts.push('<h2>Memory over time</h2><p class="note">Solid: allocated bytes (blocks held by live allocations); dashed: reserved bytes (held from the runtime: live and cached blocks). Each point is the maximum of its stretch of time.</p>');
   for (const d of snapshot.devices) {
@@ -364,44 +524,51 @@ function renderHtml(snapshot, options = {}) {
     const held = peakLive.filter((b) => b.device === d.index).reduce((sum, b) => sum + b.size, 0);
     if (held > 0 && peak.index >= 0) {
       const px = c.x(peak.timeUs).toFixed(1);
-      const marker = `<g id="peak-${d.index}" class="peak-marker"><line x1="${px}" x2="${px}" y1="10" y2="${CHART_HEIGHT - 30}" stroke="#c92a2a" stroke-dasharray="2 2"/><text x="${Number(px) + (Number(px) > CHART_WIDTH / 2 ? -6 : 6)}" y="22" class="peak-label" text-anchor="${Number(px) > CHART_WIDTH / 2 ? 'end' : 'start'}">peak ${escapeHtml(bytes(peak.bytes))} (${escapeHtml(bytes(held))} here)</text></g>`;
+      const marker = `<g id="peak-${escapeHtml(d.index)}" class="peak-marker"><line x1="${px}" x2="${px}" y1="10" y2="${CHART_HEIGHT - 30}" stroke="#c92a2a" stroke-dasharray="2 2"/><text x="${Number(px) + (Number(px) > CHART_WIDTH / 2 ? -6 : 6)}" y="22" class="peak-label" text-anchor="${Number(px) > CHART_WIDTH / 2 ? 'end' : 'start'}">peak ${escapeHtml(bytes(peak.bytes))} (${escapeHtml(bytes(held))} here)</text></g>`;
       svg = svg.replace('</svg>', `${marker}</svg>`);
     }
     parts.push(svg);
   }
-  parts.push(`<h2>Live at the peak, by allocating call</h2><p class="note">${escapeHtml(bytes(peakBytes))} in ${peakLive.length} blocks${peakLive.some((b) => b.older) ? '; blocks allocated before the recording have no stack' : ''}.</p>`);
+  parts.push(`<h2>Live at the peak, by allocating call</h2><p class="note">${escapeHtml(bytes(peakBytes))} in ${escapeHtml(peakLive.length)} blocks${peakLive.some((b) => b.older) ? '; blocks allocated before the recording have no stack' : ''}.</p>`);
   parts.push(sitesTable(snapshot, bySite(peakLive), peakBytes));
   const allocs = snapshot.events.filter((e) => e.action === 'alloc');
   const allocBytes = allocs.reduce((sum, e) => sum + e.size, 0);
-  parts.push(`<h2>Top allocation sites by bytes</h2><p class="note">Every recorded allocation: ${escapeHtml(bytes(allocBytes))} in ${allocs.length} allocations.</p>`);
+  parts.push(`<h2>Top allocation sites by bytes</h2><p class="note">Every recorded allocation: ${escapeHtml(bytes(allocBytes))} in ${escapeHtml(allocs.length)} allocations.</p>`);
   parts.push(sitesTable(snapshot, bySite(allocs), allocBytes));
   const liveNow = snapshot.liveBlocks.reduce((sum, b) => sum + b.size, 0);
-  parts.push(`<h2>Live now, by allocating call</h2><p class="note">${escapeHtml(bytes(liveNow))} in ${snapshot.liveBlocks.length} blocks.</p>`);
+  parts.push(`<h2>Live now, by allocating call</h2><p class="note">${escapeHtml(bytes(liveNow))} in ${escapeHtml(snapshot.liveBlocks.length)} blocks.</p>`);
   parts.push(sitesTable(snapshot, bySite(snapshot.liveBlocks), liveNow));
   const cached = cachedTable(snapshot);
-  parts.push(`<h2>The pool's cached blocks</h2><p class="note">${escapeHtml(bytes(cached.total))} in ${snapshot.cachedBlocks.length} blocks: freed memory kept for reuse (poolTrim() gives it back).</p>${cached.html}`);
+  parts.push(`<h2>The pool's cached blocks</h2><p class="note">${escapeHtml(bytes(cached.total))} in ${escapeHtml(snapshot.cachedBlocks.length)} blocks: freed memory kept for reuse (poolTrim() gives it back).</p>${cached.html}`);
   parts.push(`<h2>Statistics</h2>${statsTable(snapshot)}`);
   const ooms = snapshot.events.filter((e) => e.action === 'oom');
   if (ooms.length > 0) {
-    parts.push(`<h2>Refused allocations</h2>${table(['at', 'device', 'kind', 'asked', 'after a trim and retry'], ooms.map((e) => [escapeHtml(seconds(e.timeUs - analysis.t0)), escapeHtml(deviceName(snapshot, e.device)), e.kind, escapeHtml(bytes(e.size)), e.retried ? 'yes' : 'no']))}`);
+    const rows = ooms.map((e) => [seconds(e.timeUs - analysis.t0), deviceName(snapshot, e.device), e.kind, bytes(e.size), e.retried ? 'yes' : 'no']);
+    parts.push(`<h2>Refused allocations</h2>${table(['at', 'device', 'kind', 'asked', 'after a trim and retry'], rows)}`);
   }
   parts.push('</body></html>\n');
   return parts.join('\n');
 }
 
 /**
- * The Chrome trace event format (JSON object form): one counter track per device and
- * kind with its allocated and reserved bytes at every event, and an instant event per
- * refusal. Perfetto and chrome://tracing open it.
+ * The Chrome trace event format (JSON object form) of a snapshot (checked: see
+ * `checkSnapshot`): one counter track per device and kind with its allocated and reserved
+ * bytes at every event, and an instant event per refusal. Perfetto and chrome://tracing
+ * open it.
  */
 function chromeTrace(snapshot) {
+  return trace(checkSnapshot(snapshot));
+}
+
+/** The trace of a checked snapshot: each event an object, written by JSON.stringify. */
+function trace(snapshot) {
   const analysis = analyse(snapshot);
   const out = [];
   for (const d of snapshot.devices) {
     out.push(JSON.stringify({ name: 'process_name', ph: 'M', pid: d.index, tid: 0, args: { name: `${d.stats.filterString} (${d.stats.name})` } }));
   }
   const state = new Map(analysis.series.map((s) => [s.key, { allocated: s.start.allocated, reserved: s.start.reserved }]));
-  const counter = (device, kind, ts, v) => `{"name":"${kind} memory","ph":"C","ts":${ts},"pid":${device},"tid":0,"args":{"allocated":${v.allocated},"reserved":${v.reserved}}}`;
+  const counter = (device, kind, ts, v) => JSON.stringify({ name: `${kind} memory`, ph: 'C', ts, pid: device, tid: 0, args: { allocated: v.allocated, reserved: v.reserved } });
   for (const s of analysis.series) out.push(counter(s.device, s.kind, analysis.t0, state.get(s.key)));
   for (const e of snapshot.events) {
     if (e.action === 'oom') {
@@ -416,6 +583,7 @@ function chromeTrace(snapshot) {
     v.reserved += r;
     out.push(counter(e.device, e.kind, e.timeUs, v));
   }
+  // One event a line (a trace of 10^6 events is not one object held whole).
   return `{"displayTimeUnit":"ms","traceEvents":[\n${out.join(',\n')}\n]}\n`;
 }
 
@@ -424,11 +592,11 @@ function main(argv) {
   const text = args.input === '-' ? fs.readFileSync(0, 'utf8') : fs.readFileSync(args.input, 'utf8');
   const snapshot = readSnapshot(text, args.input === '-' ? 'the input' : args.input);
   if (args.output !== undefined) {
-    fs.writeFileSync(args.output, renderHtml(snapshot, { title: args.title }));
+    fs.writeFileSync(args.output, page(snapshot, { title: args.title }));
     process.stdout.write(`dpctl-memory-report: wrote ${path.resolve(args.output)}\n`);
   }
   if (args.chromeTrace !== undefined) {
-    fs.writeFileSync(args.chromeTrace, chromeTrace(snapshot));
+    fs.writeFileSync(args.chromeTrace, trace(snapshot));
     process.stdout.write(`dpctl-memory-report: wrote ${path.resolve(args.chromeTrace)} (open it in https://ui.perfetto.dev or chrome://tracing)\n`);
   }
 }
@@ -442,4 +610,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { readSnapshot, renderHtml, chromeTrace, analyse };
+module.exports = { readSnapshot, checkSnapshot, renderHtml, chromeTrace, analyse };

@@ -19,7 +19,7 @@ use crate::js::lookup::lookup;
 use crate::js::memory;
 use crate::js::state::{process, registry};
 use crate::memory::history::{self, Event, HistoryConfig, StackRef, NO_DEVICE, NO_STACK};
-use crate::memory::observe::{Sink, Staging};
+use crate::memory::observe::{self, Sink, Staging};
 use crate::memory::snapshot::{self, Snapshot};
 use crate::memory::stats::{DeviceCounters, KindCounters, Stat};
 use crate::runtime::{Device, UsmKind};
@@ -156,14 +156,22 @@ pub fn observe_intern_stack(generation: u32, stack: String) -> f64 {
     sink().intern_stack(generation, &stack).map_or(-1.0, f64::from)
 }
 
-/// This thread's unread stacks that recording `generation` still names:
+/// A number of this copy of the JS layer's own (one load of `lib/`: each thread, and each
+/// vm context of a thread, loads its own), which names its unread stacks apart from
+/// another copy's; 0 once the numbers are spent (that copy then reads its stacks at once).
+#[napi]
+pub fn observe_stack_source() -> u32 {
+    observe::new_stack_source().unwrap_or(0)
+}
+
+/// The unread stacks of copy `source` that recording `generation` still names:
 /// `[liveAllocations, first, last, live, ...liveSequences, ...holes]`: every sequence
 /// from `first` to `last` is named but the holes; the `live` ones are live allocations'
 /// (`first > last`: none named). `undefined` when that recording is over or takes no
 /// stacks.
 #[napi]
-pub fn observe_referenced_stacks(generation: u32) -> Option<Float64Array> {
-    let r = sink().referenced_stacks(generation)?;
+pub fn observe_referenced_stacks(generation: u32, source: u32) -> Option<Float64Array> {
+    let r = sink().referenced_stacks(generation, source)?;
     let (first, last) = r.named.map_or((0.0, -1.0), |(first, last)| (first as f64, last as f64));
     let mut out = Vec::with_capacity(4 + r.live.len() + r.holes.len());
     out.extend([r.live_allocations as f64, first, last, r.live.len() as f64]);
@@ -171,14 +179,14 @@ pub fn observe_referenced_stacks(generation: u32) -> Option<Float64Array> {
     Some(Float64Array::new(out))
 }
 
-/// This thread's unread stacks `sequences` were read: `ids[i]` (from `observeInternStack`,
-/// or -1 for none) stands for `sequences[i]` from now on; the first `live` are live
-/// allocations'.
+/// The unread stacks `sequences` of copy `source` were read: `ids[i]` (from
+/// `observeInternStack`, or -1 for none) stands for `sequences[i]` from now on; the first
+/// `live` are live allocations'.
 #[napi]
-pub fn observe_resolve_stacks(generation: u32, sequences: Float64Array, ids: Float64Array, live: u32) {
+pub fn observe_resolve_stacks(generation: u32, source: u32, sequences: Float64Array, ids: Float64Array, live: u32) {
     let sequences: Vec<u64> = sequences.iter().map(|&s| s as u64).collect();
     let ids: Vec<StackRef> = ids.iter().map(|&id| if id >= 0.0 { id as StackRef } else { NO_STACK }).collect();
-    sink().resolve_stacks(generation, &sequences, &ids, live as usize);
+    sink().resolve_stacks(generation, source, &sequences, &ids, live as usize);
 }
 
 fn kind_name(kind: UsmKind) -> &'static str {
@@ -356,13 +364,15 @@ fn fast_observe_address_slot(env: &Env, _args: &[Unknown; 4]) -> napi::Result<na
     }
 }
 
-/// `observeNextStackProvisional(generation, sequence)`: the stack of this thread's next
-/// allocation is its JS layer's unread stack `sequence` (see `memory::history`); `false`
-/// when recording `generation` is not the one taking stacks now. A fast call: it runs
-/// once per allocation while stacks are recorded.
+/// `observeNextStackProvisional(generation, source, sequence)`: the stack of this thread's
+/// next allocation is the unread stack `sequence` of the copy of the JS layer numbered
+/// `source` (`observeStackSource`; see `memory::history`); `false` when recording
+/// `generation` is not the one taking stacks now. A fast call: it runs once per
+/// allocation while stacks are recorded.
 fn fast_observe_next_stack_provisional(env: &Env, args: &[Unknown; 4]) -> napi::Result<napi::sys::napi_value> {
-    let (generation, sequence) = (ffi::u32_arg(env, &args[0])?, ffi::f64_arg(env, &args[1])?);
-    ffi::js_bool(env, sink().set_next_stack_provisional(generation, sequence as u64))
+    let (generation, source) = (ffi::u32_arg(env, &args[0])?, ffi::u32_arg(env, &args[1])?);
+    let sequence = ffi::f64_arg(env, &args[2])?;
+    ffi::js_bool(env, sink().set_next_stack_provisional(generation, source, sequence as u64))
 }
 
 /// Puts this file's fast calls on `exports` (as `memory::define_fast_calls` does its own).

@@ -2,12 +2,15 @@
 //! allocations, frees, blocks given back, trims and refusals, and the JS stacks of the
 //! allocating calls, interned (a program allocates from few places, many times).
 //!
-//! A stack may also be provisional: a number the JS layer of one thread gave a stack it
+//! A stack may also be provisional: a number one copy of the JS layer gave a stack it
 //! captured and has not read yet (reading V8's call sites costs more than capturing them,
 //! and most stacks of a busy program are never looked at: their events leave the ring and
-//! their blocks are freed). That thread reads the ones still named here when it sweeps
+//! their blocks are freed). That copy reads the ones still named here when it sweeps
 //! (those of live blocks) or takes a snapshot (all), and [`History::resolve`] puts the
-//! interned ids in their place.
+//! interned ids in their place. A copy is one load of `lib/` (each thread has its own, and
+//! one thread may hold several: a vm context each, as jest's and vitest's vm pools load
+//! it), numbered by [`crate::memory::observe::new_stack_source`], since each numbers its
+//! stacks from 0.
 //!
 //! Off by default. While off, nothing here runs: the sink checks one flag.
 
@@ -56,23 +59,28 @@ pub type StackRef = u64;
 /// No stack recorded.
 pub const NO_STACK: StackRef = u64::MAX;
 
-/// The bit of a provisional stack; the thread's number above [`SEQUENCE_BITS`], its
-/// sequence number below.
+/// The bit of a provisional stack; the number of the copy of the JS layer that holds it
+/// above [`SEQUENCE_BITS`], its sequence number below.
 const PROVISIONAL: u64 = 1 << 63;
 const SEQUENCE_BITS: u32 = 40;
 const SEQUENCE_MASK: u64 = (1 << SEQUENCE_BITS) - 1;
-const THREAD_MASK: u64 = (1 << (63 - SEQUENCE_BITS)) - 1;
+const SOURCE_MASK: u64 = (1 << (63 - SEQUENCE_BITS)) - 1;
 
-/// The provisional stack `sequence` of thread `thread` (its JS layer holds it unread).
-pub fn provisional(thread: u32, sequence: u64) -> StackRef {
-    PROVISIONAL | ((u64::from(thread) & THREAD_MASK) << SEQUENCE_BITS) | (sequence & SEQUENCE_MASK)
+/// The most copies of the JS layer numbered in a process (the numbers are never reused,
+/// so that no copy reads another's stacks; a later copy reads its stacks at once).
+pub const MAX_SOURCE: u32 = SOURCE_MASK as u32;
+
+/// The provisional stack `sequence` of the copy of the JS layer numbered `source`
+/// (1 ..= [`MAX_SOURCE`]), which holds it unread.
+pub fn provisional(source: u32, sequence: u64) -> StackRef {
+    PROVISIONAL | ((u64::from(source) & SOURCE_MASK) << SEQUENCE_BITS) | (sequence & SEQUENCE_MASK)
 }
 
-/// The sequence number of `stack` when it is a provisional stack of `thread`.
-pub fn sequence_of(stack: StackRef, thread: u32) -> Option<u64> {
+/// The sequence number of `stack` when it is a provisional stack of copy `source`.
+pub fn sequence_of(stack: StackRef, source: u32) -> Option<u64> {
     (stack != NO_STACK
         && stack & PROVISIONAL != 0
-        && (stack >> SEQUENCE_BITS) & THREAD_MASK == u64::from(thread) & THREAD_MASK)
+        && (stack >> SEQUENCE_BITS) & SOURCE_MASK == u64::from(source) & SOURCE_MASK)
         .then_some(stack & SEQUENCE_MASK)
 }
 
@@ -81,7 +89,7 @@ pub fn interned(stack: StackRef) -> Option<u32> {
     u32::try_from(stack).ok().filter(|&id| (id as usize) < MAX_STACKS)
 }
 
-/// Whether `stack` is a provisional one (of any thread).
+/// Whether `stack` is a provisional one (of any copy).
 pub fn is_provisional(stack: StackRef) -> bool {
     stack != NO_STACK && stack & PROVISIONAL != 0
 }
@@ -162,10 +170,10 @@ impl Hasher for StackHasher {
     }
 }
 
-/// This thread's provisional stacks a recording still names, by sequence number: those
+/// One copy's provisional stacks a recording still names, by sequence number: those
 /// of live allocations not read yet (`live`), and the range `named` of every one named
 /// (by events or live allocations) less the `holes` in it that nothing names; and how
-/// many allocations with such a stack are live (of every thread: for the JS layer's sweep
+/// many allocations with such a stack are live (of every copy: for the JS layer's sweep
 /// schedule). A range and its holes, because the ring drops events oldest first, so what
 /// it names is mostly one run of numbers.
 #[derive(Debug, PartialEq, Eq)]
@@ -271,11 +279,11 @@ impl History {
     }
 
     /// See [`Referenced`].
-    pub fn referenced(&self, thread: u32) -> Referenced {
-        let mut live: Vec<u64> = self.live.values().filter_map(|&s| sequence_of(s, thread)).collect();
+    pub fn referenced(&self, source: u32) -> Referenced {
+        let mut live: Vec<u64> = self.live.values().filter_map(|&s| sequence_of(s, source)).collect();
         live.sort_unstable();
         let live_allocations = self.live.len();
-        let from_events = || self.events.iter().filter_map(|e| sequence_of(e.stack, thread));
+        let from_events = || self.events.iter().filter_map(|e| sequence_of(e.stack, source));
         let (mut first, mut last) = (u64::MAX, 0);
         for s in from_events().chain(live.iter().copied()) {
             first = first.min(s);
@@ -345,7 +353,7 @@ mod tests {
     }
 
     #[test]
-    fn a_provisional_stack_names_its_thread_and_number_and_resolves_to_an_id() {
+    fn a_provisional_stack_names_its_copy_and_number_and_resolves_to_an_id() {
         let p = provisional(7, 12345);
         assert_eq!((sequence_of(p, 7), sequence_of(p, 8), interned(p)), (Some(12345), None, None));
         assert_eq!((sequence_of(NO_STACK, 7), interned(NO_STACK), is_provisional(NO_STACK)), (None, None, false));

@@ -58,23 +58,30 @@ pub type PendingStack = Option<(u32, StackRef)>;
 
 thread_local! {
     /// Set by [`Sink::set_next_stack`] right before the JS layer's allocating call, taken
-    /// by the allocation: per thread, because each JS thread allocates on its own.
+    /// by the allocation: per thread, because each JS thread allocates on its own (and a
+    /// copy of the JS layer in another vm context of the thread sets it and allocates
+    /// with no JS run between).
     static NEXT_STACK: Cell<PendingStack> = const { Cell::new(None) };
-    /// This thread's number in provisional stacks (0: not given yet).
-    static THREAD_NUMBER: Cell<u32> = const { Cell::new(0) };
 }
 
-/// The numbers given to threads so far.
-static THREADS: AtomicU32 = AtomicU32::new(0);
+/// The numbers given to copies of the JS layer so far.
+static SOURCES: AtomicU32 = AtomicU32::new(0);
 
-/// This thread's number in provisional stacks ([`history::provisional`]), from 1.
-pub fn thread_number() -> u32 {
-    THREAD_NUMBER.with(|number| {
-        if number.get() == 0 {
-            number.set(THREADS.fetch_add(1, Ordering::Relaxed).wrapping_add(1).max(1));
-        }
-        number.get()
-    })
+/// A new number for a copy of the JS layer (one load of `lib/`, in its thread and vm
+/// context), which names its provisional stacks ([`history::provisional`]): each copy
+/// numbers its unread stacks from 0, so the number tells them apart. From 1; `None` once
+/// [`history::MAX_SOURCE`] were given (numbers are never reused: the copy then reads each
+/// stack at once).
+pub fn new_stack_source() -> Option<u32> {
+    let number = SOURCES
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < history::MAX_SOURCE).then_some(n + 1))
+        .ok()?;
+    Some(number + 1)
+}
+
+/// Whether `source` is a number [`new_stack_source`] may have given.
+fn is_source(source: u32) -> bool {
+    (1..=history::MAX_SOURCE).contains(&source)
 }
 
 /// [`Sink::stacks_generation`] while no recording with stacks runs.
@@ -436,14 +443,15 @@ impl Sink {
         id
     }
 
-    /// Marks the provisional stack `sequence` of this thread ([`history::provisional`]),
-    /// which its JS layer holds unread, as the stack of its next allocation. `false` (and
-    /// nothing marked) when recording `generation` is not the one taking stacks now.
-    pub fn set_next_stack_provisional(&self, generation: u32, sequence: u64) -> bool {
-        if self.stacks_generation.load(Ordering::Acquire) != u64::from(generation) {
+    /// Marks the provisional stack `sequence` of copy `source` of the JS layer
+    /// ([`history::provisional`]), which holds it unread, as the stack of this thread's next
+    /// allocation. `false` (and nothing marked) when recording `generation` is not the one
+    /// taking stacks now, or `source` is no copy's number.
+    pub fn set_next_stack_provisional(&self, generation: u32, source: u32, sequence: u64) -> bool {
+        if self.stacks_generation.load(Ordering::Acquire) != u64::from(generation) || !is_source(source) {
             return false;
         }
-        NEXT_STACK.with(|next| next.set(Some((generation, history::provisional(thread_number(), sequence)))));
+        NEXT_STACK.with(|next| next.set(Some((generation, history::provisional(source, sequence)))));
         true
     }
 
@@ -454,13 +462,15 @@ impl Sink {
         state.history.as_mut().filter(|h| h.config.stacks && h.generation == generation)?.intern(text)
     }
 
-    /// This thread's provisional stacks `sequences` of recording `generation` were read:
+    /// Copy `source`'s provisional stacks `sequences` of recording `generation` were read:
     /// `ids[i]` (an interned id, or [`NO_STACK`]) stands for `sequences[i]` from now on (see
     /// [`History::resolve`]; the first `live` are live allocations'). Nothing when that
     /// recording is over.
-    pub fn resolve_stacks(&self, generation: u32, sequences: &[u64], ids: &[StackRef], live: usize) {
-        let thread = thread_number();
-        let stacks: Vec<StackRef> = sequences.iter().map(|&s| history::provisional(thread, s)).collect();
+    pub fn resolve_stacks(&self, generation: u32, source: u32, sequences: &[u64], ids: &[StackRef], live: usize) {
+        if !is_source(source) {
+            return;
+        }
+        let stacks: Vec<StackRef> = sequences.iter().map(|&s| history::provisional(source, s)).collect();
         let mut state = self.lock();
         if let Some(h) = state.history.as_mut().filter(|h| h.generation == generation) {
             h.resolve(&stacks, ids, live);
@@ -483,13 +493,16 @@ impl Sink {
         known
     }
 
-    /// This thread's provisional stacks that recording `generation` still names (see
-    /// [`history::Referenced`]); `None` when that recording is over or takes no stacks.
-    pub fn referenced_stacks(&self, generation: u32) -> Option<history::Referenced> {
-        let thread = thread_number();
+    /// Copy `source`'s provisional stacks that recording `generation` still names (see
+    /// [`history::Referenced`]); `None` when that recording is over or takes no stacks, or
+    /// `source` is no copy's number.
+    pub fn referenced_stacks(&self, generation: u32, source: u32) -> Option<history::Referenced> {
+        if !is_source(source) {
+            return None;
+        }
         let state = self.lock();
         let h = state.history.as_ref().filter(|h| h.generation == generation && h.config.stacks)?;
-        Some(h.referenced(thread))
+        Some(h.referenced(source))
     }
 
     /// The generation of the recording now (what [`Sink::set_next_stack_id`] compares).
@@ -679,33 +692,55 @@ mod tests {
     fn a_provisional_stack_is_recorded_and_read_later_for_its_recording_only() {
         let sink = Sink::new(false);
         let a = device();
-        assert!(!sink.set_next_stack_provisional(sink.recording_generation(), 1), "no recording");
+        let copy = new_stack_source().unwrap();
+        assert!(!sink.set_next_stack_provisional(sink.recording_generation(), copy, 1), "no recording");
         sink.record(Some(HistoryConfig { max_entries: 8, stacks: false }));
-        assert!(!sink.set_next_stack_provisional(sink.recording_generation(), 1), "stacks off");
+        assert!(!sink.set_next_stack_provisional(sink.recording_generation(), copy, 1), "stacks off");
         sink.record(Some(HistoryConfig { max_entries: 8, stacks: true }));
         let generation = sink.recording_generation();
-        assert!(!sink.set_next_stack_provisional(generation.wrapping_sub(1), 1), "an ended recording");
+        assert!(!sink.set_next_stack_provisional(generation.wrapping_sub(1), copy, 1), "an ended recording");
+        assert!(!sink.set_next_stack_provisional(generation, 0, 1), "no copy's number");
         assert_eq!(Sink::take_next_stack(), None);
-        assert!(sink.set_next_stack_provisional(generation, 1));
+        assert!(sink.set_next_stack_provisional(generation, copy, 1));
         let live = sink.allocated(&a, UsmKind::Host, 0x1000, 10, 512, Source::Runtime, Sink::take_next_stack());
-        assert!(sink.set_next_stack_provisional(generation, 2));
+        assert!(sink.set_next_stack_provisional(generation, copy, 2));
         let gone = sink.allocated(&a, UsmKind::Host, 0x2000, 10, 512, Source::Runtime, Sink::take_next_stack());
         sink.released(gone, UsmKind::Host, 0x2000, 10, 512, true);
-        let thread = thread_number();
-        assert_eq!(history::sequence_of(live.stack, thread), Some(1));
+        assert_eq!(history::sequence_of(live.stack, copy), Some(1));
         // Read: the live one (listed first) and the freed one, whose events name it.
         let f = sink.intern_stack(generation, "at f (a.js:1:1)").unwrap();
         let g = sink.intern_stack(generation, "at g (a.js:2:1)").unwrap();
         assert_eq!(sink.intern_stack(generation.wrapping_add(1), "at h (a.js:3:1)"), None);
-        sink.resolve_stacks(generation, &[1, 2], &[StackRef::from(f), StackRef::from(g)], 1);
+        sink.resolve_stacks(generation, copy, &[1, 2], &[StackRef::from(f), StackRef::from(g)], 1);
         let stacks = sink.with_history(|h| h.unwrap().events().map(|e| e.stack).collect::<Vec<_>>());
         assert_eq!(stacks, [f, g, g].map(StackRef::from));
         sink.released(live, UsmKind::Host, 0x1000, 10, 512, true);
         let last = sink.with_history(|h| h.unwrap().events().last().unwrap().stack);
         assert_eq!(last, StackRef::from(f), "the end of a live allocation read names the id");
-        // Another thread's number never matches this one's.
-        let other = std::thread::spawn(thread_number).join().unwrap();
-        assert_ne!(other, thread);
+        // Another copy (another thread's, or another vm context's of this thread) numbers
+        // its stacks from 1 too: its number keeps them apart.
+        let other = std::thread::spawn(new_stack_source).join().unwrap().unwrap();
+        assert_ne!(other, copy);
+        assert!(sink.set_next_stack_provisional(generation, copy, 7));
+        let mine = sink.allocated(&a, UsmKind::Host, 0x3000, 10, 512, Source::Runtime, Sink::take_next_stack());
+        assert!(sink.set_next_stack_provisional(generation, other, 7));
+        let theirs = sink.allocated(&a, UsmKind::Host, 0x4000, 10, 512, Source::Runtime, Sink::take_next_stack());
+        assert_eq!(sink.referenced_stacks(generation, other).unwrap().live, [7]);
+        sink.resolve_stacks(generation, copy, &[7], &[StackRef::from(f)], 1);
+        assert_eq!(sink.referenced_stacks(generation, copy).unwrap().live, Vec::<u64>::new());
+        assert_eq!(
+            sink.referenced_stacks(generation, other).unwrap().live,
+            [7],
+            "another copy's stack is not read by this one"
+        );
+        sink.released(mine, UsmKind::Host, 0x3000, 10, 512, true);
+        sink.released(theirs, UsmKind::Host, 0x4000, 10, 512, true);
+        let stacks = sink.with_history(|h| h.unwrap().events().map(|e| e.stack).collect::<Vec<_>>());
+        assert_eq!(
+            stacks[stacks.len() - 2..],
+            [StackRef::from(f), history::provisional(other, 7)],
+            "the frees of both"
+        );
     }
 
     #[test]

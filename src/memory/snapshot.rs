@@ -18,7 +18,7 @@ pub struct LiveBlock {
     pub kind: UsmKind,
     pub device: u16,
     /// An index of [`Recording::stacks`], or [`NO_STACK`] (none, or from an earlier
-    /// recording), or a provisional stack another thread has not read yet.
+    /// recording), or a provisional stack another copy of the JS layer has not read yet.
     pub stack: StackRef,
     /// When it was allocated (ns since the sink's epoch), if a recording saw it.
     pub time_ns: Option<u64>,
@@ -29,7 +29,7 @@ pub struct Recording {
     pub config: HistoryConfig,
     pub dropped: u64,
     pub stacks_refused: u64,
-    /// Events and live blocks whose stack another thread holds unread (see
+    /// Events and live blocks whose stack another copy of the JS layer holds unread (see
     /// `memory::history`): listed with none.
     pub stacks_unread: u64,
     pub events: Vec<Event>,
@@ -194,34 +194,35 @@ mod tests {
         let context = FakeContext::new(3004, FakeDevice::new(1 << 34, 1 << 34));
         let queue = context.queue();
         let sink = pool.sink();
-        assert!(sink.referenced_stacks(sink.recording_generation()).is_none(), "no recording");
+        let copy = crate::memory::observe::new_stack_source().unwrap();
+        assert!(sink.referenced_stacks(sink.recording_generation(), copy).is_none(), "no recording");
         sink.record(Some(HistoryConfig { max_entries: 3, stacks: true }));
         let generation = sink.recording_generation();
         let mut allocations = Vec::new();
         for sequence in 1..=4 {
-            assert!(sink.set_next_stack_provisional(generation, sequence));
+            assert!(sink.set_next_stack_provisional(generation, copy, sequence));
             allocations.push(Allocation::new(pool, &queue, UsmKind::Host, 100, 0).unwrap());
         }
         // The ring holds the last three allocations; 1 and 2 are freed, 3 and 4 live.
         allocations.drain(..2);
-        let r = sink.referenced_stacks(generation).unwrap();
+        let r = sink.referenced_stacks(generation, copy).unwrap();
         assert_eq!((r.live, r.named, r.holes, r.live_allocations), (vec![3, 4], Some((1, 4)), vec![], 2));
         let snapshot = take(pool);
         assert_eq!(snapshot.recording.as_ref().unwrap().stacks_unread, 5, "three events and two live blocks, unread");
         let id = StackRef::from(sink.intern_stack(generation, "at f (a.js:1:1)").unwrap());
-        sink.resolve_stacks(generation, &[3, 4, 2], &[id, NO_STACK, id], 2);
-        let r = sink.referenced_stacks(generation).unwrap();
+        sink.resolve_stacks(generation, copy, &[3, 4, 2], &[id, NO_STACK, id], 2);
+        let r = sink.referenced_stacks(generation, copy).unwrap();
         assert_eq!((r.live, r.named, r.holes), (vec![], Some((1, 1)), vec![]), "read ones are no longer named");
         let snapshot = take(pool);
         let mut live: Vec<StackRef> = snapshot.live.iter().map(|b| b.stack).collect();
         live.sort_unstable();
         assert_eq!(live, [id, NO_STACK], "one read, one refused (a full table)");
         assert_eq!(snapshot.recording.as_ref().unwrap().stacks_unread, 1, "the free of 1");
-        assert!(sink.set_next_stack_provisional(generation, 6));
+        assert!(sink.set_next_stack_provisional(generation, copy, 6));
         allocations.push(Allocation::new(pool, &queue, UsmKind::Host, 100, 0).unwrap());
-        let r = sink.referenced_stacks(generation).unwrap();
+        let r = sink.referenced_stacks(generation, copy).unwrap();
         assert_eq!((r.live, r.named, r.holes), (vec![6], Some((1, 6)), vec![2, 3, 4, 5]), "a range and its holes");
-        assert!(sink.referenced_stacks(generation.wrapping_add(1)).is_none(), "another recording");
+        assert!(sink.referenced_stacks(generation.wrapping_add(1), copy).is_none(), "another recording");
     }
 
     #[test]
