@@ -195,7 +195,8 @@ export function memCopyToHostAsync(memoryId: number, dst: HostBuffer): Promise<v
 export function memFacts(memoryId: number): Float64Array
 
 /** The hand-off value of a memory handle (`memoryId` < 0: of a freed object): a type-tagged external that native addons read through `include/dpctl_memory.h`. */
-export function memHandoff(memoryId: number): object
+export function memHandoff(memoryId: number, brand: number): object
+export function memHandoffBrand(memory: object): number
 
 /**
  * A fast call (`src/js/ipc.rs`): the IPC handle of the memory, written into the start of the host buffer `dst` (the JS
