@@ -3,10 +3,12 @@
 // objects from a napi_value, writes through the pointer on the CPU, refuses look-alikes
 // and freed objects with their statuses, and holds memory with a reference past free()
 // and GC until it releases it; on a CUDA device (the GPU suite) it launches a kernel
-// through the driver on the memory's own context and stream.
+// through the driver on the memory's own context and stream. A test addon of two files,
+// C and C++ (fixtures/handoff), checks what crosses files, misuse of references (in child
+// processes) and two installed copies of the package.
 import test from 'ava';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -176,6 +178,29 @@ twoFiles(twoTitle('a hand-off value is memory only on the object it was read fro
   Object.defineProperty(mem, '__dpctl_memory_handoff__', { value });
   t.is(fixture.status(mem), 2, 'a value read before free() says DPCTL_MEMORY_FREED afterwards');
   other.free();
+  const frozen = Object.freeze(new MemoryUSMShared(64, { queue }));
+  t.is(fixture.status(frozen), 0, 'a frozen object is branded too');
+  frozen.free();
+});
+
+// The version gate the header's first two fields keep: an addon built against a header of
+// another version (here the same header saying 1) is told so, and reads nothing.
+run(title('an addon built against another version of the header gets DPCTL_MEMORY_VERSION'), (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'dpctl-memory-handoff-v1-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const header = readFileSync(path.join(ROOT, 'include', 'dpctl_memory.h'), 'utf8');
+  const older = header.replace(/#define DPCTL_MEMORY_API_VERSION \d+/, '#define DPCTL_MEMORY_API_VERSION 1');
+  t.not(older, header);
+  writeFileSync(path.join(dir, 'dpctl_memory.h'), older);
+  const out = path.join(dir, 'older.node');
+  execFileSync(cc, ['-shared', '-fPIC', '-O2', `-I${include}`, `-I${dir}`, path.join(ROOT, 'examples', 'handoff', 'addon.c'), '-o', out, '-ldl'],
+    { stdio: 'pipe' });
+  const olderAddon = require(out);
+  const mem = new MemoryUSMShared(64, { queue: new SyclQueue(cpu) });
+  t.is(olderAddon.status(mem), 3);
+  t.is(olderAddon.hold(mem), 3, 'no reference either');
+  t.is(olderAddon.heldSum(), -1);
+  mem.free();
 });
 
 const PACKAGE = path.join(ROOT, 'index.js');
