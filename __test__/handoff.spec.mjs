@@ -69,11 +69,11 @@ let fixturePath;
 function buildFixture() {
   if (fixturePath) return require(fixturePath);
   const dir = mkdtempSync(path.join(tmpdir(), 'dpctl-memory-handoff-fixture-'));
-  const flags = ['-fPIC', '-O2', '-Wall', '-Werror', `-I${include}`, `-I${path.join(ROOT, 'include')}`];
+  const flags = ['-fPIC', '-pthread', '-O2', '-Wall', '-Werror', `-I${include}`, `-I${path.join(ROOT, 'include')}`];
   execFileSync(cc, ['-c', ...flags, path.join(FIXTURE, 'take.c'), '-o', path.join(dir, 'take.o')], { stdio: 'pipe' });
   execFileSync(cxx, ['-c', ...flags, path.join(FIXTURE, 'give.cc'), '-o', path.join(dir, 'give.o')], { stdio: 'pipe' });
   const out = path.join(dir, 'fixture.node');
-  execFileSync(cxx, ['-shared', path.join(dir, 'take.o'), path.join(dir, 'give.o'), '-o', out], { stdio: 'pipe' });
+  execFileSync(cxx, ['-shared', '-pthread', path.join(dir, 'take.o'), path.join(dir, 'give.o'), '-o', out], { stdio: 'pipe' });
   fixturePath = out;
   return require(out);
 }
@@ -156,6 +156,13 @@ twoFilesSerial(twoTitle('a reference taken in one file (C) is read and released 
   }
   t.deepEqual(counts, { held: 100, read: 100, released: 100 });
   t.is(addon.poolStats().shared.inUseBytes - before, 0, 'every reference was released');
+  // And from a thread of the addon's own.
+  const mem = new MemoryUSMShared(1 << 20, { queue });
+  t.is(fixture.hold(2, mem), 0);
+  mem.free();
+  t.is(fixture.releaseOnThread(2), 0);
+  t.is(fixture.staleRelease(2), 6, 'released once only');
+  t.is(addon.poolStats().shared.inUseBytes - before, 0, 'released from another thread');
 });
 
 // Issue 39.11: a plain object carrying a hand-off value read from a memory object (live,
