@@ -197,8 +197,11 @@ export function memCopyToHostAsync(memoryId: number, dst: HostBuffer): Promise<v
 /** `[nbytes, kind, readOnly ? 1 : 0]` of live memory (the pointer: `memPointer`). */
 export function memFacts(memoryId: number): Float64Array
 
-/** The hand-off value of a memory handle (`memoryId` < 0: of a freed object): a type-tagged external that native addons read through `include/dpctl_memory.h`. */
-export function memHandoff(memoryId: number): object
+/** The hand-off value of a memory handle (`memoryId` < 0: of a freed object) read from the object branded `brand`: a type-tagged external that native addons read through `include/dpctl_memory.h`, memory only on that object. */
+export function memHandoff(memoryId: number, brand: number): object
+
+/** Brands a memory object (once): type-tags it with a fresh serial of this copy, which it returns for `memHandoff`. */
+export function memHandoffBrand(memory: object): number
 
 /**
  * A fast call (`src/js/ipc.rs`): the IPC handle of the memory, written into the start of the host buffer `dst` (the JS

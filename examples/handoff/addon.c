@@ -23,7 +23,7 @@
 
 #include "dpctl_memory.h"
 
-static dpctl_memory_ref *held = NULL;
+static dpctl_memory_ref held; /* zero: no reference (DPCTL_MEMORY_REF_NONE) */
 
 static napi_value number(napi_env env, double value) {
   napi_value out;
@@ -107,7 +107,7 @@ static napi_value hold(napi_env env, napi_callback_info cb) {
   if (!arg(env, cb, 1, argv)) return NULL;
   dpctl_memory_info info;
   dpctl_memory_release(held);
-  held = NULL;
+  held = DPCTL_MEMORY_REF_NONE;
   return number(env, dpctl_memory_get(env, argv[0], &info, &held));
 }
 
@@ -123,9 +123,9 @@ static napi_value held_sum(napi_env env, napi_callback_info cb) {
 
 static napi_value release_held(napi_env env, napi_callback_info cb) {
   (void)cb;
-  dpctl_memory_release(held);
-  held = NULL;
-  return number(env, 0);
+  int s = dpctl_memory_release(held);
+  held = DPCTL_MEMORY_REF_NONE;
+  return number(env, s);
 }
 
 /* ---- The CUDA half: a kernel through the driver API, on the memory's context and stream. */

@@ -626,6 +626,13 @@ pub fn js_bigint(env: &Env, number: u64) -> napi::Result<sys::napi_value> {
     Ok(value)
 }
 
+/// Marks the JS object `object` with `tag` (`napi_type_tag_object`: once per object; an
+/// object tagged already is an error).
+pub fn type_tag(env: &Env, object: &Unknown, tag: &sys::napi_type_tag) -> napi::Result<()> {
+    // SAFETY: `object` is a value of this call's environment; `tag` is valid for the call.
+    check(unsafe { sys::napi_type_tag_object(env.raw(), object.raw(), tag) }, "napi_type_tag_object")
+}
+
 /// Makes a JS external value around `data` (dropped by the value's finalizer) and marks it
 /// with `tag` (`napi_type_tag_object`), which JS code can neither make nor forge: what the
 /// C header of addon authors (`include/dpctl_memory.h`) checks before reading it. The
