@@ -453,7 +453,8 @@ mod tests {
     /// into `path`; false where no C compiler is present.
     fn plant(path: &std::path::Path) -> bool {
         use std::io::Write;
-        let source = "#include <stdio.h>\n#include <stdlib.h>\n__attribute__((constructor)) static void planted(void) {\n\
+        let source =
+            "#include <stdio.h>\n#include <stdlib.h>\n__attribute__((constructor)) static void planted(void) {\n\
              const char *m = getenv(\"PLANTED_MARK\"); FILE *f = m ? fopen(m, \"w\") : NULL; if (f) fclose(f); }\n";
         let child = std::process::Command::new(std::env::var_os("CC").unwrap_or_else(|| "cc".into()))
             .args(["-shared", "-fPIC", "-x", "c", "-", "-o"])
@@ -520,7 +521,8 @@ mod tests {
             let said = stdout.lines().filter_map(|l| l.split_once("CHILD: ").map(|(_, said)| said.to_string()));
             (mark.exists(), said.collect::<Vec<_>>().join("\n"))
         };
-        if std::path::Path::new("/usr/local/cuda").exists() || crate::provider::system_lib::find("libnvrtc.so.12").is_some()
+        if std::path::Path::new("/usr/local/cuda").exists()
+            || crate::provider::system_lib::find("libnvrtc.so.12").is_some()
         {
             eprintln!("this machine has an NVRTC of its own, which would be chosen first: skipped");
             return;
@@ -530,13 +532,13 @@ mod tests {
         assert!(ran, "a private cache's library is loaded: {said}");
         // LD_LIBRARY_PATH naming the working directory (an empty, a relative element):
         // the working directory's library never runs (the cache, removed, has none).
-        std::fs::rename(&lib.join("libnvrtc.so.12"), base.join("aside")).unwrap();
+        std::fs::rename(lib.join("libnvrtc.so.12"), base.join("aside")).unwrap();
         for value in ["/nonexistent:", ":", ".", "lib:/nonexistent"] {
             let (ran, said) = run(value);
             assert!(!ran, "LD_LIBRARY_PATH={value:?}: the working directory's library ran: {said}");
             assert!(said.contains("none was found"), "{said}");
         }
-        std::fs::rename(base.join("aside"), &lib.join("libnvrtc.so.12")).unwrap();
+        std::fs::rename(base.join("aside"), lib.join("libnvrtc.so.12")).unwrap();
         // A folder of the cache writable by others, at any depth: refused, and named.
         for folder in [&dir, &lib] {
             set_mode(folder, 0o777);
