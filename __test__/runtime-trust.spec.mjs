@@ -82,10 +82,14 @@ function runInstaller(cache) {
  */
 function load(work, env, cwd = work) {
   const mark = path.join(work, `ran-${Math.random().toString(16).slice(2)}`);
-  const script = `const m = require(${JSON.stringify(INDEX)}); m.getDevices(); process.stdout.write(JSON.stringify(m.getRuntimeDiagnostics()));`;
+  const script = `const m = require(${JSON.stringify(INDEX)}); m.getDevices();
+    let queue = null;
+    try { new m.SyclQueue(); } catch (error) { queue = { code: error.code, message: error.message }; }
+    process.stdout.write(JSON.stringify({ diagnostics: m.getRuntimeDiagnostics(), queue }));`;
   const child = spawnSync(process.execPath, ['-e', script], { cwd, env: childEnv({ ...env, PLANTED_MARK: mark }), encoding: 'utf8' });
   if (child.status !== 0) throw new Error(`the child failed: ${child.stderr}`);
-  return { ran: existsSync(mark), diagnostics: JSON.parse(child.stdout).join('\n') };
+  const { diagnostics, queue } = JSON.parse(child.stdout);
+  return { ran: existsSync(mark), diagnostics: diagnostics.join('\n'), queue };
 }
 
 withCompiler(`a library planted in a cache without a record is not loaded${compilerNote}`, (t) => {
@@ -238,6 +242,9 @@ asRoot(`a library in a sub-folder of lib/ that the loader searches first (lib/x8
   t.false(refused.ran, 'nothing of the cache is loaded');
   t.is(refused.loader, null, `no libur_loader.so.0 ran (${refused.loader})`);
   t.regex(refused.diagnostics, new RegExp(`refused to load the SYCL runtime in its cache .*${hwcap.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is owned by uid 65534`));
+  // The coded error of the first queue says it too.
+  t.is(refused.queue?.code, 'ERR_QUEUE_CREATION');
+  t.regex(refused.queue?.message ?? '', /refused to load the SYCL runtime in its cache .*x86_64 is owned by uid 65534/);
   const installer = runInstaller(cache);
   t.is(installer.status, 1, 'the installer refuses it too');
   t.regex(installer.stderr, /x86_64 is owned by uid 65534/);
