@@ -7,7 +7,7 @@
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -82,10 +82,14 @@ function runInstaller(cache) {
  */
 function load(work, env, cwd = work) {
   const mark = path.join(work, `ran-${Math.random().toString(16).slice(2)}`);
-  const script = `const m = require(${JSON.stringify(INDEX)}); m.getDevices(); process.stdout.write(JSON.stringify(m.getRuntimeDiagnostics()));`;
+  const script = `const m = require(${JSON.stringify(INDEX)}); m.getDevices();
+    let queue = null;
+    try { new m.SyclQueue(); } catch (error) { queue = { code: error.code, message: error.message }; }
+    process.stdout.write(JSON.stringify({ diagnostics: m.getRuntimeDiagnostics(), queue }));`;
   const child = spawnSync(process.execPath, ['-e', script], { cwd, env: childEnv({ ...env, PLANTED_MARK: mark }), encoding: 'utf8' });
   if (child.status !== 0) throw new Error(`the child failed: ${child.stderr}`);
-  return { ran: existsSync(mark), diagnostics: JSON.parse(child.stdout).join('\n') };
+  const { diagnostics, queue } = JSON.parse(child.stdout);
+  return { ran: existsSync(mark), diagnostics: diagnostics.join('\n'), queue };
 }
 
 withCompiler(`a library planted in a cache without a record is not loaded${compilerNote}`, (t) => {
@@ -177,4 +181,91 @@ withCompiler(`a relative XDG_CACHE_HOME (or DPCTL_MEMORY_CACHE) is ignored: the 
     t.regex(diagnostics, /ignored, as the XDG base directory specification says/);
     t.regex(diagnostics, new RegExp(`${home.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/\\.cache/dpctl-memory`), 'it looked in $HOME/.cache instead');
   }
+});
+
+// Issue 39.14: the record covered only the files directly in lib/, and the dynamic loader
+// looks for a library's dependencies in sub-folders of its RUNPATH folder (lib/x86_64/,
+// lib/tls/, lib/glibc-hwcaps/...) before lib/ itself: a libur_loader.so.0 placed in a
+// mode-777 lib/x86_64/ of another user ran instead of the recorded one.
+const LOADER_C = `
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((constructor)) static void loader(void) {
+  const char *mark = getenv("LOADER_MARK");
+  FILE *f = mark ? fopen(mark, "w") : NULL;
+  if (f) { fputs(WHO, f); fclose(f); }
+}
+`;
+
+/** Builds a libur_loader.so.0 whose constructor writes `who` into $LOADER_MARK. */
+function compileLoader(file, who) {
+  const built = spawnSync(process.env.CC || 'cc', ['-shared', '-fPIC', `-DWHO="${who}"`, '-Wl,-soname,libur_loader.so.0', '-x', 'c', '-', '-o', file], { input: LOADER_C });
+  if (built.status !== 0) throw new Error(`cc failed: ${built.stderr}`);
+  chmodSync(file, 0o755);
+}
+
+const asRoot = cc.status === 0 && process.geteuid?.() === 0 ? test.serial : test.serial.skip;
+
+asRoot(`a library in a sub-folder of lib/ that the loader searches first (lib/x86_64/) is refused, and named${compilerNote}`, (t) => {
+  const work = tempDir(t);
+  const { cache, dir, lib } = plantCache(work);
+  // libsycl.so.8 needs libur_loader.so.0, found through its RUNPATH $ORIGIN, as the
+  // runtime's does; both in lib/, in the wheel's RECORD.
+  compileLoader(path.join(lib, 'libur_loader.so.0'), 'recorded');
+  const sycl = spawnSync(process.env.CC || 'cc', ['-shared', '-fPIC', '-Wl,--no-as-needed,--enable-new-dtags,-rpath,$ORIGIN', '-x', 'c', '-', '-x', 'none', path.join(lib, 'libur_loader.so.0'), '-o', path.join(lib, 'libsycl.so.8')], { input: PLANTED_C });
+  t.is(sycl.status, 0, String(sycl.stderr));
+  chmodSync(path.join(lib, 'libsycl.so.8'), 0o755);
+  const site = path.join(lib, 'python3.11', 'site-packages', 'intel_sycl_rt-0.dist-info');
+  const line = (name) => `../../${name},sha256=${createHash('sha256').update(readFileSync(path.join(lib, name))).digest('base64url')},1\n`;
+  writeFileSync(path.join(site, 'RECORD'), line('libsycl.so.8') + line('libur_loader.so.0'));
+  const recorded = runInstaller(cache);
+  t.is(recorded.status, 0, recorded.stderr);
+  const loaderMark = path.join(work, 'loader');
+  const loadWith = () => {
+    rmSync(loaderMark, { force: true });
+    const result = load(work, { DPCTL_MEMORY_CACHE: cache, LOADER_MARK: loaderMark });
+    return { ...result, loader: existsSync(loaderMark) ? readFileSync(loaderMark, 'utf8') : null };
+  };
+  // The control: the recorded libur_loader.so.0 is the one loaded.
+  const good = loadWith();
+  t.true(good.ran, good.diagnostics);
+  t.is(good.loader, 'recorded');
+
+  // Another user's lib/x86_64/ of mode 777 with a libur_loader.so.0 of its own.
+  const hwcap = path.join(lib, 'x86_64');
+  mkdirSync(hwcap);
+  compileLoader(path.join(hwcap, 'libur_loader.so.0'), 'planted');
+  chmodSync(hwcap, 0o777);
+  chownSync(hwcap, 65534, 65534);
+  chownSync(path.join(hwcap, 'libur_loader.so.0'), 65534, 65534);
+  const refused = loadWith();
+  t.false(refused.ran, 'nothing of the cache is loaded');
+  t.is(refused.loader, null, `no libur_loader.so.0 ran (${refused.loader})`);
+  t.regex(refused.diagnostics, new RegExp(`refused to load the SYCL runtime in its cache .*${hwcap.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is owned by uid 65534`));
+  // The coded error of the first queue says it too.
+  t.is(refused.queue?.code, 'ERR_QUEUE_CREATION');
+  t.regex(refused.queue?.message ?? '', /refused to load the SYCL runtime in its cache .*x86_64 is owned by uid 65534/);
+  const installer = runInstaller(cache);
+  t.is(installer.status, 1, 'the installer refuses it too');
+  t.regex(installer.stderr, /x86_64 is owned by uid 65534/);
+
+  // Made private, the planted library in it is still refused (the install puts none there).
+  chownSync(hwcap, 0, 0);
+  chownSync(path.join(hwcap, 'libur_loader.so.0'), 0, 0);
+  chmodSync(hwcap, 0o755);
+  const privateOne = loadWith();
+  t.false(privateOne.ran);
+  t.is(privateOne.loader, null);
+  t.regex(privateOne.diagnostics, /x86_64\/libur_loader\.so\.0 is a library in a sub-folder, which the dynamic loader searches before the folder itself/);
+  // glibc-hwcaps/x86-64-v2/ too, at any depth.
+  rmSync(hwcap, { recursive: true });
+  const hwcaps = path.join(lib, 'glibc-hwcaps', 'x86-64-v2');
+  mkdirSync(hwcaps, { recursive: true, mode: 0o755 });
+  compileLoader(path.join(hwcaps, 'libur_loader.so.0'), 'planted');
+  const deep = loadWith();
+  t.false(deep.ran);
+  t.is(deep.loader, null);
+  t.regex(deep.diagnostics, /glibc-hwcaps\/x86-64-v2\/libur_loader\.so\.0 is a library in a sub-folder/);
+  rmSync(path.join(lib, 'glibc-hwcaps'), { recursive: true });
+  t.is(loadWith().loader, 'recorded', 'removed: the recorded library loads again');
 });

@@ -28,7 +28,8 @@ function cachedLibrary() {
 
 /** A toolkit's NVRTC that wins over the download, or null. */
 function installedNvrtc() {
-  const roots = [process.env.DPCTL_MEMORY_NVRTC_ROOT, process.env.CUDA_HOME, process.env.CUDA_PATH, '/usr/local/cuda'].filter(Boolean);
+  // Relative roots are ignored, as the addon ignores them (they name the working directory's folders).
+  const roots = [process.env.DPCTL_MEMORY_NVRTC_ROOT, process.env.CUDA_HOME, process.env.CUDA_PATH, '/usr/local/cuda'].filter((root) => root && path.isAbsolute(root));
   for (const root of roots) {
     for (const folder of ['lib64', 'lib', '.', 'targets/x86_64-linux/lib']) {
       for (const soname of SONAMES) {

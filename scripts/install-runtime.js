@@ -116,6 +116,9 @@ function trustProblems(dir, root = cacheRoot(), inner = ['lib', 'include']) {
     const problem = privateProblem(folder, uid);
     if (problem) problems.push(problem);
   }
+  // Folders inside lib/ (the loader searches x86_64/, tls/, glibc-hwcaps/... before lib/):
+  // locate.rs's `check_subfolders`.
+  if (problems.length === 0 && inner.includes('lib')) problems.push(...subfolderProblems(path.join(current, 'lib'), uid));
   for (let above = path.dirname(realRoot); ; above = path.dirname(above)) {
     const stat = fs.statSync(above);
     if (stat.uid !== uid && stat.uid !== 0) problems.push(`${above} (above the cache) is owned by uid ${stat.uid}, neither this user nor root`);
@@ -123,6 +126,35 @@ function trustProblems(dir, root = cacheRoot(), inner = ['lib', 'include']) {
       problems.push(`${above} (above the cache) is writable by its group or by others and not sticky (mode ${(stat.mode & 0o7777).toString(8)})`);
     }
     if (above === path.dirname(above)) break;
+  }
+  return problems;
+}
+
+/**
+ * What is wrong below the folders of `lib` (locate.rs's `check_subfolders`): every entry
+ * at any depth private (privateProblem), a regular file or a folder, and no library
+ * (`*.so`, `*.so.N`) in any: the install puts libraries only directly in lib/.
+ */
+function subfolderProblems(lib, uid) {
+  const problems = [];
+  const walk = (folder) => {
+    for (const entry of fs.readdirSync(folder, { withFileTypes: true })) {
+      const full = path.join(folder, entry.name);
+      const problem = privateProblem(full, uid);
+      if (problem) problems.push(problem);
+      else if (entry.isDirectory()) walk(full);
+      else if (!entry.isFile()) problems.push(`${full} is neither a regular file nor a folder`);
+      else if (/\.so(\.|$)/.test(entry.name)) {
+        problems.push(`${full} is a library in a sub-folder, which the dynamic loader searches before the folder itself (the install script puts none there)`);
+      }
+    }
+  };
+  for (const entry of fs.readdirSync(lib, { withFileTypes: true })) {
+    const full = path.join(lib, entry.name);
+    if (!entry.isDirectory()) continue;
+    const problem = privateProblem(full, uid);
+    if (problem) problems.push(problem);
+    else walk(full);
   }
   return problems;
 }
@@ -483,7 +515,7 @@ async function install({ quiet = false } = {}) {
     fs.rmSync(staging, { recursive: true, force: true });
     throw refusal(dir, unrecorded, 'run this again; report it if it persists');
   }
-  fs.writeFileSync(path.join(staging, MARKER), MARKER_TEXT);
+  fs.writeFileSync(path.join(staging, MARKER), MARKER_TEXT, { mode: 0o644 });
   if (fs.existsSync(dir) && !isComplete(dir)) {
     // An incomplete or outdated cache: move it aside and drop it.
     const stale = `${dir}.stale-${process.pid}`;
@@ -504,6 +536,7 @@ module.exports = {
   install,
   cacheRoot,
   privateProblem,
+  makePrivate,
   removeLeftovers,
   requirementsText,
   runtimeDir,

@@ -28,7 +28,8 @@ function cachedPrefix() {
 /** A UCX that wins over the download, or null: DPCTL_MEMORY_UCX_ROOT, then ldconfig's libucp.so.0. */
 function installedUcx() {
   const root = process.env.DPCTL_MEMORY_UCX_ROOT;
-  if (root && ['lib/libucp.so.0', 'libucp.so.0'].some((f) => fs.existsSync(path.join(root, f)))) return root;
+  // A relative root is ignored, as the addon ignores it (it names the working directory's folder).
+  if (root && path.isAbsolute(root) && ['lib/libucp.so.0', 'libucp.so.0'].some((f) => fs.existsSync(path.join(root, f)))) return root;
   const ldconfig = spawnSync('ldconfig', ['-p'], { encoding: 'utf8' });
   if (ldconfig.status === 0 && /\slibucp\.so\.0\s/.test(ldconfig.stdout)) return 'the system (ldconfig: libucp.so.0)';
   return null;

@@ -5,16 +5,14 @@
 // records exactly what was installed (a cache of other wheels is redone).
 const fs = require('node:fs');
 const path = require('node:path');
-const os = require('node:os');
 const { spawnSync } = require('node:child_process');
 
 const MARKER = '.dpctl-memory-complete';
 
-function cacheRoot() {
-  if (process.env.DPCTL_MEMORY_CACHE) return process.env.DPCTL_MEMORY_CACHE;
-  const xdg = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
-  return path.join(xdg, 'dpctl-memory');
-}
+// Where the cache is (relative variables ignored, as the addon ignores them) and what makes
+// pip's output pass the addon's trust rules (src/provider/cache_trust.rs): the runtime
+// installer's, so the three installs leave the same modes.
+const { cacheRoot, makePrivate } = require('../install-runtime.js');
 
 /** The marker's text for `wheels` ({ name, version, sha256 }). */
 function markerText(wheels) {
@@ -46,7 +44,7 @@ function installWheels(dir, wheels, what, otherwise) {
   if (isComplete(dir, wheels)) return dir;
   const python = findPython();
   if (!python) throw new Error(`dpctl-memory: installing ${what} needs Python 3 with pip (python3 -m pip), or use ${otherwise}`);
-  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  fs.mkdirSync(path.dirname(dir), { recursive: true, mode: 0o700 });
   const staging = fs.mkdtempSync(path.join(path.dirname(dir), `.staging-${path.basename(dir)}-`));
   try {
     const requirements = path.join(staging, 'requirements.txt');
@@ -62,7 +60,11 @@ function installWheels(dir, wheels, what, otherwise) {
       throw new Error(`dpctl-memory: pip failed (${pip.signal || `exit ${pip.status}`}) installing ${wheels.map((w) => `${w.name}==${w.version}`).join(' ')}`);
     }
     fs.rmSync(tmp, { recursive: true, force: true });
-    fs.writeFileSync(path.join(staging, MARKER), markerText(wheels));
+    // Whatever the umask made of pip's folders: nothing writable by the group or others,
+    // no symbolic link (the addon loads nothing from a folder that is).
+    makePrivate(staging);
+    fs.chmodSync(staging, 0o700);
+    fs.writeFileSync(path.join(staging, MARKER), markerText(wheels), { mode: 0o644 });
     fs.rmSync(dir, { recursive: true, force: true });
     try {
       fs.renameSync(staging, dir);

@@ -4,8 +4,12 @@
 
 use crate::runtime::ProviderLoad;
 
+// The per-user cache's trust rules (every library loaded from it), and the system search
+// by absolute paths (no library is loaded by a bare name).
+pub(crate) mod cache_trust;
 pub(crate) mod cuda;
 pub(crate) mod sycl;
+pub(crate) mod system_lib;
 // The UCX transport: not a device provider, the library the transport loads.
 pub(crate) mod ucx;
 

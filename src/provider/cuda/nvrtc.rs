@@ -9,9 +9,16 @@
 //!    of `libnvrtc.so.N` itself;
 //! 2. a CUDA toolkit: `$CUDA_HOME`, `$CUDA_PATH`, `/usr/local/cuda` (`lib64/`,
 //!    `targets/x86_64-linux/lib/`);
-//! 3. the dynamic loader's `libnvrtc.so.13` and `libnvrtc.so.12` (ldconfig, `LD_LIBRARY_PATH`);
+//! 3. `libnvrtc.so.13` and `libnvrtc.so.12` where the dynamic loader's search finds them
+//!    (`LD_LIBRARY_PATH`, ldconfig's cache, the system folders), searched by
+//!    `provider/system_lib.rs` with absolute paths only, never loaded by a bare name (an
+//!    empty element of `LD_LIBRARY_PATH` is the working directory);
 //! 4. the per-user cache that `scripts/install-nvrtc.js` fills from the pinned
-//!    `nvidia-cuda-nvrtc-cu12` wheel (`runtime.json`'s `nvrtc`).
+//!    `nvidia-cuda-nvrtc-cu12` wheel (`runtime.json`'s `nvrtc`), only when the cache's
+//!    trust rules pass on its whole `nvrtc-<version>` folder (`provider/cache_trust.rs`).
+//!
+//! Relative roots (`DPCTL_MEMORY_NVRTC_ROOT`, `CUDA_HOME`, `CUDA_PATH`) are ignored: they
+//! would name a folder of the working directory.
 //!
 //! PTX carries the ISA version of the NVRTC that made it, and a driver loads only PTX of
 //! its own CUDA version or older: so the first library (in the order above) whose version
@@ -111,9 +118,8 @@ pub(super) struct Candidate {
     pub source: &'static str,
 }
 
-fn var(name: &str) -> Option<std::ffi::OsString> {
-    std::env::var_os(name).filter(|v| !v.is_empty())
-}
+/// What names a library of the cache (the error lists why one was refused).
+const CACHE_SOURCE: &str = "the per-user cache (nvidia-cuda-nvrtc-cu12)";
 
 /// `runtime.json`'s `nvrtc.version`.
 pub(super) fn manifest_version() -> Option<&'static str> {
@@ -122,12 +128,14 @@ pub(super) fn manifest_version() -> Option<&'static str> {
 
 /// The folder the install script fills (the wheel unpacked), if a cache root is known.
 pub(super) fn cache_dir() -> Option<PathBuf> {
-    Some(crate::provider::sycl::locate::cache_root()?.join(format!("nvrtc-{}", manifest_version()?)))
+    Some(crate::provider::cache_trust::cache_root()?.join(format!("nvrtc-{}", manifest_version()?)))
 }
 
-/// Every library file that exists in the search order (see the module's doc); the
-/// loader's own names last but for the cache.
+/// Every library file that exists in the search order (see the module's doc), each an
+/// absolute path; the cache's last. Those of the cache are checked by [`open`] before they
+/// are loaded.
 pub(super) fn candidates() -> Vec<Candidate> {
+    use crate::provider::cache_trust::absolute_var;
     let mut out = Vec::new();
     let mut in_folder = |folder: PathBuf, source: &'static str| {
         for soname in SONAMES {
@@ -137,14 +145,14 @@ pub(super) fn candidates() -> Vec<Candidate> {
             }
         }
     };
-    if let Some(root) = var("DPCTL_MEMORY_NVRTC_ROOT").map(PathBuf::from) {
+    if let Some(root) = absolute_var("DPCTL_MEMORY_NVRTC_ROOT") {
         for folder in [root.join("lib64"), root.join("lib"), root.clone()] {
             in_folder(folder, "DPCTL_MEMORY_NVRTC_ROOT");
         }
     }
     let toolkits = [
-        (var("CUDA_HOME").map(PathBuf::from), "CUDA_HOME"),
-        (var("CUDA_PATH").map(PathBuf::from), "CUDA_PATH"),
+        (absolute_var("CUDA_HOME"), "CUDA_HOME"),
+        (absolute_var("CUDA_PATH"), "CUDA_PATH"),
         (Some(PathBuf::from("/usr/local/cuda")), "the CUDA toolkit in /usr/local/cuda"),
     ];
     for (root, source) in toolkits {
@@ -153,19 +161,34 @@ pub(super) fn candidates() -> Vec<Candidate> {
             in_folder(root.join("targets").join("x86_64-linux").join("lib"), source);
         }
     }
-    let cache = cache_dir().map(|dir| dir.join("nvidia").join("cuda_nvrtc").join("lib"));
     for soname in SONAMES {
-        out.push(Candidate { path: PathBuf::from(soname), source: "the system's library path" });
+        if let Some(path) = crate::provider::system_lib::find(soname) {
+            if !out.iter().any(|c| c.path == path) {
+                out.push(Candidate { path, source: "the system's library path" });
+            }
+        }
     }
-    if let Some(folder) = cache {
+    if let Some(dir) = cache_dir() {
+        let folder = dir.join("nvidia").join("cuda_nvrtc").join("lib");
         for soname in SONAMES {
             let path = folder.join(soname);
-            if path.is_file() {
-                out.push(Candidate { path, source: "the per-user cache (nvidia-cuda-nvrtc-cu12)" });
+            // Whatever is there (a link too) is a candidate: the check says why it is refused.
+            if std::fs::symlink_metadata(&path).is_ok() {
+                out.push(Candidate { path, source: CACHE_SOURCE });
             }
         }
     }
     out
+}
+
+/// Whether the cache's `candidate` may be loaded: the cache's trust rules on all of the
+/// `nvrtc-<version>` folder. `Err` is the refusal, naming each path and why.
+fn check_cached(candidate: &Candidate) -> Result<(), String> {
+    if candidate.source != CACHE_SOURCE {
+        return Ok(());
+    }
+    let Some(dir) = cache_dir() else { return Err("the cache folder is not known".to_string()) };
+    crate::provider::cache_trust::check_cached_library("NVRTC", &dir, "npx dpctl-memory-install-runtime --with nvrtc")
 }
 
 /// Which of the loaded `versions` (in search order) to use with a driver of CUDA
@@ -201,13 +224,13 @@ fn open(driver: Option<(i32, i32)>) -> Result<Nvrtc, String> {
     let mut loaded = Vec::new();
     let mut problems = Vec::new();
     for candidate in candidates() {
+        if let Err(refused) = check_cached(&candidate) {
+            problems.push(refused);
+            continue;
+        }
         match open_one(&candidate) {
             Ok(nvrtc) => loaded.push(nvrtc),
-            Err(problem) if candidate.path.is_absolute() => {
-                problems.push(format!("{}: {problem}", candidate.path.display()))
-            }
-            // A soname the loader does not find is the common case, not worth listing.
-            Err(_) => {}
+            Err(problem) => problems.push(format!("{}: {problem}", candidate.path.display())),
         }
     }
     let versions: Vec<(i32, i32)> = loaded.iter().map(|n| n.version).collect();
@@ -423,8 +446,125 @@ mod tests {
         if let Some(dir) = cache_dir() {
             assert!(dir.ends_with(format!("nvrtc-{version}")));
         }
-        let list = candidates();
-        assert!(list.iter().any(|c| c.path == std::path::Path::new("libnvrtc.so.12")));
+        assert!(candidates().iter().all(|c| c.path.is_absolute()), "no library is loaded by a bare name");
+    }
+
+    /// A library whose constructor writes the file `PLANTED_MARK` names, built with `cc`
+    /// into `path`; false where no C compiler is present.
+    fn plant(path: &std::path::Path) -> bool {
+        use std::io::Write;
+        let source =
+            "#include <stdio.h>\n#include <stdlib.h>\n__attribute__((constructor)) static void planted(void) {\n\
+             const char *m = getenv(\"PLANTED_MARK\"); FILE *f = m ? fopen(m, \"w\") : NULL; if (f) fclose(f); }\n";
+        let child = std::process::Command::new(std::env::var_os("CC").unwrap_or_else(|| "cc".into()))
+            .args(["-shared", "-fPIC", "-x", "c", "-", "-o"])
+            .arg(path)
+            .stdin(std::process::Stdio::piped())
+            .spawn();
+        let Ok(mut child) = child else { return false };
+        let written = child.stdin.take().is_some_and(|mut stdin| stdin.write_all(source.as_bytes()).is_ok());
+        written && child.wait().is_ok_and(|status| status.success())
+    }
+
+    /// Issue 39.13: NVRTC was taken from the cache by `is_file()` alone. A planted
+    /// `libnvrtc.so.12` in a cache folder of mode 777, of another owner or reached through
+    /// a symbolic link, and one in the working directory with `LD_LIBRARY_PATH` ending in
+    /// `:`, must not run; the private cache (the control) does. Each case runs this test
+    /// binary again as a child with its own environment.
+    #[test]
+    fn a_planted_nvrtc_runs_only_from_a_private_cache() {
+        if std::env::var_os("DPCTL_MEMORY_NVRTC_CHILD").is_some() {
+            match open(None) {
+                Ok(nvrtc) => println!("CHILD: loaded {}", nvrtc.path.display()),
+                Err(message) => println!("CHILD: {message}"),
+            }
+            return;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let set_mode = |path: &std::path::Path, mode: u32| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        let base = std::env::temp_dir().join(format!("dpctl-memory-nvrtc-trust-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let root = base.join("cache");
+        let dir = root.join(format!("nvrtc-{}", manifest_version().unwrap()));
+        let lib = dir.join("nvidia").join("cuda_nvrtc").join("lib");
+        let cwd = base.join("cwd");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::create_dir_all(&cwd).unwrap();
+        if !plant(&lib.join("libnvrtc.so.12")) || !plant(&cwd.join("libnvrtc.so.12")) {
+            eprintln!("no C compiler (cc) to build a planted library: skipped");
+            return;
+        }
+        for folder in [&base, &root, &dir, &dir.join("nvidia"), &dir.join("nvidia/cuda_nvrtc"), &lib] {
+            set_mode(folder, 0o755);
+        }
+        let run = |ld_library_path: &str| -> (bool, String) {
+            let mark = base.join("ran");
+            let _ = std::fs::remove_file(&mark);
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "provider::cuda::nvrtc::tests::a_planted_nvrtc_runs_only_from_a_private_cache"])
+                .args(["--nocapture", "--test-threads=1"])
+                .current_dir(&cwd)
+                .env("DPCTL_MEMORY_NVRTC_CHILD", "1")
+                .env("DPCTL_MEMORY_CACHE", &root)
+                .env("PLANTED_MARK", &mark)
+                .env("LD_LIBRARY_PATH", ld_library_path)
+                .env_remove("DPCTL_MEMORY_NVRTC_ROOT")
+                .env_remove("CUDA_HOME")
+                .env_remove("CUDA_PATH")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            // The harness prints `test ... ` before the child's line, on the same line.
+            let said = stdout.lines().filter_map(|l| l.split_once("CHILD: ").map(|(_, said)| said.to_string()));
+            (mark.exists(), said.collect::<Vec<_>>().join("\n"))
+        };
+        if std::path::Path::new("/usr/local/cuda").exists()
+            || crate::provider::system_lib::find("libnvrtc.so.12").is_some()
+        {
+            eprintln!("this machine has an NVRTC of its own, which would be chosen first: skipped");
+            return;
+        }
+        // The control: a private cache is loaded (the planted library's constructor runs).
+        let (ran, said) = run("");
+        assert!(ran, "a private cache's library is loaded: {said}");
+        // LD_LIBRARY_PATH naming the working directory (an empty, a relative element):
+        // the working directory's library never runs (the cache, removed, has none).
+        std::fs::rename(lib.join("libnvrtc.so.12"), base.join("aside")).unwrap();
+        for value in ["/nonexistent:", ":", ".", "lib:/nonexistent"] {
+            let (ran, said) = run(value);
+            assert!(!ran, "LD_LIBRARY_PATH={value:?}: the working directory's library ran: {said}");
+            assert!(said.contains("none was found"), "{said}");
+        }
+        std::fs::rename(base.join("aside"), lib.join("libnvrtc.so.12")).unwrap();
+        // A folder of the cache writable by others, at any depth: refused, and named.
+        for folder in [&dir, &lib] {
+            set_mode(folder, 0o777);
+            let (ran, said) = run("");
+            assert!(!ran, "{}: mode 777: {said}", folder.display());
+            assert!(
+                said.contains("refused to load NVRTC in its cache")
+                    && said.contains(&format!("{} is writable by its group or by others (mode 777)", folder.display())),
+                "{said}"
+            );
+            set_mode(folder, 0o755);
+        }
+        // Owned by another user (as root, the tests' CI user, a folder can be given away).
+        if crate::provider::cache_trust::effective_uid() == Some(0) {
+            std::os::unix::fs::chown(&lib, Some(65534), Some(65534)).unwrap();
+            let (ran, said) = run("");
+            assert!(!ran && said.contains("is owned by uid 65534"), "{said}");
+            std::os::unix::fs::chown(&lib, Some(0), Some(0)).unwrap();
+        }
+        // The version folder reached through a symbolic link.
+        let elsewhere = base.join("elsewhere");
+        std::fs::rename(&dir, &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &dir).unwrap();
+        let (ran, said) = run("");
+        assert!(!ran && said.contains("is a symbolic link"), "{said}");
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     /// Compiles CUDA C with whichever NVRTC is installed (no GPU needed). `npm test`

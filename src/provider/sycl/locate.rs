@@ -6,17 +6,21 @@
 //!    as `<root>/compiler/latest` (the layout of a full oneAPI installation);
 //! 2. the per-user cache that `scripts/install-runtime.js` fills:
 //!    `${DPCTL_MEMORY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dpctl-memory}/sycl-runtime-<version>`,
-//!    the version being `runtime.json`'s, which the install script reads too. A relative
-//!    value of any of the three variables is ignored, as the XDG base directory
-//!    specification says (it would make the cache depend on the working directory: a
-//!    program started in an untrusted folder would load that folder's libraries).
+//!    the version being `runtime.json`'s, which the install script reads too (where the
+//!    cache is, and its trust rules: `provider/cache_trust.rs`).
 //!
 //! A candidate counts when it holds what the caller needs ([`Need`]): the headers to build
 //! the shim, or `lib/libsycl.so.8` to run it. Before anything is built or loaded from the
-//! cache, [`check_cache_private`] checks its folders as ssh checks its own files.
+//! cache, [`check_trusted`] checks its folders as ssh checks its own files, and every file
+//! of `lib/` against the install script's record.
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+pub use crate::provider::cache_trust::{
+    cache_root, check_cache_private, effective_uid, ignored_cache_vars, private_problem,
+};
+use crate::provider::cache_trust::{non_empty_var, refusal, tree_problems, UNTRUSTED_HINT};
 
 /// The runtime manifest at the repository root, shared with `scripts/install-runtime.js`.
 const RUNTIME_MANIFEST: &str = include_str!("../../../runtime.json");
@@ -106,37 +110,10 @@ pub struct Found {
     pub source: String,
 }
 
-/// The variables that name the cache, in priority order (the same as the install script's).
-const CACHE_VARS: [&str; 3] = ["DPCTL_MEMORY_CACHE", "XDG_CACHE_HOME", "HOME"];
-
-/// The per-user cache folder (`.../dpctl-memory`) that holds the runtime and its siblings:
-/// from the first of [`CACHE_VARS`] that is set to an absolute path. `None` when none is.
-pub fn cache_root() -> Option<PathBuf> {
-    if let Some(dir) = absolute_var("DPCTL_MEMORY_CACHE") {
-        Some(dir)
-    } else if let Some(xdg) = absolute_var("XDG_CACHE_HOME") {
-        Some(xdg.join("dpctl-memory"))
-    } else {
-        Some(absolute_var("HOME")?.join(".cache").join("dpctl-memory"))
-    }
-}
-
 /// The place the install script puts the runtime: the versioned per-user cache directory.
 /// `None` when neither `DPCTL_MEMORY_CACHE`, `XDG_CACHE_HOME` nor `HOME` is an absolute path.
 pub fn cache_dir() -> Option<PathBuf> {
     Some(cache_root()?.join(format!("sycl-runtime-{RUNTIME_VERSION}")))
-}
-
-/// The cache variables that are set but ignored because they are relative, each as
-/// `NAME=value` (for messages).
-pub fn ignored_cache_vars() -> Vec<String> {
-    CACHE_VARS
-        .iter()
-        .filter_map(|name| {
-            let value = non_empty_var(name)?;
-            (!Path::new(&value).is_absolute()).then(|| format!("{name}={}", Path::new(&value).display()))
-        })
-        .collect()
 }
 
 /// Candidate roots in search order, each with what named it.
@@ -186,105 +163,10 @@ pub fn locate(need: Need) -> Result<Found, Vec<String>> {
     Err(searched)
 }
 
-fn non_empty_var(name: &str) -> Option<std::ffi::OsString> {
-    std::env::var_os(name).filter(|v| !v.is_empty())
-}
-
-fn absolute_var(name: &str) -> Option<PathBuf> {
-    non_empty_var(name).map(PathBuf::from).filter(|path| path.is_absolute())
-}
-
-/// What the fix of a cache with the wrong owner or modes is, for messages.
-pub const UNTRUSTED_HINT: &str = "make every folder of the cache yours and writable by you alone \
-     (`chmod -R go-w` on it; `chown` what another user owns), or delete the cache folder and run \
-     `npx dpctl-memory-install-runtime` again";
-
-/// Why `path` may not hold what this process loads, or `None`: it must be a real folder
-/// or file (not a symbolic link), owned by `uid`, and writable by nobody else (no group or
-/// other write bit). The rules of ssh's `StrictModes` for its own files.
-pub fn private_problem(path: &Path, uid: u32) -> Option<String> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(e) => return Some(format!("{}: {e}", path.display())),
-    };
-    let mode = meta.permissions().mode();
-    if meta.file_type().is_symlink() {
-        Some(format!("{} is a symbolic link (never followed in the cache)", path.display()))
-    } else if meta.uid() != uid {
-        Some(format!("{} is owned by uid {}, not by this user (uid {uid})", path.display(), meta.uid()))
-    } else if mode & 0o022 != 0 {
-        Some(format!("{} is writable by its group or by others (mode {:o})", path.display(), mode & 0o7777))
-    } else {
-        None
-    }
-}
-
-/// Why a folder above the cache lets someone else replace it, or `None`: it must be owned
-/// by `uid` or by root, and writable by nobody else unless it is sticky (as `/tmp` is:
-/// there only an entry's owner may rename or delete it).
-fn ancestor_problem(dir: &Path, uid: u32) -> Option<String> {
-    let meta = match std::fs::metadata(dir) {
-        Ok(meta) => meta,
-        Err(e) => return Some(format!("{}: {e}", dir.display())),
-    };
-    let mode = meta.permissions().mode();
-    if meta.uid() != uid && meta.uid() != 0 {
-        Some(format!(
-            "{} (above the cache) is owned by uid {}, neither this user (uid {uid}) nor root",
-            dir.display(),
-            meta.uid()
-        ))
-    } else if mode & 0o022 != 0 && mode & 0o1000 == 0 {
-        Some(format!(
-            "{} (above the cache) is writable by its group or by others and not sticky (mode {:o})",
-            dir.display(),
-            mode & 0o7777
-        ))
-    } else {
-        None
-    }
-}
-
-/// Checks the folders the runtime `dir` is loaded from, as ssh checks its files before it
-/// reads them: the cache folder `root` and every folder from it down to `dir` and `dir`'s
-/// `subdirs` (no symbolic link, owned by `uid`, writable by nobody else), and every folder
-/// above `root` (owned by `uid` or root, not writable by others unless sticky). `Err` lists
-/// every problem. The files themselves are checked by whoever reads them.
-pub fn check_cache_private(root: &Path, dir: &Path, subdirs: &[&str], uid: u32) -> Result<(), Vec<String>> {
-    let mut problems = Vec::new();
-    let Ok(below) = dir.strip_prefix(root) else {
-        return Err(vec![format!("{} is not inside the cache {}", dir.display(), root.display())]);
-    };
-    // The cache folder itself may be reached through a link of the user's (a `~/.cache`
-    // moved to another disk): the folders are checked where they really are.
-    let real_root = match std::fs::canonicalize(root) {
-        Ok(real) => real,
-        Err(e) => return Err(vec![format!("{}: {e}", root.display())]),
-    };
-    let mut inside = vec![real_root.clone()];
-    let mut current = real_root.clone();
-    for part in below.components() {
-        current = current.join(part);
-        inside.push(current.clone());
-    }
-    for sub in subdirs {
-        inside.push(current.join(sub));
-    }
-    problems.extend(inside.iter().filter_map(|path| private_problem(path, uid)));
-    problems.extend(real_root.ancestors().skip(1).filter_map(|dir| ancestor_problem(dir, uid)));
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems)
-    }
-}
-
 /// The file in the runtime folder where the install script records what it installed.
 pub const RECORD_FILE: &str = ".dpctl-memory-record";
 /// The first line of a record of this layout.
 const RECORD_HEADER: &str = "dpctl-memory runtime record 1";
-/// Problems listed in one message at most.
-const PROBLEMS_SHOWN: usize = 6;
 
 /// One recorded file: what identifies the very file that was hashed at install.
 #[derive(Debug, PartialEq, Eq)]
@@ -327,8 +209,7 @@ fn parse_record(text: &str) -> Result<Vec<(String, Recorded)>, String> {
 /// very file that was recorded (same size, inode and change time: any write, rename over
 /// it, chmod or chown gives it another change time, which no user can set back). The
 /// install script hashed each one (sha256) when it recorded it, and checks the hash again
-/// when the change time differs. Folders inside `lib/` are not loaded from and not
-/// checked.
+/// when the change time differs. Folders inside `lib/` are [`check_subfolders`]'s.
 pub fn check_record(dir: &Path, uid: u32) -> Result<(), Vec<String>> {
     let record_path = dir.join(RECORD_FILE);
     if let Some(problem) = private_problem(&record_path, uid) {
@@ -390,34 +271,67 @@ pub fn check_record(dir: &Path, uid: u32) -> Result<(), Vec<String>> {
     }
 }
 
+/// Checks the folders inside the runtime's `subdirs` (`lib`, `include`) to their last
+/// entry ([`tree_problems`]): the dynamic loader searches sub-folders of `lib/`
+/// (`x86_64/`, `tls/`, `glibc-hwcaps/...`) before `lib/` itself, and the install script
+/// puts no library in any, so a library there is refused whoever owns it. The files
+/// directly in `lib/` are [`check_record`]'s.
+pub fn check_subfolders(dir: &Path, subdirs: &[&str], uid: u32) -> Result<(), Vec<String>> {
+    let mut problems = Vec::new();
+    for sub in subdirs {
+        let folder = dir.join(sub);
+        if *sub != "lib" {
+            tree_problems(&folder, uid, false, &mut problems);
+            continue;
+        }
+        let entries = match std::fs::read_dir(&folder) {
+            Ok(entries) => entries,
+            Err(e) => {
+                problems.push(format!("{}: {e}", folder.display()));
+                continue;
+            }
+        };
+        for entry in entries {
+            let Ok(path) = entry.map(|entry| entry.path()) else {
+                problems.push(format!("{}: unreadable entry", folder.display()));
+                continue;
+            };
+            if !std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir()) {
+                continue;
+            }
+            match private_problem(&path, uid) {
+                Some(problem) => problems.push(problem),
+                None => tree_problems(&path, uid, true, &mut problems),
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
 /// Checks a runtime that [`locate`] found before it is built against or loaded: a
-/// runtime of the cache by [`check_cache_private`] and [`check_record`]; one that an
-/// environment variable names is the user's choice and is taken as it is. `subdirs`: the
-/// folders of the runtime that are read (`lib`, and `include` for a build). `Err` is the
-/// whole message, with how to fix it.
+/// runtime of the cache by [`check_cache_private`], [`check_subfolders`] and
+/// [`check_record`]; one that an environment variable names is the user's choice and is
+/// taken as it is. `subdirs`: the folders of the runtime that are read (`lib`, and
+/// `include` for a build). `Err` is the whole message, with how to fix it.
 pub fn check_trusted(found: &Found, subdirs: &[&str]) -> Result<(), String> {
     if found.source != "cache" {
         return Ok(());
     }
-    let Some(root) = cache_root() else {
-        return Err("the cache folder is not known".to_string());
-    };
     let dir = &found.root;
-    let refused = |problems: Vec<String>, fix: &str| {
-        let more = problems.len().saturating_sub(PROBLEMS_SHOWN);
-        let mut shown = problems.into_iter().take(PROBLEMS_SHOWN).collect::<Vec<_>>().join("; ");
-        if more > 0 {
-            shown.push_str(&format!("; and {more} more"));
-        }
-        format!(
-            "dpctl-memory refused to load the SYCL runtime in its cache {}: {shown}. To fix it, {fix}",
-            dir.display()
-        )
+    let untrusted_fix = format!("{UNTRUSTED_HINT} `npx dpctl-memory-install-runtime` again");
+    let refused = |problems: Vec<String>, fix: &str| refusal("the SYCL runtime", dir, problems, fix);
+    let Some(root) = cache_root() else {
+        return Err(refused(vec!["the cache folder is not known".to_string()], &untrusted_fix));
     };
     let Some(uid) = effective_uid() else {
-        return Err(refused(vec!["this process's user id is unknown (no /proc/self)".to_string()], UNTRUSTED_HINT));
+        return Err(refused(vec!["this process's user id is unknown (no /proc/self)".to_string()], &untrusted_fix));
     };
-    check_cache_private(&root, dir, subdirs, uid).map_err(|problems| refused(problems, UNTRUSTED_HINT))?;
+    check_cache_private(&root, dir, subdirs, uid).map_err(|problems| refused(problems, &untrusted_fix))?;
+    check_subfolders(dir, subdirs, uid).map_err(|problems| refused(problems, &untrusted_fix))?;
     check_record(dir, uid).map_err(|problems| refused(problems, RECORD_HINT))
 }
 
@@ -428,16 +342,11 @@ pub const RECORD_HINT: &str =
      wheels' own records) and records it again, or says which file to remove; deleting the \
      folder and running it again reinstalls the runtime";
 
-/// The effective user id of this process, without FFI: the owner of `/proc/self` (Linux
-/// makes it the process's effective uid).
-pub fn effective_uid() -> Option<u32> {
-    std::fs::metadata("/proc/self").ok().map(|meta| meta.uid())
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn the_manifest_version_is_the_top_level_one() {
@@ -535,6 +444,40 @@ mod tests {
         assert!(joined(check_record(&dir, uid)).contains("malformed line"));
         std::fs::remove_file(dir.join(RECORD_FILE)).unwrap();
         assert!(joined(check_record(&dir, uid)).contains("holds no record"));
+        // Issue 39.14: folders inside lib/ (the loader searches x86_64/, tls/,
+        // glibc-hwcaps/... before lib/): the wheels' private folders pass; a library in
+        // one, a folder writable by others or another user's, a link: refused, and named.
+        std::fs::create_dir_all(lib.join("python3").join("site-packages")).unwrap();
+        std::fs::write(lib.join("python3/site-packages/RECORD"), "x").unwrap();
+        set_mode(&lib.join("python3/site-packages/RECORD"), 0o644);
+        set_mode(&lib.join("python3/site-packages"), 0o755);
+        assert_eq!(check_subfolders(&dir, &["lib"], uid), Ok(()));
+        let hwcap = lib.join("x86_64");
+        std::fs::create_dir(&hwcap).unwrap();
+        set_mode(&hwcap, 0o755);
+        assert_eq!(check_subfolders(&dir, &["lib"], uid), Ok(()), "an empty private folder loads nothing");
+        std::fs::write(hwcap.join("libur_loader.so.0"), "x").unwrap();
+        set_mode(&hwcap.join("libur_loader.so.0"), 0o644);
+        let problems = joined(check_subfolders(&dir, &["lib"], uid));
+        assert!(problems.contains("x86_64/libur_loader.so.0 is a library in a sub-folder"), "{problems}");
+        set_mode(&hwcap, 0o777);
+        let problems = joined(check_subfolders(&dir, &["lib"], uid));
+        assert!(problems.contains(&format!("{} is writable by its group or by others", hwcap.display())), "{problems}");
+        set_mode(&hwcap, 0o755);
+        if uid == 0 {
+            std::os::unix::fs::chown(lib.join("python3/site-packages"), Some(65534), None).unwrap();
+            let problems = joined(check_subfolders(&dir, &["lib"], uid));
+            assert!(problems.contains("site-packages is owned by uid 65534"), "{problems}");
+            std::os::unix::fs::chown(lib.join("python3/site-packages"), Some(0), None).unwrap();
+        }
+        std::fs::remove_dir_all(&hwcap).unwrap();
+        write_record(&dir, &["lib/libsycl.so.8"]);
+        std::os::unix::fs::symlink(&base, lib.join("tls")).unwrap();
+        assert!(joined(check_record(&dir, uid)).contains("lib/tls is a symbolic link"), "check_record names it");
+        std::fs::remove_file(lib.join("tls")).unwrap();
+        assert_eq!(check_subfolders(&dir, &["lib"], uid), Ok(()));
+        assert_eq!(check_record(&dir, uid), Ok(()));
+
         // A runtime folder that is a symbolic link inside the cache: refused.
         let elsewhere = base.join("elsewhere");
         std::fs::rename(&dir, &elsewhere).unwrap();

@@ -1,20 +1,25 @@
 //! Finds UCX's `libucp`. First match wins:
-//! 1. `DPCTL_MEMORY_UCX_ROOT`: `<root>/lib/libucp.so.0` (a UCX install prefix) or
-//!    `<root>/libucp.so.0`;
-//! 2. a system UCX: `libucp.so.0` as the dynamic loader finds it (ldconfig's cache,
-//!    `LD_LIBRARY_PATH`), a cluster's build with InfiniBand, say;
+//! 1. `DPCTL_MEMORY_UCX_ROOT`, when absolute (a relative one would name a folder of the
+//!    working directory: ignored, and said): `<root>/lib/libucp.so.0` (a UCX install
+//!    prefix) or `<root>/libucp.so.0`;
+//! 2. a system UCX: `libucp.so.0` where the dynamic loader's search finds it
+//!    (`LD_LIBRARY_PATH`, ldconfig's cache, the system folders), a cluster's build with
+//!    InfiniBand, say; searched by `provider/system_lib.rs` with absolute paths only, never
+//!    loaded by its bare name (an empty element of `LD_LIBRARY_PATH` is the working
+//!    directory);
 //! 3. the per-user cache that `scripts/install-ucx.js` fills from the `libucx-cu12` wheel:
 //!    `${DPCTL_MEMORY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dpctl-memory}/ucx-<version>/libucx/lib/libucp.so.0`,
-//!    the version being `runtime.json`'s `ucx.version`.
+//!    the version being `runtime.json`'s `ucx.version`; loaded only when the cache's trust
+//!    rules pass on the whole `ucx-<version>` folder (`provider/cache_trust.rs`).
 //!
 //! The wheel's `libucp` finds its `libucs`/`libuct`/`libucm` through its own rpath and its
 //! transport modules (`lib/ucx/libuct_*.so`) beside itself, so nothing else is set.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const LIBUCP: &str = "libucp.so.0";
 
-/// Where `libucp` was found, and what named it.
+/// Where `libucp` was found (an absolute path), and what named it.
 pub struct Found {
     pub libucp: PathBuf,
     pub source: &'static str,
@@ -27,50 +32,43 @@ pub fn manifest_version() -> Option<&'static str> {
 
 /// The folder the install script fills (the wheel unpacked), if a cache root is known.
 pub fn cache_dir() -> Option<PathBuf> {
-    Some(crate::provider::sycl::locate::cache_root()?.join(format!("ucx-{}", manifest_version()?)))
+    Some(crate::provider::cache_trust::cache_root()?.join(format!("ucx-{}", manifest_version()?)))
 }
 
-fn var(name: &str) -> Option<std::ffi::OsString> {
-    std::env::var_os(name).filter(|v| !v.is_empty())
-}
-
-/// Whether the dynamic loader finds `libucp.so.0` by name. A library found stays loaded
-/// (the caller loads it next): UCX's initialisers install memory hooks in the process's
-/// other libraries, and unloading it after they ran can leave those hooks pointing into
-/// unmapped code, a crash at the next call of a hooked function.
-fn system_has_libucp() -> bool {
-    let Ok(name) = std::ffi::CString::new(LIBUCP) else { return false };
-    // SAFETY: loads the library by name, which runs its initialisers (UCX's own, as the
-    // load that follows would); the handle is never closed.
-    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
-    !handle.is_null()
-}
-
-/// Finds `libucp`; `Err` is a message listing what was searched and what to install.
+/// Finds `libucp`; `Err` is a message listing what was searched and what to install, or
+/// why the cache's UCX was refused.
 pub fn locate() -> Result<Found, String> {
     let mut searched = Vec::new();
-    if let Some(root) = var("DPCTL_MEMORY_UCX_ROOT") {
-        let root = PathBuf::from(root);
-        for candidate in [root.join("lib").join(LIBUCP), root.join(LIBUCP)] {
-            if candidate.is_file() {
-                return Ok(Found { libucp: candidate, source: "DPCTL_MEMORY_UCX_ROOT" });
+    if let Some(root) = crate::provider::cache_trust::non_empty_var("DPCTL_MEMORY_UCX_ROOT").map(PathBuf::from) {
+        if root.is_absolute() {
+            for candidate in [root.join("lib").join(LIBUCP), root.join(LIBUCP)] {
+                if candidate.is_file() {
+                    return Ok(Found { libucp: candidate, source: "DPCTL_MEMORY_UCX_ROOT" });
+                }
             }
+            searched.push(format!("{} (DPCTL_MEMORY_UCX_ROOT): no lib/{LIBUCP}", root.display()));
+        } else {
+            searched.push(format!(
+                "DPCTL_MEMORY_UCX_ROOT={} (ignored: a relative path names the working directory's folder)",
+                root.display()
+            ));
         }
-        searched.push(format!("{} (DPCTL_MEMORY_UCX_ROOT): no lib/{LIBUCP}", root.display()));
     }
-    if system_has_libucp() {
-        return Ok(Found { libucp: PathBuf::from(LIBUCP), source: "the system's library path" });
+    if let Some(libucp) = crate::provider::system_lib::find(LIBUCP) {
+        return Ok(Found { libucp, source: "the system's library path" });
     }
-    searched.push(format!("the system's library path: no {LIBUCP}"));
+    searched.push(format!("the system's library path: no {LIBUCP}{}", crate::provider::system_lib::skipped_note()));
     match cache_dir() {
         Some(dir) => {
             let candidate = dir.join("libucx").join("lib").join(LIBUCP);
-            if candidate.is_file() {
-                return Ok(Found { libucp: candidate, source: "the per-user cache" });
+            if std::fs::symlink_metadata(&candidate).is_ok() || std::fs::symlink_metadata(&dir).is_ok() {
+                return cached(&dir, candidate);
             }
             searched.push(format!("{}: not installed", dir.display()));
         }
-        None => searched.push("the per-user cache (DPCTL_MEMORY_CACHE, XDG_CACHE_HOME and HOME are all unset)".into()),
+        None => searched.push(
+            "the per-user cache (none of DPCTL_MEMORY_CACHE, XDG_CACHE_HOME and HOME is an absolute path)".into(),
+        ),
     }
     Err(format!(
         "UCX is not installed: run `npx dpctl-memory-install-runtime --with ucx` (UCX {} from the libucx-cu12 wheel), \
@@ -80,21 +78,30 @@ pub fn locate() -> Result<Found, String> {
     ))
 }
 
+/// The cache's UCX in `dir`, once the cache's trust rules pass on all of it.
+fn cached(dir: &Path, libucp: PathBuf) -> Result<Found, String> {
+    crate::provider::cache_trust::check_cached_library("UCX", dir, "npx dpctl-memory-install-runtime --with ucx")?;
+    if !libucp.is_file() {
+        return Err(format!(
+            "UCX's cache folder {} holds no libucx/lib/{LIBUCP}: delete it and run \
+             `npx dpctl-memory-install-runtime --with ucx` again",
+            dir.display()
+        ));
+    }
+    Ok(Found { libucp, source: "the per-user cache" })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_system_libucp_found_by_the_probe_stays_loaded() {
-        if !system_has_libucp() {
-            eprintln!("no libucp.so.0 on the library path: nothing to check");
-            return;
+    fn a_system_libucp_is_named_by_an_absolute_path() {
+        match crate::provider::system_lib::find(LIBUCP) {
+            Some(path) => assert!(path.is_absolute() && path.ends_with(LIBUCP), "{}", path.display()),
+            None => eprintln!("no libucp.so.0 on the library path: nothing to check"),
         }
-        let name = std::ffi::CString::new(LIBUCP).unwrap();
-        // SAFETY: RTLD_NOLOAD loads nothing: it only asks whether the library is loaded.
-        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
-        assert!(!handle.is_null(), "the probe unloaded UCX after its initialisers ran");
     }
 
     #[test]

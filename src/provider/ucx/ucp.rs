@@ -366,19 +366,24 @@ fn load() -> Result<Ucp, String> {
 
 /// Loads the UCX `found` names.
 fn open(found: &super::locate::Found) -> Result<Ucp, String> {
-    // SAFETY: loading a shared library runs its initialisers; this is UCX's libucp,
-    // found by name or by the path the user or the install script gave.
+    // SAFETY: loading a shared library runs its initialisers; this is UCX's libucp, at
+    // the absolute path the system search, the user or the checked cache gave.
     let lib = unsafe { libloading::Library::new(&found.libucp) }.map_err(|e| {
         format!("UCX was found at {} ({}) but could not be loaded: {e:?}", found.libucp.display(), found.source)
     })?;
     // SAFETY: `lib` is libucp (above).
     let table = unsafe { Table::resolve(&lib) }?;
-    let ucs_name = found.libucp.with_file_name("libucs.so.0");
-    let ucs_path = if found.libucp.is_absolute() { ucs_name.as_os_str() } else { std::ffi::OsStr::new("libucs.so.0") };
-    // SAFETY: libucs is libucp's own dependency, already loaded with it: this only takes
-    // another reference.
-    let ucs = unsafe { libloading::Library::new(ucs_path) }
-        .map_err(|e| format!("libucs.so.0 beside {} could not be loaded: {e:?}", found.libucp.display()))?;
+    // SAFETY: libucs is libucp's own dependency, already loaded with it: RTLD_NOLOAD only
+    // takes another reference to the loaded one and never searches (a bare name that
+    // searched could resolve to the working directory).
+    let ucs = unsafe {
+        libloading::os::unix::Library::open(
+            Some("libucs.so.0"),
+            libloading::os::unix::RTLD_LAZY | libloading::os::unix::RTLD_LOCAL | libc::RTLD_NOLOAD,
+        )
+    }
+    .map(libloading::Library::from)
+    .map_err(|e| format!("libucs.so.0, which {} needs, is not loaded with it: {e:?}", found.libucp.display()))?;
     // SAFETY: `ucs_status_string` has this signature in `ucs/type/status.h`.
     let status_string = *unsafe { ucs.get::<StatusString>(b"ucs_status_string") }
         .map_err(|e| format!("libucs has no ucs_status_string: {e:?}"))?;
