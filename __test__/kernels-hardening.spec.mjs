@@ -70,6 +70,7 @@ onCpu(title('an argument list that shrinks while it is encoded: each argument as
     const a = new MemoryUSMShared(64, { queue });
     const b = new MemoryUSMShared(64, { queue });
     const view = (m) => new Int32Array(m.buffer);
+    for (const m of [victim, a, b]) view(m).fill(0);
     const results = [];
     // 1. The exporter's getter shortens the array the submit is reading.
     {
@@ -229,6 +230,14 @@ onCpu(title('revoked Proxies on the kernel and queue paths are coded errors'), (
   throwsExactly(t, () => queue.submitBarrier(revoked()), TypeError, ErrorCode.InvalidArgType, 'barrier dependsOn');
   throwsExactly(t, () => createProgramFromSource(queue, SOURCE, revokedObject()), TypeError, ErrorCode.InvalidArgType, 'options');
   throwsExactly(t, () => createProgramFromSource(queue, SOURCE, { options: revoked() }), TypeError, ErrorCode.InvalidArgType, 'options.options');
+  // A Proxy that claims 2^32 - 1 arguments is refused before any is read; one revoked while
+  // it is read is the same coded error as one revoked before.
+  let reads = 0;
+  const long = new Proxy([m], { get: (target, key) => (key === 'length' ? 2 ** 32 - 1 : (reads++, target[key])) });
+  throwsExactly(t, () => queue.submit(k, long, [1]), TypeError, ErrorCode.KernelArgCount, 'a claimed length');
+  t.is(reads, 0);
+  const { proxy, revoke } = Proxy.revocable([m, m], { get: (target, key) => (key === '0' ? (revoke(), target[0]) : target[key]) });
+  throwsExactly(t, () => queue.submit(program.getKernel('two'), proxy, [1]), TypeError, ErrorCode.KernelArgType, 'revoked while read');
   m.free();
 });
 

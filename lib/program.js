@@ -562,9 +562,17 @@ function asyncEvent(queue, id, keepAlive) {
  * array revoked while it is read is `revoked()`, the caller's coded error; any other
  * error (the user's own, from a trap or getter) is thrown as it is.
  */
-function snapshot(list, revoked) {
+function snapshot(list, revoked, checkLength = undefined) {
+  let length;
   try {
-    const length = list.length;
+    length = list.length;
+  } catch (error) {
+    if (isRevoked(list)) throw revoked();
+    throw error;
+  }
+  // Before any element is read (a Proxy may claim any length).
+  if (checkLength !== undefined) checkLength(length);
+  try {
     return listOf(length, (i) => list[i]);
   } catch (error) {
     if (isRevoked(list)) throw revoked();
@@ -576,10 +584,10 @@ function snapshot(list, revoked) {
 function rangeArg(value, what, taken) {
   const notRange = () => typeError(`${what} must be a positive integer or an array of 1 to 3 of them, not ${typeName(value)}`, ErrorCode.InvalidRange);
   if (typeof value !== 'number' && !isArray(value)) throw notRange();
-  const length = typeof value === 'number' ? 1 : snapshotLength(value, notRange);
-  if (length < 1 || length > 3) throw rangeError(`${what} has 1, 2 or 3 dimensions, not ${length}`, ErrorCode.InvalidRange);
-  const list = typeof value === 'number' ? [value] : snapshot(value, notRange);
-  if (list.length !== length) throw rangeError(`${what} changed its length while it was read`, ErrorCode.InvalidRange);
+  const dimensions = (length) => {
+    if (length < 1 || length > 3) throw rangeError(`${what} has 1, 2 or 3 dimensions, not ${length}`, ErrorCode.InvalidRange);
+  };
+  const list = typeof value === 'number' ? [value] : snapshot(value, notRange, dimensions);
   const out = f64Array(taken, list.length);
   for (let i = 0; i < list.length; i++) {
     const n = list[i];
@@ -587,16 +595,6 @@ function rangeArg(value, what, taken) {
     out[i] = n;
   }
   return out;
-}
-
-/** `list.length`, read once, as `snapshot` reads it. */
-function snapshotLength(list, revoked) {
-  try {
-    return list.length;
-  } catch (error) {
-    if (isRevoked(list)) throw revoked();
-    throw error;
-  }
 }
 
 /**
@@ -615,12 +613,12 @@ function encodeArgs(args, kernel, taken) {
   const { functionName, numArgs } = kernelFacts(kernel);
   const notArray = () => typeError(`submit: args must be an array (of memory objects and kernelArg values), not ${typeName(args)}`, ErrorCode.KernelArgType);
   if (!isArray(args)) throw notArray();
-  // At most one argument past the parameters (CUDA's dynamic shared memory): a longer list
-  // (a Proxy may claim any length) is refused before any element is read.
-  const length = snapshotLength(args, notArray);
-  if (length > numArgs + 1) throw typeError(`kernel '${functionName}' takes ${numArgs} arguments, ${length} were given`, ErrorCode.KernelArgCount);
-  // The arguments as they are now: an exporter's getter that changes `args` changes nothing here.
-  const list = snapshot(args, notArray);
+  // The arguments as they are now: an exporter's getter that changes `args` changes nothing
+  // here. At most one argument past the parameters (CUDA's dynamic shared memory): a
+  // longer list is refused before any element is read.
+  const list = snapshot(args, notArray, (length) => {
+    if (length > numArgs + 1) throw typeError(`kernel '${functionName}' takes ${numArgs} arguments, ${length} were given`, ErrorCode.KernelArgCount);
+  });
   const spec = f64Array(taken, list.length * 3);
   const bits = u32Array(taken, list.length * 2);
   const temporary = [];
