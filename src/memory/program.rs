@@ -158,7 +158,7 @@ pub fn decode_arguments(
         index: u32::try_from(index).unwrap_or(u32::MAX),
         message: message.to_string(),
     };
-    if spec.len() % 3 != 0 || bits.len() != 2 * count {
+    if !spec.len().is_multiple_of(3) || bits.len() != 2 * count {
         return Err(wrong(count, "the argument list was not encoded whole"));
     }
     let mut out = Vec::with_capacity(count);
