@@ -824,6 +824,13 @@ export declare class SyclDevice implements CloneGuarded {
   get globalMemSize(): number
   /** The largest single allocation in bytes. */
   get maxMemAllocSize(): number
+  /**
+   * Bytes of work-group local memory (dpctl's `local_mem_size`; on CUDA the shared memory
+   * a block may opt in to; 0 where the runtime does not say): the `kernelArg.local`
+   * arguments of one submission, beside the kernel's own, fit in it (`ERR_INVALID_SIZE`
+   * otherwise).
+   */
+  get localMemSize(): number
   /** Whether the device has a SYCL aspect, e.g. `'usm_shared_allocations'`, `'fp64'`. */
   hasAspect(name: string): boolean
   /** The names of every aspect the device has (a new array on every read). */

@@ -24,6 +24,7 @@ let queueHandle;
 let isDevice;
 let isContext;
 let isQueue;
+let queueContext;
 
 /** A SYCL device: a CPU or GPU that USM memory can live on. */
 class SyclDevice {
@@ -82,6 +83,11 @@ class SyclDevice {
   }
   get maxMemAllocSize() {
     return SyclDevice.#factsOf(this, 'maxMemAllocSize').maxMemAllocSize;
+  }
+  /** Bytes of work-group local memory (dpctl's `local_mem_size`): what the
+   * `kernelArg.local` arguments of one submission, with the kernel's own, may take. */
+  get localMemSize() {
+    return SyclDevice.#factsOf(this, 'localMemSize').localMemSize;
   }
   /** The names of every aspect the device has (a new array on every read). */
   get aspects() {
@@ -340,6 +346,8 @@ class SyclQueue {
   static {
     isQueue = (value) => typeof value === 'object' && value !== null && #handle in value;
     queueHandle = (queue) => queue.#handle;
+    // The cached context object `syclContext` returns, read without the public getter.
+    queueContext = (queue) => (queue.#context ??= new SyclContext(INTERNAL, native.queueContext(queue.#handle)));
   }
 }
 
@@ -406,6 +414,15 @@ function getDevices(filter) {
   }
 }
 
+/** Whether two queues share one context (queue objects of this module). */
+function sameContext(a, b) {
+  try {
+    return native.contextEquals(contextHandle(queueContext(a)), contextHandle(queueContext(b)));
+  } catch (error) {
+    throw fromNative(error);
+  }
+}
+
 /** Why no device is available from each runtime that did not load (empty when all did). */
 function getRuntimeDiagnostics() {
   return parse(native.runtimeDiagnostics());
@@ -422,6 +439,7 @@ module.exports = {
   cachedQueueObject,
   contextHandle: (context) => contextHandle(context),
   queueHandle: (queue) => queueHandle(queue),
+  sameContext,
   deviceHandle: (device) => deviceHandle(device),
   isDevice: (value) => isDevice(value),
   isContext: (value) => isContext(value),

@@ -8,18 +8,18 @@
 // kernel) reachable until a submission's Promise settles.
 const { native } = require('./native.js');
 const { ErrorCode, BINDING, makeError, typeError, rangeError, fromNative, invalidThis, CLONE_GUARD } = require('./errors.js');
-const { display, typeName, stringArg, hostArg } = require('./values.js');
+const { display, typeName, stringArg, hostArg, isArray, isRevoked, listOf } = require('./values.js');
 const devices = require('./device.js');
 const memory = require('./memory.js');
 
-const { SyclQueue, isQueue, queueHandle, INTERNAL } = devices;
+const { SyclQueue, isQueue, queueHandle, sameContext, INTERNAL } = devices;
 const { Error, Object, Number, BigInt, Float64Array, Uint32Array, Uint8Array, DataView, ArrayBuffer, FinalizationRegistry, WeakMap, Promise, Symbol, Reflect, JSON, String, Math } = globalThis;
-const { isArray } = Array;
 const { isSafeInteger, isInteger } = Number;
 const freeze = Object.freeze;
 const defineProperty = Object.defineProperty;
 const keys = Object.keys;
 const apply = Reflect.apply;
+const arrayJoin = Array.prototype.join;
 const register = FinalizationRegistry.prototype.register;
 const promiseThen = Promise.prototype.then;
 const inspect = Symbol.for('nodejs.util.inspect.custom');
@@ -120,6 +120,12 @@ const INT_LIMITS = {
 let argFacts;
 let isKernelArg;
 
+/** The kind code of a KernelArg (`KernelArg`'s `#kind`) and of a memory argument, as the
+ * binding's `spec` takes them; 0 is no argument (an unfilled slot), which it refuses. */
+const SPEC_SCALAR = 1;
+const SPEC_LOCAL = 2;
+const SPEC_MEMORY = 3;
+
 /** One typed kernel argument: a scalar of a given type, or work-group local memory. */
 class KernelArg {
   __dpctlMemoryCloneGuard__ = CLONE_GUARD;
@@ -148,15 +154,24 @@ class KernelArg {
     if (!isKernelArg(this)) throw invalidThis('KernelArg', 'value');
     return this.#value;
   }
+  /** `[type, value]` as text, read from the private fields (no public getter runs). */
+  static #shown(self, member) {
+    if (!isKernelArg(self)) throw invalidThis('KernelArg', member);
+    const type = self.#kind === SPEC_LOCAL ? 'local' : SCALAR_TYPES[self.#type];
+    return [type, typeof self.#value === 'bigint' ? `${self.#value}n` : `${self.#value}`];
+  }
   toString() {
-    return `<KernelArg ${this.type} ${typeof this.#value === 'bigint' ? `${this.#value}n` : this.#value}>`;
+    const [type, value] = KernelArg.#shown(this, 'toString');
+    return `<KernelArg ${type} ${value}>`;
   }
   [inspect]() {
-    return `KernelArg { type: '${this.type}', value: ${typeof this.#value === 'bigint' ? `${this.#value}n` : this.#value} }`;
+    const [type, value] = KernelArg.#shown(this, 'inspect');
+    return `KernelArg { type: '${type}', value: ${value} }`;
   }
   static {
     isKernelArg = (value) => typeof value === 'object' && value !== null && #kind in value;
-    argFacts = (arg) => [arg.#kind, arg.#type, arg.#lo, arg.#hi];
+    // The validated private value: what a replaced `value` getter returns never reaches the binding.
+    argFacts = (arg) => [arg.#kind, arg.#type, arg.#lo, arg.#hi, arg.#value];
   }
 }
 
@@ -223,7 +238,8 @@ const kernelArg = freeze({
     if (typeof nbytes !== 'number' || !isSafeInteger(nbytes) || nbytes <= 0) {
       throw rangeError(`kernelArg.local takes a positive integer number of bytes, not ${display(nbytes)}`, ErrorCode.KernelArgType);
     }
-    return new KernelArg(INTERNAL, 2, 0, 0, 0, nbytes);
+    // Checked against the device's local memory at submission (ERR_INVALID_SIZE).
+    return new KernelArg(INTERNAL, SPEC_LOCAL, 0, 0, 0, nbytes);
   },
 });
 
@@ -235,6 +251,7 @@ let programHandle;
 let isProgram;
 let kernelHandle;
 let isKernel;
+let kernelFacts;
 
 /** A built program (dpctl's `SyclProgram`): its kernels by name. */
 class SyclProgram {
@@ -285,7 +302,7 @@ class SyclProgram {
     return `<SyclProgram [${SyclProgram.#of(this, 'toString').#names.join(', ')}]>`;
   }
   [inspect]() {
-    return `SyclProgram { kernels: [${this.#names.map((n) => `'${n}'`).join(', ')}] }`;
+    return `SyclProgram { kernels: [${SyclProgram.#of(this, 'inspect').#names.map((n) => `'${n}'`).join(', ')}] }`;
   }
   static {
     isProgram = (value) => typeof value === 'object' && value !== null && #handle in value;
@@ -352,11 +369,13 @@ class SyclKernel {
     return `<SyclKernel ${SyclKernel.#factsOf(this, 'toString').functionName}(${this.#facts.numArgs} args)>`;
   }
   [inspect]() {
-    return `SyclKernel { functionName: '${this.#facts.functionName}', numArgs: ${this.#facts.numArgs} }`;
+    const facts = SyclKernel.#factsOf(this, 'inspect');
+    return `SyclKernel { functionName: '${facts.functionName}', numArgs: ${facts.numArgs} }`;
   }
   static {
     isKernel = (value) => typeof value === 'object' && value !== null && #handle in value;
     kernelHandle = (kernel) => kernel.#handle;
+    kernelFacts = (kernel) => kernel.#facts;
   }
 }
 
@@ -365,7 +384,7 @@ const FORMATS = { source: 1, spirv: 2, ptx: 3, cuda: 4 };
 /** The `options` build option (a string) of `{ options }`. */
 function buildOptions(options, method) {
   if (options === undefined || options === null) return '';
-  if (typeof options !== 'object' || isArray(options)) throw typeError(`${method} options must be a plain object such as { options: '-cl-fast-relaxed-math' }, not ${typeName(options)}`);
+  if (typeof options !== 'object' || isRevoked(options) || isArray(options)) throw typeError(`${method} options must be a plain object such as { options: '-cl-fast-relaxed-math' }, not ${typeName(options)}`);
   const names = keys(options);
   for (let i = 0; i < names.length; i++) {
     if (names[i] !== 'options') throw typeError(`unknown option '${names[i].slice(0, 64)}': ${method} takes { options }`);
@@ -374,8 +393,10 @@ function buildOptions(options, method) {
   if (value === undefined) return '';
   if (typeof value === 'string') return value;
   if (isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (typeof value[i] !== 'string') throw typeError(`${method}: every build option must be a string`);
-    return value.join(' ');
+    // Each option read once: the strings checked are the strings joined.
+    const list = snapshot(value, () => typeError(`${method}: the build options array was revoked while it was read`));
+    for (let i = 0; i < list.length; i++) if (typeof list[i] !== 'string') throw typeError(`${method}: every build option must be a string`);
+    return apply(arrayJoin, list, [' ']);
   }
   throw typeError(`${method}: options must be a string or an array of strings, not ${typeName(value)}`);
 }
@@ -421,6 +442,7 @@ function createProgramFromCuda(queue, source, options) {
 
 let eventHandle;
 let isEvent;
+let eventQueue;
 /** The event of each Promise `submitAsync`/`memcpyAsync`/`fillAsync` returned. */
 const eventOfPromise = new WeakMap();
 
@@ -446,11 +468,14 @@ class SyclEvent {
   }
   /** `'submitted'`, `'running'` or `'complete'`. */
   get executionStatus() {
-    const handle = SyclEvent.#handleOf(this, 'executionStatus');
+    return SyclEvent.#status(SyclEvent.#handleOf(this, 'executionStatus'));
+  }
+  /** The status of an event's handle (no public getter runs). */
+  static #status(handle) {
     return handle === COMPLETED_WITHOUT_EVENT ? 'complete' : call(() => native.eventStatus(handle));
   }
-  #profile(member) {
-    const handle = SyclEvent.#handleOf(this, member);
+  static #profile(self, member) {
+    const handle = SyclEvent.#handleOf(self, member);
     // Only a queue without profiling gives events completed without a native event.
     if (handle === COMPLETED_WITHOUT_EVENT) throw makeError('Error', BINDING.messages.profilingNotEnabled, ErrorCode.ProfilingNotEnabled);
     return call(() => native.eventProfile(handle));
@@ -458,40 +483,48 @@ class SyclEvent {
   /** Nanoseconds (bigint) when the work was submitted, started and ended, on a queue made
    * with `property: 'enable_profiling'` (`ERR_PROFILING_NOT_ENABLED` otherwise). */
   get profilingInfoSubmit() {
-    return BigInt(this.#profile('profilingInfoSubmit')[0]);
+    return BigInt(SyclEvent.#profile(this, 'profilingInfoSubmit')[0]);
   }
   get profilingInfoStart() {
-    return BigInt(this.#profile('profilingInfoStart')[1]);
+    return BigInt(SyclEvent.#profile(this, 'profilingInfoStart')[1]);
   }
   get profilingInfoEnd() {
-    return BigInt(this.#profile('profilingInfoEnd')[2]);
+    return BigInt(SyclEvent.#profile(this, 'profilingInfoEnd')[2]);
   }
   get syclQueue() {
     SyclEvent.#handleOf(this, 'syclQueue');
     return this.#queue;
   }
   toString() {
-    return `<SyclEvent ${this.executionStatus}>`;
+    return `<SyclEvent ${SyclEvent.#status(SyclEvent.#handleOf(this, 'toString'))}>`;
   }
   [inspect]() {
-    return `SyclEvent { executionStatus: '${this.executionStatus}' }`;
+    return `SyclEvent { executionStatus: '${SyclEvent.#status(SyclEvent.#handleOf(this, 'inspect'))}' }`;
   }
   static {
     isEvent = (value) => typeof value === 'object' && value !== null && #handle in value;
     eventHandle = (event) => event.#handle;
+    eventQueue = (event) => event.#queue;
   }
 }
 
-/** Dependencies: an array of SyclEvents or Promises of this module's async operations,
+/** Dependencies of work on `queue`: an array of SyclEvents or Promises of this module's
+ * async operations (each of the queue's context: `ERR_KERNEL_QUEUE_MISMATCH` otherwise),
  * as the ids of their native events (an event completed without one needs no waiting). */
-function dependencies(deps, method, taken) {
+function dependencies(deps, method, taken, queue) {
   if (deps === undefined || deps === null) return f64Array(taken, 0);
-  if (!isArray(deps)) throw typeError(`${method}: dependencies must be an array of SyclEvent (or of Promises of submitAsync), not ${typeName(deps)}`);
+  const notArray = () => typeError(`${method}: dependencies must be an array of SyclEvent (or of Promises of submitAsync), not ${typeName(deps)}`);
+  if (!isArray(deps)) throw notArray();
+  const list = snapshot(deps, notArray);
   const handles = [];
-  for (let i = 0; i < deps.length; i++) {
-    let dep = deps[i];
+  for (let i = 0; i < list.length; i++) {
+    let dep = list[i];
     if (!isEvent(dep) && typeof dep === 'object' && dep !== null) dep = eventOfPromise.get(dep);
-    if (!isEvent(dep)) throw typeError(`${method}: dependency ${i} is not a SyclEvent nor a Promise of submitAsync/memcpyAsync/fillAsync: ${display(deps[i])}`, ErrorCode.InvalidArgType);
+    if (!isEvent(dep)) throw typeError(`${method}: dependency ${i} is not a SyclEvent nor a Promise of submitAsync/memcpyAsync/fillAsync: ${display(list[i])}`, ErrorCode.InvalidArgType);
+    const of = eventQueue(dep);
+    if (of !== queue && !sameContext(of, queue)) {
+      throw makeError('Error', `${method}: dependency ${i} is an event of another context than the queue's`, ErrorCode.KernelQueueMismatch);
+    }
     const handle = eventHandle(dep);
     if (handle !== COMPLETED_WITHOUT_EVENT) handles.push(handle);
   }
@@ -523,11 +556,38 @@ function asyncEvent(queue, id, keepAlive) {
 // Submissions
 // ---------------------------------------------------------------------------------------
 
+/**
+ * The elements of an array as they are now: its length and each element read once, so a
+ * getter or Proxy trap that changes the array later changes nothing a call encodes. An
+ * array revoked while it is read is `revoked()`, the caller's coded error; any other
+ * error (the user's own, from a trap or getter) is thrown as it is.
+ */
+function snapshot(list, revoked, checkLength = undefined) {
+  let length;
+  try {
+    length = list.length;
+  } catch (error) {
+    if (isRevoked(list)) throw revoked();
+    throw error;
+  }
+  // Before any element is read (a Proxy may claim any length).
+  if (checkLength !== undefined) checkLength(length);
+  try {
+    return listOf(length, (i) => list[i]);
+  } catch (error) {
+    if (isRevoked(list)) throw revoked();
+    throw error;
+  }
+}
+
 /** A range: a positive integer, or an array of 1 to 3 of them. */
 function rangeArg(value, what, taken) {
-  const list = typeof value === 'number' ? [value] : value;
-  if (!isArray(list)) throw typeError(`${what} must be a positive integer or an array of 1 to 3 of them, not ${typeName(value)}`, ErrorCode.InvalidRange);
-  if (list.length < 1 || list.length > 3) throw rangeError(`${what} has 1, 2 or 3 dimensions, not ${list.length}`, ErrorCode.InvalidRange);
+  const notRange = () => typeError(`${what} must be a positive integer or an array of 1 to 3 of them, not ${typeName(value)}`, ErrorCode.InvalidRange);
+  if (typeof value !== 'number' && !isArray(value)) throw notRange();
+  const dimensions = (length) => {
+    if (length < 1 || length > 3) throw rangeError(`${what} has 1, 2 or 3 dimensions, not ${length}`, ErrorCode.InvalidRange);
+  };
+  const list = typeof value === 'number' ? [value] : snapshot(value, notRange, dimensions);
   const out = f64Array(taken, list.length);
   for (let i = 0; i < list.length; i++) {
     const n = list[i];
@@ -537,42 +597,56 @@ function rangeArg(value, what, taken) {
   return out;
 }
 
-/** A memory argument's handle: a memory object, or an object exposing the interface. */
-function memoryArg(value, what) {
-  if (typeof value !== 'object' || value === null) return undefined;
+/**
+ * A memory argument's source: a memory object, or an object exposing the interface
+ * (`undefined` for anything else, a revoked Proxy included: the caller refuses it with its
+ * code). What the exporter's getter throws is thrown as it is, as the constructors do.
+ */
+function memoryArg(value) {
+  if (typeof value !== 'object' || value === null || isRevoked(value)) return undefined;
   if (!memory.isMemory(value) && !('__sycl_usm_array_interface__' in value)) return undefined;
-  try {
-    return memory.memorySource(value);
-  } catch (error) {
-    throw error?.code ? error : fromNative(error);
-  }
+  return memory.memorySource(value);
 }
 
 /** The binding's `spec`/`bits` arrays of `args`, and the temporary handles to give back. */
-function encodeArgs(args, kernelName, taken) {
-  if (!isArray(args)) throw typeError(`submit: args must be an array (of memory objects and kernelArg values), not ${typeName(args)}`, ErrorCode.KernelArgType);
-  const spec = f64Array(taken, args.length * 3);
-  const bits = u32Array(taken, args.length * 2);
+function encodeArgs(args, kernel, taken) {
+  const { functionName, numArgs } = kernelFacts(kernel);
+  const notArray = () => typeError(`submit: args must be an array (of memory objects and kernelArg values), not ${typeName(args)}`, ErrorCode.KernelArgType);
+  if (!isArray(args)) throw notArray();
+  // The arguments as they are now: an exporter's getter that changes `args` changes nothing
+  // here. At most one argument past the parameters (CUDA's dynamic shared memory): a
+  // longer list is refused before any element is read.
+  const list = snapshot(args, notArray, (length) => {
+    if (length > numArgs + 1) throw typeError(`kernel '${functionName}' takes ${numArgs} arguments, ${length} were given`, ErrorCode.KernelArgCount);
+  });
+  const spec = f64Array(taken, list.length * 3);
+  const bits = u32Array(taken, list.length * 2);
   const temporary = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (isKernelArg(arg)) {
-      const [kind, type, lo, hi] = argFacts(arg);
-      spec[3 * i] = kind;
-      spec[3 * i + 1] = kind === 2 ? arg.value : 0;
-      spec[3 * i + 2] = type;
-      bits[2 * i] = lo;
-      bits[2 * i + 1] = hi;
-      continue;
+  try {
+    for (let i = 0; i < list.length; i++) {
+      const arg = list[i];
+      if (isKernelArg(arg)) {
+        const [kind, type, lo, hi, value] = argFacts(arg);
+        spec[3 * i] = kind;
+        spec[3 * i + 1] = kind === SPEC_LOCAL ? value : 0;
+        spec[3 * i + 2] = type;
+        bits[2 * i] = lo;
+        bits[2 * i + 1] = hi;
+        continue;
+      }
+      const source = memoryArg(arg);
+      if (source === undefined) {
+        const hint = typeof arg === 'number' ? ` (a number does not say its type: pass kernelArg.int32(${arg}), kernelArg.float32(${arg}), ...)` : '';
+        throw typeError(`argument ${i} of kernel '${functionName}' must be a memory object or a kernelArg value, not ${display(arg)}${hint}`, ErrorCode.KernelArgType);
+      }
+      if (source.temporary) temporary.push(source.handle);
+      spec[3 * i] = SPEC_MEMORY;
+      spec[3 * i + 1] = source.handle;
     }
-    const source = memoryArg(arg, `argument ${i}`);
-    if (source === undefined) {
-      const hint = typeof arg === 'number' ? ` (a number does not say its type: pass kernelArg.int32(${arg}), kernelArg.float32(${arg}), ...)` : '';
-      throw typeError(`argument ${i} of kernel '${kernelName}' must be a memory object or a kernelArg value, not ${display(arg)}${hint}`, ErrorCode.KernelArgType);
-    }
-    if (source.temporary) temporary.push(source.handle);
-    spec[3 * i] = 0;
-    spec[3 * i + 1] = source.handle;
+  } catch (error) {
+    // The handles made for the arguments before the one that threw.
+    giveBack(temporary);
+    throw error;
   }
   return { spec, bits, temporary };
 }
@@ -587,8 +661,8 @@ function submitOn(queue, method, kernel, args, globalRange, localRange, deps, as
   const id = withScratch((taken) => {
     const global = rangeArg(globalRange, 'the global range', taken);
     const local = localRange === undefined || localRange === null ? undefined : rangeArg(localRange, 'the local range', taken);
-    const depIds = dependencies(deps, method, taken);
-    const { spec, bits, temporary } = encodeArgs(args, kernel.functionName, taken);
+    const depIds = dependencies(deps, method, taken, queue);
+    const { spec, bits, temporary } = encodeArgs(args, kernel, taken);
     try {
       return call(() => native.queueSubmit(queueHandle(queue), kernelHandle(kernel), spec, bits, global, local, depIds, asynchronous));
     } finally {
@@ -600,7 +674,7 @@ function submitOn(queue, method, kernel, args, globalRange, localRange, deps, as
 }
 
 function memoryOperand(value, method, what) {
-  const source = memoryArg(value, what);
+  const source = memoryArg(value);
   if (source === undefined) throw typeError(`${method}: ${what} must be a memory object, not ${display(value)}`, ErrorCode.NotUsm);
   return source;
 }
@@ -614,7 +688,7 @@ function memcpyOn(queue, method, dst, src, nbytes, deps, asynchronous) {
   if (!isQueue(queue)) throw invalidThis('SyclQueue', method);
   const count = byteCount(nbytes, method);
   const id = withScratch((taken) => {
-    const depIds = dependencies(deps, method, taken);
+    const depIds = dependencies(deps, method, taken, queue);
     const to = memoryOperand(dst, method, 'the destination');
     let from;
     try {
@@ -654,7 +728,7 @@ function patternBytes(pattern, method) {
 function fillOn(queue, method, dst, bytes, count, deps, asynchronous) {
   if (!isQueue(queue)) throw invalidThis('SyclQueue', method);
   const id = withScratch((taken) => {
-    const depIds = dependencies(deps, method, taken);
+    const depIds = dependencies(deps, method, taken, queue);
     const to = memoryOperand(dst, method, 'the destination');
     try {
       return call(() => native.queueFill(queueHandle(queue), to.handle, bytes, count, depIds, asynchronous));
@@ -728,7 +802,10 @@ const queueMethods = {
   submitBarrier(dependsOn) {
     if (!isQueue(this)) throw invalidThis('SyclQueue', 'submitBarrier');
     const handle = queueHandle(this);
-    const id = withScratch((taken) => call(() => native.queueBarrier(handle, dependencies(dependsOn, 'submitBarrier', taken))));
+    const id = withScratch((taken) => {
+      const depIds = dependencies(dependsOn, 'submitBarrier', taken, this);
+      return call(() => native.queueBarrier(handle, depIds));
+    });
     return new SyclEvent(INTERNAL, id, this);
   },
 };

@@ -62,22 +62,27 @@ class HostRegistration {
   /** Ends the registration; a copy in flight that uses it finishes first. Idempotent. */
   unregister() {
     HostRegistration.#check(this, 'unregister');
-    const id = this.#id;
+    HostRegistration.#end(this);
+  }
+  /** `using registration = registerHost(...)`: `unregister()` at the end of the scope. */
+  [dispose]() {
+    HostRegistration.#check(this, '[Symbol.dispose]');
+    HostRegistration.#end(this);
+  }
+  static #end(self) {
+    const id = self.#id;
     if (id === null) return;
-    this.#id = null;
-    this.#holds = null;
-    apply(untrack, collected, [this]);
+    self.#id = null;
+    self.#holds = null;
+    apply(untrack, collected, [self]);
     try {
       native.hostUnregister(id);
     } catch (error) {
       throw fromNative(error);
     }
   }
-  /** `using registration = registerHost(...)`: `unregister()` at the end of the scope. */
-  [dispose]() {
-    this.unregister();
-  }
   [inspect]() {
+    HostRegistration.#check(this, 'inspect');
     const state = this.#id === null ? 'ended' : this.#registered ? 'registered' : 'not needed';
     return `HostRegistration { byteLength: ${this.#byteLength}, ${state} }`;
   }

@@ -129,6 +129,7 @@ int dpm_device_get_info(const dpm_device *dev, dpm_device_info *out) {
       info.device_type = device_type_code(d.get_info<sycl::info::device::device_type>());
       info.global_mem_size = d.get_info<sycl::info::device::global_mem_size>();
       info.max_mem_alloc_size = d.get_info<sycl::info::device::max_mem_alloc_size>();
+      info.local_mem_size = d.get_info<sycl::info::device::local_mem_size>();
     } catch (...) {
       dpm_device_info_free(&info);
       throw;

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to this file; the Rust side refuses a shim of another version. */
-#define DPM_ABI_VERSION 5
+#define DPM_ABI_VERSION 6
 
 /* Status codes. */
 #define DPM_OK 0
@@ -76,6 +76,7 @@ typedef struct dpm_device_info {
   uint32_t device_type; /* DPM_DEVICE_TYPE_* */
   uint64_t global_mem_size;
   uint64_t max_mem_alloc_size;
+  uint64_t local_mem_size;   /* bytes of work-group local memory */
 } dpm_device_info;
 
 /* --- Library ------------------------------------------------------------------------ */

@@ -480,6 +480,11 @@ error_table! {
         /// Argument `index` of `kernel` does not fit its parameter; `message` says how.
         #[error("argument {index} of kernel '{kernel}': {message}")]
         KernelArgType { kernel: String, index: u32, message: String } => KernelArgType,
+        /// `kernelArg.local` arguments (up to and with argument `index`) of `requested` bytes
+        /// in all, beyond the `available` bytes of the device's local memory beside the
+        /// kernel's own.
+        #[error("argument {index} of kernel '{kernel}': {requested} bytes of local memory in all, and the device's work-groups have {available} beside the kernel's own")]
+        LocalMemoryTooLarge { kernel: String, index: u32, requested: u64, available: u64 } => InvalidSize,
         /// A kernel, memory or event that does not belong with the queue; `message` says which.
         #[error("{message}")]
         KernelQueueMismatch { message: String } => KernelQueueMismatch,

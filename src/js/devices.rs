@@ -36,7 +36,7 @@ pub fn device_select(env: &Env, filter: Option<String>) -> napi::Result<f64> {
 }
 
 /// What never changes about a device, as JSON: `{ name, vendor, backend, deviceType,
-/// driverVersion, filterString, globalMemSize, maxMemAllocSize, aspects }`.
+/// driverVersion, filterString, globalMemSize, maxMemAllocSize, localMemSize, aspects }`.
 #[napi]
 pub fn device_facts(env: &Env, device_id: f64) -> napi::Result<String> {
     let device = lookup(env, |h| h.device(device_id))?;
@@ -50,6 +50,7 @@ pub fn device_facts(env: &Env, device_id: f64) -> napi::Result<String> {
         ("filterString", json::string(&registry().filter_string_of(device.as_ref()))),
         ("globalMemSize", json::number(info.global_mem_size as f64)),
         ("maxMemAllocSize", json::number(info.max_mem_alloc_size as f64)),
+        ("localMemSize", json::number(info.local_mem_size as f64)),
         ("aspects", json::array(info.aspects.iter().map(|a| json::string(a)))),
     ]))
 }

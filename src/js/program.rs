@@ -3,9 +3,10 @@
 //! (`crate::memory::program`).
 //!
 //! A submission's arguments cross as two typed arrays the JS layer fills: `spec`, three
-//! numbers per argument (`kind`: 0 memory, 1 scalar, 2 local memory; `value`: the memory
-//! handle, or the local bytes; `scalar`: the `ScalarType` index), and `bits`, two `u32`
-//! per argument (the scalar's bits, low word first).
+//! numbers per argument (`kind`: 1 scalar, 2 local memory, 3 memory, 0 never; `value`: the
+//! memory handle, or the local bytes; `scalar`: the `ScalarType` index), and `bits`, two
+//! `u32` per argument (the scalar's bits, low word first); `model::decode_arguments` reads
+//! them.
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use crate::js::lookup::{handles, lookup};
 use crate::js::memory::host_bytes;
 use crate::js::program_handles::EventEntry;
 use crate::js::state::registry;
-use crate::memory::program::{self as model, KernelArgument, ScalarType, Submission};
+use crate::memory::program::{self as model, KernelArgument, Submission};
 use crate::memory::registry::DeviceChoice;
 use crate::runtime::program::{Event, Kernel, Program, ProgramSource};
 
@@ -194,27 +195,9 @@ pub fn kernel_facts(env: &Env, kernel_id: f64) -> napi::Result<String> {
     ]))
 }
 
-fn arguments(env: &Env, spec: &[f64], bits: &[u32]) -> napi::Result<Vec<KernelArgument>> {
-    let count = spec.len() / 3;
-    let mut out = Vec::with_capacity(count);
-    for i in 0..count {
-        let (kind, value, scalar) = (spec[3 * i], spec[3 * i + 1], spec[3 * i + 2]);
-        out.push(match kind as u32 {
-            0 => KernelArgument::Memory(live_memory(env, value)?),
-            1 => {
-                let ty = ScalarType::ALL
-                    .get(scalar as usize)
-                    .copied()
-                    .ok_or_else(|| MemoryError::StaleHandle { what: "scalar type".into() })
-                    .or_throw(env)?;
-                let lo = u64::from(bits.get(2 * i).copied().unwrap_or(0));
-                let hi = u64::from(bits.get(2 * i + 1).copied().unwrap_or(0));
-                KernelArgument::Scalar { ty, bits: lo | (hi << 32) }
-            }
-            _ => KernelArgument::Local(value as u64),
-        });
-    }
-    Ok(out)
+fn arguments(env: &Env, kernel: &str, spec: &[f64], bits: &[u32]) -> napi::Result<Vec<KernelArgument>> {
+    let handles = handles(env)?;
+    model::decode_arguments(kernel, spec, bits, |id| handles.memory(id)).or_throw(env)
 }
 
 /// Settles an asynchronous submission: a Promise (kept with the event for the JS layer to
@@ -272,7 +255,7 @@ pub fn queue_submit(
     let global: Vec<u64> = global.iter().map(|&n| n as u64).collect();
     let local: Option<Vec<u64>> = local.map(|l| l.iter().map(|&n| n as u64).collect());
     let range = model::nd_range(Some(kernel.info()), &global, local.as_deref()).or_throw(env)?;
-    let args = arguments(env, spec, bits)?;
+    let args = arguments(env, &kernel.info().function_name, spec, bits)?;
     let deps = events(env, deps)?;
     if !asynchronous {
         return sync_event(env, model::submit_sync(&queue, &kernel, &args, &range, &deps).or_throw(env)?);

@@ -136,6 +136,84 @@ impl KernelArgument {
     }
 }
 
+/// The kind codes of a submission's argument spec (`lib/program.js` writes them): 0 is an
+/// unfilled slot, never an argument, so that zeros never read as memory handle 0.
+const SPEC_SCALAR: f64 = 1.0;
+const SPEC_LOCAL: f64 = 2.0;
+const SPEC_MEMORY: f64 = 3.0;
+
+/// The arguments a submission's `spec` (three numbers per argument: kind, value, scalar
+/// type) and `bits` (two words per argument: a scalar's bits, low first) describe, memory
+/// handles resolved by `memory`. Anything but a filled, well-formed slot is refused:
+/// an unfilled one, an unknown kind or type, a local size that is no positive safe integer.
+pub fn decode_arguments(
+    kernel: &str,
+    spec: &[f64],
+    bits: &[u32],
+    mut memory: impl FnMut(f64) -> Result<UsmMemory>,
+) -> Result<Vec<KernelArgument>> {
+    let count = spec.len() / 3;
+    let wrong = |index: usize, message: &str| MemoryError::KernelArgType {
+        kernel: kernel.to_string(),
+        index: u32::try_from(index).unwrap_or(u32::MAX),
+        message: message.to_string(),
+    };
+    if !spec.len().is_multiple_of(3) || bits.len() != 2 * count {
+        return Err(wrong(count, "the argument list was not encoded whole"));
+    }
+    let mut out = Vec::with_capacity(count);
+    for (index, slot) in spec.chunks_exact(3).enumerate() {
+        let (kind, value, scalar) = (slot[0], slot[1], slot[2]);
+        let arg = if kind == SPEC_MEMORY {
+            KernelArgument::Memory(memory(value)?)
+        } else if kind == SPEC_SCALAR {
+            let ty = match crate::memory::interface::js_integer(scalar) {
+                crate::memory::interface::JsInteger::Safe(n) => {
+                    usize::try_from(n).ok().and_then(|n| ScalarType::ALL.get(n))
+                }
+                _ => None,
+            };
+            let ty = *ty.ok_or_else(|| wrong(index, "a scalar of no known type"))?;
+            let word = |i: usize| u64::from(bits.get(i).copied().unwrap_or(0));
+            KernelArgument::Scalar { ty, bits: word(2 * index) | (word(2 * index + 1) << 32) }
+        } else if kind == SPEC_LOCAL {
+            match crate::memory::interface::js_integer(value) {
+                crate::memory::interface::JsInteger::Safe(n) if n > 0 => KernelArgument::Local(n.unsigned_abs()),
+                _ => return Err(wrong(index, "local memory of a size that is no positive safe integer")),
+            }
+        } else {
+            return Err(wrong(index, "no argument was encoded in this place (the list changed while it was read)"));
+        };
+        out.push(arg);
+    }
+    Ok(out)
+}
+
+/// Refuses local memory beyond the device's: the sum of the `Local` arguments (at their
+/// indices in `args`) and the kernel's own must fit where the device says how much it has.
+fn check_local_memory(queue: &Arc<dyn Queue>, info: &KernelInfo, args: &[KernelArgument]) -> Result<()> {
+    let device = queue.device().info().local_mem_size;
+    if device == 0 {
+        return Ok(());
+    }
+    let available = device.saturating_sub(info.local_mem_size);
+    let mut requested: u64 = 0;
+    for (index, arg) in args.iter().enumerate() {
+        if let KernelArgument::Local(nbytes) = arg {
+            requested = requested.saturating_add(*nbytes);
+            if requested > available {
+                return Err(MemoryError::LocalMemoryTooLarge {
+                    kernel: info.function_name.clone(),
+                    index: u32::try_from(index).unwrap_or(u32::MAX),
+                    requested,
+                    available,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Builds `source` for the queue's device in its context: `Ok(Err(failure))` carries the
 /// compiler's log.
 pub fn build(queue: &Arc<dyn Queue>, source: ProgramSource<'_>, options: &str) -> Result<Built> {
@@ -215,6 +293,7 @@ fn join(values: &[u64]) -> String {
 /// The runtime's arguments for `args`, checked against what the kernel declares; the
 /// memory the submission must hold.
 fn launch_args(queue: &Arc<dyn Queue>, info: &KernelInfo, args: &[KernelArgument]) -> Result<Vec<LaunchArg>> {
+    check_local_memory(queue, info, args)?;
     // Where local memory is no parameter (CUDA's dynamic shared memory), one
     // `kernelArg.local` may follow the parameters.
     let (args, trailing) = match args.split_last() {
@@ -656,6 +735,78 @@ mod tests {
         let opencl = info(vec![value]);
         let extra = launch_args(&queue, &opencl, &[scalar, KernelArgument::Local(64)]);
         assert!(matches!(extra, Err(MemoryError::KernelArgCount { .. })));
+    }
+
+    #[test]
+    fn an_argument_spec_is_read_only_where_every_slot_was_filled() {
+        let queue =
+            crate::runtime::fake::FakeContext::new(1, crate::runtime::fake::FakeDevice::new(1 << 20, 1 << 20)).queue();
+        let memory = UsmMemory::allocate(crate::memory::pool::test_pool(), &queue, UsmKind::Shared, 64, 0).unwrap();
+        let asked = std::cell::RefCell::new(Vec::new());
+        let lookup = |id: f64| {
+            asked.borrow_mut().push(id);
+            Ok(memory.clone())
+        };
+        // A memory object (handle 0), an int32 of -1, 256 bytes of local memory.
+        let spec = [3.0, 0.0, 0.0, 1.0, 0.0, 4.0, 2.0, 256.0, 0.0];
+        let bits = [0, 0, 0xffff_ffff, 0, 0, 0];
+        let args = decode_arguments("k", &spec, &bits, &lookup).unwrap();
+        assert_eq!(args.len(), 3);
+        assert!(matches!(args[1], KernelArgument::Scalar { ty: ScalarType::Int32, bits: 0xffff_ffff }));
+        assert!(matches!(args[2], KernelArgument::Local(256)));
+        assert_eq!(*asked.borrow(), vec![0.0]);
+        // Zeros (a slot the JS layer never filled) are no memory handle 0.
+        let unfilled = decode_arguments("k", &[3.0, 1.0, 0.0, 0.0, 0.0, 0.0], &[0; 4], &lookup);
+        assert!(matches!(unfilled, Err(MemoryError::KernelArgType { index: 1, .. })), "{:?}", unfilled.err());
+        asked.borrow_mut().clear();
+        for (spec, index) in [
+            ([9.0, 0.0, 0.0], 0),           // an unknown kind
+            ([1.5, 0.0, 0.0], 0),           // a fraction of a kind
+            ([1.0, 0.0, 10.0], 0),          // an unknown scalar type
+            ([1.0, 0.0, f64::NAN], 0),      // no type at all
+            ([2.0, 0.0, 0.0], 0),           // no local bytes
+            ([2.0, -16.0, 0.0], 0),         // negative
+            ([2.0, 16.5, 0.0], 0),          // a fraction
+            ([2.0, 2f64.powi(60), 0.0], 0), // beyond a safe integer
+        ] {
+            let refused = decode_arguments("k", &spec, &[0, 0], &lookup);
+            assert!(
+                matches!(refused, Err(MemoryError::KernelArgType { index: i, .. }) if i == index),
+                "{spec:?}: {:?}",
+                refused.err()
+            );
+        }
+        assert!(asked.borrow().is_empty(), "no memory was looked up for a refused spec");
+        // Lengths that do not agree: part of a slot, or bits of another count.
+        assert!(decode_arguments("k", &[3.0, 0.0], &[], &lookup).is_err());
+        assert!(decode_arguments("k", &[1.0, 0.0, 4.0], &[0], &lookup).is_err());
+    }
+
+    #[test]
+    fn local_memory_beyond_the_devices_is_an_invalid_size() {
+        // The fake device has 64 KiB of local memory.
+        let queue =
+            crate::runtime::fake::FakeContext::new(1, crate::runtime::fake::FakeDevice::new(1 << 20, 1 << 20)).queue();
+        let local = ArgInfo { kind: ArgKind::Local, type_name: "uchar*".into() };
+        let mut k = info(vec![local.clone(), local]);
+        let fits = launch_args(&queue, &k, &[KernelArgument::Local(32 << 10), KernelArgument::Local(32 << 10)]);
+        assert_eq!(fits.unwrap().len(), 2);
+        let error = launch_args(&queue, &k, &[KernelArgument::Local(32 << 10), KernelArgument::Local((32 << 10) + 1)])
+            .unwrap_err();
+        assert!(matches!(error, MemoryError::LocalMemoryTooLarge { index: 1, available: 65536, .. }), "{error:?}");
+        assert_eq!(
+            (error.error_code().as_str(), error.class()),
+            ("ERR_INVALID_SIZE", crate::error::ErrorClass::RangeError)
+        );
+        // 2^32 + 16 bytes is refused, not taken modulo 2^32.
+        let wrap = launch_args(&queue, &k, &[KernelArgument::Local((1 << 32) + 16), KernelArgument::Local(16)]);
+        assert!(matches!(wrap, Err(MemoryError::LocalMemoryTooLarge { index: 0, .. })));
+        let huge = launch_args(&queue, &k, &[KernelArgument::Local(u64::MAX), KernelArgument::Local(u64::MAX)]);
+        assert!(matches!(huge, Err(MemoryError::LocalMemoryTooLarge { index: 0, .. })));
+        // The kernel's own local memory counts.
+        k.local_mem_size = 1024;
+        let own = launch_args(&queue, &k, &[KernelArgument::Local(32 << 10), KernelArgument::Local(32 << 10)]);
+        assert!(matches!(own, Err(MemoryError::LocalMemoryTooLarge { index: 1, available: 64512, .. })));
     }
 
     #[test]

@@ -33,6 +33,7 @@ impl FakeDevice {
             driver_version: "0".into(),
             global_mem_size,
             max_mem_alloc_size,
+            local_mem_size: 64 << 10,
             aspects: vec![],
         })
     }

@@ -64,6 +64,9 @@ pub struct DeviceInfo {
     pub driver_version: String,
     pub global_mem_size: u64,
     pub max_mem_alloc_size: u64,
+    /// Bytes of work-group local memory (CUDA: shared memory a block may opt in to); 0
+    /// where the runtime does not say.
+    pub local_mem_size: u64,
     /// SYCL aspect names (`usm_device_allocations`, `usm_host_allocations`, `fp64`, ...).
     pub aspects: Vec<String>,
 }

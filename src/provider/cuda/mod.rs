@@ -149,6 +149,8 @@ impl CudaDevice {
             driver_version: format_driver_version(driver_version),
             global_mem_size: total as u64,
             max_mem_alloc_size: total as u64,
+            local_mem_size: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+                .map_or(0, |v| u64::try_from(v).unwrap_or(0)),
             aspects: logic::aspects(cc, managed, map_host),
         };
         Ok(Arc::new_cyclic(|me| CudaDevice {

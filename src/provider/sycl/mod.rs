@@ -124,6 +124,7 @@ impl SyclDevice {
             driver_version: facts.driver_version,
             global_mem_size: facts.global_mem_size,
             max_mem_alloc_size: facts.max_mem_alloc_size,
+            local_mem_size: facts.local_mem_size,
             aspects: facts.aspects,
         };
         Ok(SyclDevice { handle, info })

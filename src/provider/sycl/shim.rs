@@ -33,7 +33,7 @@ use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_LOCAL, RTLD_NOW};
 use super::locate;
 
 /// The shim's `DPM_ABI_VERSION` this code is written against.
-const ABI_VERSION: u32 = 5;
+const ABI_VERSION: u32 = 6;
 
 /// The file name of the shim, beside the `.node` file.
 pub const SHIM_FILE: &str = "dpctl_memory_shim.so";
@@ -97,6 +97,7 @@ struct RawDeviceInfo {
     device_type: u32,
     global_mem_size: u64,
     max_mem_alloc_size: u64,
+    local_mem_size: u64,
 }
 
 type DeviceListFn = unsafe extern "C" fn(*mut *mut RawDevice, usize, *mut usize) -> c_int;
@@ -419,6 +420,7 @@ pub struct DeviceFacts {
     pub device_type: u32,
     pub global_mem_size: u64,
     pub max_mem_alloc_size: u64,
+    pub local_mem_size: u64,
 }
 
 /// An owned `dpm_device` handle, freed on drop.
@@ -514,6 +516,7 @@ impl DeviceHandle {
             device_type: 0,
             global_mem_size: 0,
             max_mem_alloc_size: 0,
+            local_mem_size: 0,
         };
         // SAFETY: a live device handle and a valid out-parameter.
         self.shim.check(unsafe { (self.shim.device_get_info)(self.raw.as_ptr(), &mut raw) })?;
@@ -526,6 +529,7 @@ impl DeviceHandle {
             device_type: raw.device_type,
             global_mem_size: raw.global_mem_size,
             max_mem_alloc_size: raw.max_mem_alloc_size,
+            local_mem_size: raw.local_mem_size,
         };
         // SAFETY: `raw` was filled by dpm_device_get_info and its strings are freed once,
         // here, after being copied.
