@@ -7,7 +7,7 @@
 //! handle, or the local bytes; `scalar`: the `ScalarType` index), and `bits`, two `u32`
 //! per argument (the scalar's bits, low word first).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{JsValue, Unknown};
@@ -22,7 +22,7 @@ use crate::js::lookup::{handles, lookup};
 use crate::js::memory::host_bytes;
 use crate::js::program_handles::EventEntry;
 use crate::js::state::registry;
-use crate::memory::program::{self as model, KernelArgument, ScalarType, Submission};
+use crate::memory::program::{self as model, KernelArgument, Pending, ScalarType, Submission};
 use crate::memory::registry::DeviceChoice;
 use crate::runtime::program::{Event, Kernel, Program, ProgramSource};
 
@@ -217,12 +217,45 @@ fn arguments(env: &Env, spec: &[f64], bits: &[u32]) -> napi::Result<Vec<KernelAr
     Ok(out)
 }
 
+thread_local! {
+    /// The asynchronous submissions of this thread's environment (the main thread's or a
+    /// worker's: one a thread) that have not finished, made at its first one. Plain Rust
+    /// values, no JS reference: the environment's teardown takes it away.
+    static PENDING: RefCell<Option<Arc<Pending>>> = const { RefCell::new(None) };
+}
+
+/// This environment's unfinished submissions. Its teardown (a worker that ends or is
+/// terminated, the main thread's normal end) waits for them: the work a gone environment
+/// started does not run on, and its operands are let go before the environment's handles.
+fn pending(env: &Env) -> napi::Result<Arc<Pending>> {
+    if let Some(pending) = PENDING.with(|cell| cell.borrow().clone()) {
+        return Ok(pending);
+    }
+    let made = Arc::new(Pending::default());
+    env.add_env_cleanup_hook(Arc::clone(&made), |pending| {
+        PENDING.with(|cell| cell.borrow_mut().take());
+        pending.wait_all();
+    })?;
+    PENDING.with(|cell| *cell.borrow_mut() = Some(Arc::clone(&made)));
+    Ok(made)
+}
+
 /// Settles an asynchronous submission: a Promise (kept with the event for the JS layer to
 /// take) that resolves once the work is done and its operands are let go.
 fn settle_later(env: &Env, submission: Submission) -> napi::Result<f64> {
-    let (deferred, promise) = env.create_deferred::<(), _>()?;
-    let reference = JsRef::new(&promise.to_unknown())?;
-    let event = submission.when_done(crate::js::state::process().completions(), move |result| {
+    let prepared = pending(env).and_then(|pending| {
+        let (deferred, promise) = env.create_deferred::<(), _>()?;
+        Ok((pending, deferred, JsRef::new(&promise.to_unknown())?))
+    });
+    let (pending, deferred, reference) = match prepared {
+        Ok(parts) => parts,
+        Err(error) => {
+            // The work is queued already: its operands stay held until it is done.
+            let _ = submission.wait();
+            return Err(error);
+        }
+    };
+    let event = submission.when_done(crate::js::state::process().completions(), &pending, move |result| {
         deferred.resolve(move |env| result.map_err(|err| to_js_error(&env, err)));
     });
     insert_event(env, event, Some(reference))
