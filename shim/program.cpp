@@ -15,8 +15,9 @@
 #include <CL/cl.h>
 #include <dlfcn.h>
 
+#include <pthread.h>
+
 #include <algorithm>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -257,14 +258,17 @@ class InFlight {
     events_.push_back(ev);
   }
 
-  // A completion callback is pending (begin) or has returned (end).
+  // A completion callback is pending (begin) or has returned (end). A pthread condition
+  // variable: std::condition_variable::wait is of GLIBCXX_3.4.30, above the shim's floor.
   void callback_begin() {
-    std::lock_guard<std::mutex> hold(lock_);
+    pthread_mutex_lock(&callbacks_lock_);
     ++callbacks_;
+    pthread_mutex_unlock(&callbacks_lock_);
   }
   void callback_end() {
-    std::lock_guard<std::mutex> hold(lock_);
-    if (--callbacks_ == 0) idle_.notify_all();
+    pthread_mutex_lock(&callbacks_lock_);
+    if (--callbacks_ == 0) pthread_cond_broadcast(&callbacks_idle_);
+    pthread_mutex_unlock(&callbacks_lock_);
   }
 
   // Waits for every recorded event (and for what is recorded meanwhile), then for every
@@ -285,20 +289,22 @@ class InFlight {
         }
       }
     }
-    std::unique_lock<std::mutex> hold(lock_);
-    idle_.wait(hold, [this] { return callbacks_ == 0; });
+    pthread_mutex_lock(&callbacks_lock_);
+    while (callbacks_ != 0) pthread_cond_wait(&callbacks_idle_, &callbacks_lock_);
+    pthread_mutex_unlock(&callbacks_lock_);
   }
 
  private:
   static constexpr size_t kMinPrune = 64;
   static void at_exit() { get().drain(); }
 
-  std::mutex lock_;
-  std::condition_variable idle_;
+  std::mutex lock_;  // guards events_, prune_at_ and hooked_
   std::vector<sycl::event> events_;
   size_t prune_at_ = kMinPrune;
-  size_t callbacks_ = 0;
   bool hooked_ = false;
+  pthread_mutex_t callbacks_lock_ = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t callbacks_idle_ = PTHREAD_COND_INITIALIZER;
+  size_t callbacks_ = 0;
 };
 
 dpm_event *new_event(sycl::event ev) {
