@@ -199,6 +199,10 @@ int dpm_mem_advise(dpm_queue *q, const void *ptr, size_t nbytes, int advice, int
  * OpenCL library (libOpenCL.so.1) is dlopen'ed at the first program, never linked.
  * Kernels run through SYCL itself (handler::set_arg and parallel_for over an interop
  * kernel), so their events order with the queue's other work and carry its profiling.
+ * At exit the process waits for every event these functions handed out and for every
+ * pending dpm_event_on_complete callback (an atexit handler registered at the first
+ * submission, so it runs before the runtime's own teardown, which crashes under running
+ * commands).
  */
 
 /* Queue properties (flags). */
@@ -221,7 +225,7 @@ typedef struct dpm_kernel_s dpm_kernel;   /* a sycl::kernel over a cl_kernel, wi
 typedef struct dpm_event_s dpm_event;     /* a sycl::event */
 
 /* Program formats. */
-#define DPM_PROGRAM_OPENCL_C 1 /* data: OpenCL C source text (len bytes, no NUL needed) */
+#define DPM_PROGRAM_OPENCL_C 1 /* data: OpenCL C source text (len bytes, no NUL needed; 0: empty) */
 #define DPM_PROGRAM_SPIRV 2    /* data: a SPIR-V module (len bytes) */
 
 /* Builds a program for dev (a device of ctx) with the build options `options` (NUL-
@@ -235,7 +239,7 @@ int dpm_program_create(const dpm_context *ctx, const dpm_device *dev, int format
 /* Frees a program handle (kernels made from it stay valid). NULL is ignored. */
 void dpm_program_free(dpm_program *p);
 
-/* *out = the program's kernel names separated by ';' (malloc'ed; dpm_string_free). */
+/* *out = the program's kernel names separated by ';' (malloc'ed; dpm_string_free); "" for none. */
 int dpm_program_kernel_names(const dpm_program *p, char **out);
 
 /* Frees a string the shim returned. NULL is ignored. */

@@ -15,6 +15,9 @@
 #include <CL/cl.h>
 #include <dlfcn.h>
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -213,7 +216,101 @@ void set_scalar(sycl::handler &h, int index, uint32_t size, uint64_t bits) {
   }
 }
 
-dpm_event *new_event(sycl::event ev) { return new dpm_event_s{std::move(ev)}; }
+// The work this process has in flight, waited for at exit. When exit() runs with
+// commands still executing, the OpenCL CPU runtime's library destructor (dll_fini of
+// libintelocl.so, run by the dynamic loader after every atexit handler) releases its
+// queues under them and crashes: the process dies with SIGSEGV instead of its own status.
+// So the first submission registers an atexit handler that waits for every event the
+// shim handed out and for every completion callback to return. Registered then (after the
+// SYCL and OpenCL runtimes made their own static objects), it runs before their
+// destructors, which atexit runs in reverse order of registration. Made once and never
+// destroyed, so it is there whenever the handler runs.
+class InFlight {
+ public:
+  static InFlight &get() {
+    static InFlight *const made = new InFlight();
+    return *made;
+  }
+
+  // Records the event of a submission. Completed ones are dropped each time the list has
+  // doubled, so it holds about what is in flight.
+  void add(const sycl::event &ev) {
+    std::lock_guard<std::mutex> hold(lock_);
+    if (!hooked_) {
+      hooked_ = std::atexit(&InFlight::at_exit) == 0;
+    }
+    if (events_.size() >= prune_at_) {
+      using status = sycl::info::event_command_status;
+      std::vector<sycl::event> kept;
+      kept.reserve(events_.size() + 1);
+      for (sycl::event &e : events_) {
+        bool done = false;
+        try {
+          done = e.get_info<sycl::info::event::command_execution_status>() == status::complete;
+        } catch (...) {
+          done = false;  // kept: the exit wait decides
+        }
+        if (!done) kept.push_back(std::move(e));
+      }
+      events_.swap(kept);
+      prune_at_ = std::max<size_t>(kMinPrune, 2 * events_.size());
+    }
+    events_.push_back(ev);
+  }
+
+  // A completion callback is pending (begin) or has returned (end). A pthread condition
+  // variable: std::condition_variable::wait is of GLIBCXX_3.4.30, above the shim's floor.
+  void callback_begin() {
+    pthread_mutex_lock(&callbacks_lock_);
+    ++callbacks_;
+    pthread_mutex_unlock(&callbacks_lock_);
+  }
+  void callback_end() {
+    pthread_mutex_lock(&callbacks_lock_);
+    if (--callbacks_ == 0) pthread_cond_broadcast(&callbacks_idle_);
+    pthread_mutex_unlock(&callbacks_lock_);
+  }
+
+  // Waits for every recorded event (and for what is recorded meanwhile), then for every
+  // pending completion callback to return.
+  void drain() noexcept {
+    for (;;) {
+      std::vector<sycl::event> batch;
+      {
+        std::lock_guard<std::mutex> hold(lock_);
+        batch.swap(events_);
+      }
+      if (batch.empty()) break;
+      for (sycl::event &e : batch) {
+        try {
+          e.wait();
+        } catch (...) {
+          // A failed command is finished too; its error was the submitter's to report.
+        }
+      }
+    }
+    pthread_mutex_lock(&callbacks_lock_);
+    while (callbacks_ != 0) pthread_cond_wait(&callbacks_idle_, &callbacks_lock_);
+    pthread_mutex_unlock(&callbacks_lock_);
+  }
+
+ private:
+  static constexpr size_t kMinPrune = 64;
+  static void at_exit() { get().drain(); }
+
+  std::mutex lock_;  // guards events_, prune_at_ and hooked_
+  std::vector<sycl::event> events_;
+  size_t prune_at_ = kMinPrune;
+  bool hooked_ = false;
+  pthread_mutex_t callbacks_lock_ = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t callbacks_idle_ = PTHREAD_COND_INITIALIZER;
+  size_t callbacks_ = 0;
+};
+
+dpm_event *new_event(sycl::event ev) {
+  InFlight::get().add(ev);
+  return new dpm_event_s{std::move(ev)};
+}
 
 struct Completion {
   void (*done)(void *, int);
@@ -224,6 +321,7 @@ void CL_CALLBACK on_cl_complete(cl_event, cl_int status, void *data) {
   Completion *c = static_cast<Completion *>(data);
   c->done(c->user, status == CL_COMPLETE ? 0 : static_cast<int>(status));
   delete c;
+  InFlight::get().callback_end();
 }
 
 }  // namespace
@@ -267,7 +365,9 @@ int dpm_program_create(const dpm_context *ctx, const dpm_device *dev, int format
     cl_int err = CL_SUCCESS;
     cl_program program = nullptr;
     if (format == DPM_PROGRAM_OPENCL_C) {
-      const char *text = static_cast<const char *>(data);
+      // A length of 0 tells OpenCL the text is NUL-terminated: an empty source is passed
+      // as a string that is (its data pointer may dangle).
+      const char *text = len > 0 ? static_cast<const char *>(data) : "";
       program = cl.create_program_with_source(native.ctx, 1, &text, &len, &err);
       check_cl(err, "clCreateProgramWithSource");
     } else if (format == DPM_PROGRAM_SPIRV) {
@@ -321,6 +421,16 @@ int dpm_program_kernel_names(const dpm_program *p, char **out) {
     require(p, "program");
     require(out, "out");
     const OpenCl &cl = opencl();
+    // A built program with no kernel (an empty source, only helper functions) has no
+    // names to list: the CPU runtime answers CL_PROGRAM_KERNEL_NAMES with
+    // CL_INVALID_PROGRAM_EXECUTABLE for it, but counts its kernels.
+    size_t count = 0;
+    check_cl(cl.get_program_info(p->program, CL_PROGRAM_NUM_KERNELS, sizeof count, &count, nullptr),
+             "clGetProgramInfo");
+    if (count == 0) {
+      *out = dup_text("");
+      return;
+    }
     size_t size = 0;
     check_cl(cl.get_program_info(p->program, CL_PROGRAM_KERNEL_NAMES, 0, nullptr, &size), "clGetProgramInfo");
     std::string names(size, '\0');
@@ -564,25 +674,34 @@ int dpm_event_on_complete(const dpm_event *e, void (*done)(void *user, int statu
       }
       // Rare: nothing to attach a callback to. A thread of its own waits for it.
       sycl::event ev = e->ev;
-      std::thread([ev, done, user]() mutable {
-        int result = 0;
-        try {
-          ev.wait_and_throw();
-        } catch (...) {
-          result = -1;
-        }
-        done(user, result);
-      }).detach();
+      InFlight::get().callback_begin();
+      try {
+        std::thread([ev, done, user]() mutable {
+          int result = 0;
+          try {
+            ev.wait_and_throw();
+          } catch (...) {
+            result = -1;
+          }
+          done(user, result);
+          InFlight::get().callback_end();
+        }).detach();
+      } catch (...) {
+        InFlight::get().callback_end();
+        throw;
+      }
       return;
     }
     // The last native event completes last (an event of several commands lists them in order).
     for (size_t i = 0; i + 1 < natives.size(); ++i) cl.release_event(natives[i]);
     cl_event last = natives.back();
     auto *c = new Completion{done, user};
+    InFlight::get().callback_begin();
     cl_int err = cl.set_event_callback(last, CL_COMPLETE, on_cl_complete, c);
     cl.release_event(last);  // get_native retained it; the runtime keeps it while a callback is pending
     if (err != CL_SUCCESS) {
       delete c;
+      InFlight::get().callback_end();
       check_cl(err, "clSetEventCallback");
     }
   });

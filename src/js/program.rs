@@ -8,7 +8,7 @@
 //! `u32` per argument (the scalar's bits, low word first); `model::decode_arguments` reads
 //! them.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{JsValue, Unknown};
@@ -23,7 +23,7 @@ use crate::js::lookup::{handles, lookup};
 use crate::js::memory::host_bytes;
 use crate::js::program_handles::EventEntry;
 use crate::js::state::registry;
-use crate::memory::program::{self as model, KernelArgument, Submission};
+use crate::memory::program::{self as model, KernelArgument, Pending, Submission};
 use crate::memory::registry::DeviceChoice;
 use crate::runtime::program::{Event, Kernel, Program, ProgramSource};
 
@@ -200,12 +200,45 @@ fn arguments(env: &Env, kernel: &str, spec: &[f64], bits: &[u32]) -> napi::Resul
     model::decode_arguments(kernel, spec, bits, |id| handles.memory(id)).or_throw(env)
 }
 
+thread_local! {
+    /// The asynchronous submissions of this thread's environment (the main thread's or a
+    /// worker's: one a thread) that have not finished, made at its first one. Plain Rust
+    /// values, no JS reference: the environment's teardown takes it away.
+    static PENDING: RefCell<Option<Arc<Pending>>> = const { RefCell::new(None) };
+}
+
+/// This environment's unfinished submissions. Its teardown (a worker that ends or is
+/// terminated, the main thread's normal end) waits for them: the work a gone environment
+/// started does not run on, and its operands are let go before the environment's handles.
+fn pending(env: &Env) -> napi::Result<Arc<Pending>> {
+    if let Some(pending) = PENDING.with(|cell| cell.borrow().clone()) {
+        return Ok(pending);
+    }
+    let made = Arc::new(Pending::default());
+    env.add_env_cleanup_hook(Arc::clone(&made), |pending| {
+        PENDING.with(|cell| cell.borrow_mut().take());
+        pending.wait_all();
+    })?;
+    PENDING.with(|cell| *cell.borrow_mut() = Some(Arc::clone(&made)));
+    Ok(made)
+}
+
 /// Settles an asynchronous submission: a Promise (kept with the event for the JS layer to
 /// take) that resolves once the work is done and its operands are let go.
 fn settle_later(env: &Env, submission: Submission) -> napi::Result<f64> {
-    let (deferred, promise) = env.create_deferred::<(), _>()?;
-    let reference = JsRef::new(&promise.to_unknown())?;
-    let event = submission.when_done(crate::js::state::process().completions(), move |result| {
+    let prepared = pending(env).and_then(|pending| {
+        let (deferred, promise) = env.create_deferred::<(), _>()?;
+        Ok((pending, deferred, JsRef::new(&promise.to_unknown())?))
+    });
+    let (pending, deferred, reference) = match prepared {
+        Ok(parts) => parts,
+        Err(error) => {
+            // The work is queued already: its operands stay held until it is done.
+            let _ = submission.wait();
+            return Err(error);
+        }
+    };
+    let event = submission.when_done(crate::js::state::process().completions(), &pending, move |result| {
         deferred.resolve(move |env| result.map_err(|err| to_js_error(&env, err)));
     });
     insert_event(env, event, Some(reference))

@@ -7,9 +7,16 @@
 //! callback itself runs on a runtime thread that must not call the runtime back, and a
 //! release can: a pool trim, `sycl::free`). So `free()` of memory a pending kernel uses
 //! only lets go of the object's own reference: the allocation goes after the kernel.
+//!
+//! What is still in flight when its owner goes: a JS environment's asynchronous
+//! submissions are kept in its [`Pending`] until they finished, and the environment's
+//! teardown (a worker that ends or is terminated) waits for them (`Pending::wait_all`), so
+//! no work of a gone environment runs on. At process exit each provider waits for the work
+//! of the whole process itself (the SYCL shim's and the CUDA provider's exit handlers).
 
+use std::collections::HashMap;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::error::{MemoryError, Result};
 use crate::memory::usm::UsmMemory;
@@ -584,6 +591,60 @@ impl Completions {
     }
 }
 
+/// The asynchronous submissions of one owner (a JS environment) that have not finished,
+/// each until the completion thread let go of its operands and told its owner.
+#[derive(Default)]
+pub struct Pending {
+    book: Mutex<PendingBook>,
+    finished: Condvar,
+}
+
+#[derive(Default)]
+struct PendingBook {
+    next: u64,
+    events: HashMap<u64, Arc<dyn Event>>,
+}
+
+impl Pending {
+    fn add(&self, event: &Arc<dyn Event>) -> u64 {
+        let mut book = crate::sync::lock(&self.book);
+        let key = book.next;
+        book.next += 1;
+        book.events.insert(key, Arc::clone(event));
+        key
+    }
+
+    fn remove(&self, key: u64) {
+        let mut book = crate::sync::lock(&self.book);
+        book.events.remove(&key);
+        if book.events.is_empty() {
+            self.finished.notify_all();
+        }
+    }
+
+    /// How many submissions have not finished.
+    #[cfg(test)]
+    fn unfinished(&self) -> usize {
+        crate::sync::lock(&self.book).events.len()
+    }
+
+    /// Waits until every submission finished: their work is done, their operands are let
+    /// go and their owners were told. A failure was the submitter's to hear, so none is
+    /// reported here. Submissions added meanwhile are waited for too.
+    pub fn wait_all(&self) {
+        let events: Vec<Arc<dyn Event>> = crate::sync::lock(&self.book).events.values().cloned().collect();
+        for event in events {
+            let _ = event.wait();
+        }
+        // The runtime's completion callbacks, and then the completion thread, finish each
+        // one after its event completed.
+        let mut book = crate::sync::lock(&self.book);
+        while !book.events.is_empty() {
+            book = self.finished.wait(book).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+}
+
 impl Submission {
     pub fn event(&self) -> &Arc<dyn Event> {
         &self.event
@@ -605,10 +666,12 @@ impl Submission {
     }
 
     /// Calls `notify` on the thread of `completions` once the work is done, after letting
-    /// go of its operands. Returns the event at once.
+    /// go of its operands; the submission is in `pending` until then. Returns the event at
+    /// once.
     pub fn when_done(
         self,
         completions: &Completions,
+        pending: &Arc<Pending>,
         notify: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Arc<dyn Event> {
         let Submission { event, operands } = self;
@@ -618,6 +681,12 @@ impl Submission {
             drop(operands);
             notify(result);
             return event;
+        };
+        let key = pending.add(&event);
+        let owner = Arc::clone(pending);
+        let notify = move |result| {
+            notify(result);
+            owner.remove(key);
         };
         let slot = Arc::new(Mutex::new(Some((operands, notify))));
         let from_callback = Arc::clone(&slot);
@@ -735,6 +804,74 @@ mod tests {
         let opencl = info(vec![value]);
         let extra = launch_args(&queue, &opencl, &[scalar, KernelArgument::Local(64)]);
         assert!(matches!(extra, Err(MemoryError::KernelArgCount { .. })));
+    }
+
+    /// An event the test completes by hand.
+    #[derive(Default)]
+    struct ByHand {
+        complete: Mutex<bool>,
+        changed: Condvar,
+        callback: Mutex<Option<crate::runtime::program::Completion>>,
+    }
+
+    impl ByHand {
+        fn complete(&self) {
+            *crate::sync::lock(&self.complete) = true;
+            self.changed.notify_all();
+            if let Some(done) = crate::sync::lock(&self.callback).take() {
+                done(Ok(()));
+            }
+        }
+    }
+
+    impl Event for ByHand {
+        fn wait(&self) -> Result<()> {
+            let mut complete = crate::sync::lock(&self.complete);
+            while !*complete {
+                complete = self.changed.wait(complete).unwrap();
+            }
+            Ok(())
+        }
+        fn status(&self) -> Result<crate::runtime::program::EventStatus> {
+            Ok(crate::runtime::program::EventStatus::Submitted)
+        }
+        fn profile(&self) -> Result<crate::runtime::program::Profile> {
+            Err(MemoryError::ProfilingNotEnabled)
+        }
+        fn on_complete(&self, done: crate::runtime::program::Completion) -> Result<()> {
+            *crate::sync::lock(&self.callback) = Some(done);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_owner_waits_for_its_unfinished_submissions_until_their_owners_were_told() {
+        let completions = Completions::default();
+        let pending = Arc::new(Pending::default());
+        let told = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let events: Vec<Arc<ByHand>> = (0..3).map(|_| Arc::new(ByHand::default())).collect();
+        for event in &events {
+            let submission =
+                Submission { event: Arc::clone(event) as Arc<dyn Event>, operands: Operands { _held: Vec::new() } };
+            let told = Arc::clone(&told);
+            submission.when_done(&completions, &pending, move |result| {
+                assert!(result.is_ok());
+                told.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            });
+        }
+        assert_eq!(pending.unfinished(), 3);
+        events[0].complete();
+        let waiter = {
+            let pending = Arc::clone(&pending);
+            std::thread::spawn(move || pending.wait_all())
+        };
+        events[1].complete();
+        events[2].complete();
+        waiter.join().unwrap();
+        // wait_all returned only once every owner was told, on the completion thread.
+        assert_eq!(told.load(std::sync::atomic::Ordering::SeqCst), 3);
+        assert_eq!(pending.unfinished(), 0);
+        pending.wait_all(); // nothing left: returns at once
     }
 
     #[test]

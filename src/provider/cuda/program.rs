@@ -443,6 +443,85 @@ fn launch_shape(range: &NdRange, max_threads: u64) -> Result<([u32; 3], [u32; 3]
     Ok((grid, threads))
 }
 
+/// The streams this process queued asynchronous work on, synchronised at exit. A process
+/// that exits with work in flight otherwise has the driver's own exit handler tear its
+/// contexts down under kernels and under the host functions that complete submissions
+/// (which run this library's code). The handler here is registered at the first
+/// asynchronous submission, after `cuInit` registered the driver's, so `exit` runs it first
+/// (handlers run in reverse order of registration): the process waits for that work, then
+/// ends with its own status.
+mod at_exit {
+    use std::sync::{Arc, Mutex};
+
+    use super::super::driver::Stream;
+    use super::super::CudaContext;
+
+    /// A stream with the context it is of (dropped in this order: the stream first).
+    struct Busy {
+        stream: Arc<Stream>,
+        context: Arc<CudaContext>,
+    }
+
+    struct Book {
+        streams: Vec<Busy>,
+        prune_at: usize,
+        hooked: bool,
+    }
+
+    const MIN_PRUNE: usize = 16;
+
+    static BOOK: Mutex<Book> = Mutex::new(Book { streams: Vec::new(), prune_at: MIN_PRUNE, hooked: false });
+
+    /// Notes that `stream` has work queued.
+    pub(super) fn note(stream: &Arc<Stream>, context: &Arc<CudaContext>) {
+        let orphans = {
+            let mut book = crate::sync::lock(&BOOK);
+            if !book.hooked {
+                // SAFETY: `drain` is an `extern "C" fn()` of this library, which stays loaded
+                // for the process (Node never unloads an addon).
+                book.hooked = unsafe { libc::atexit(drain) } == 0;
+            }
+            if book.streams.iter().any(|b| Arc::ptr_eq(&b.stream, stream)) {
+                return;
+            }
+            // A stream only this book holds (its queue and events are gone) gets no more
+            // work: it is let go once what it has is done, outside the lock.
+            let mut orphans = Vec::new();
+            if book.streams.len() >= book.prune_at {
+                let (kept, gone): (Vec<Busy>, Vec<Busy>) =
+                    std::mem::take(&mut book.streams).into_iter().partition(|b| Arc::strong_count(&b.stream) > 1);
+                book.streams = kept;
+                book.prune_at = MIN_PRUNE.max(2 * book.streams.len());
+                orphans = gone;
+            }
+            book.streams.push(Busy { stream: Arc::clone(stream), context: Arc::clone(context) });
+            orphans
+        };
+        for busy in orphans {
+            synchronize(&busy);
+        }
+    }
+
+    fn synchronize(busy: &Busy) {
+        if let Ok(current) = busy.context.current() {
+            // A failure is the submitter's to hear; here the work is only waited for.
+            let _ = current.synchronize(&busy.stream);
+        }
+    }
+
+    /// The exit handler: waits for every noted stream's work, host functions included.
+    /// What it holds is left to the process's end (nothing is destroyed during exit).
+    extern "C" fn drain() {
+        let _ = std::panic::catch_unwind(|| {
+            let streams = std::mem::take(&mut crate::sync::lock(&BOOK).streams);
+            for busy in &streams {
+                synchronize(busy);
+            }
+            std::mem::forget(streams);
+        });
+    }
+}
+
 impl CudaQueue {
     /// On a profiling queue, an event recorded now, before the work (after its
     /// dependencies), with the anchor and submission time to measure it by.
@@ -482,6 +561,7 @@ impl CudaQueue {
 
     /// The event after the work queued since `begin`.
     fn record(&self, current: &CurrentContext, timing: Option<Timing>) -> Result<Arc<dyn Event>> {
+        at_exit::note(&self.stream, &self.context);
         let event = current.event_create(timing.is_some())?;
         current.event_record(&event, &self.stream)?;
         Ok(Arc::new(CudaEvent { event, timing, stream: Arc::clone(&self.stream), context: Arc::clone(&self.context) }))
