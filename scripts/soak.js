@@ -23,6 +23,19 @@
 //   freed-errors    any use after free() throws ERR_USM_FREED (sampled)
 //   async           every asynchronous operation settles, resolves to what it should, and
 //                   free() during one never breaks it
+//   kernels         every SOAK_KERNEL_EVERY-th cycle (64) also allocates fresh memory of a
+//                   random kind and size, memsets it and runs 1-3 chained submitAsync of a
+//                   byte-increment kernel (each dependsOn the previous Promise or event),
+//                   with a scalar argument; the bytes must read back incremented, or the
+//                   memory is freed (or dropped) while the kernels are in flight, which must
+//                   not break them (OpenCL C on a SYCL device; CUDA C through NVRTC on a
+//                   CUDA device, skipped with the reason where no program builds)
+//   ucx             every SOAK_UCX_EVERY-th cycle (256) also connects to a listener of this
+//                   process over loopback, sends 1-3 messages (up to 256 KiB, plain buffers
+//                   and memory objects) either way to receives posted first, compares them,
+//                   checks a bad input is refused with its code, and closes both ends; at
+//                   the end nothing is in flight and no endpoint is left (skipped where UCX
+//                   does not load)
 //   gc-bound-cycles during the cycles, the bytes of memory JS has dropped but not yet
 //                   collected (poolStats() in-use bytes less what the soak holds) stay under
 //                   SOAK_GARBAGE_MIB (512; 200 MiB was the most seen in 10^6 cycles on the
@@ -47,8 +60,8 @@
 // Environment: SOAK_CYCLES (default 1000000), SOAK_WARMUP (cycles, default
 // min(20000, SOAK_CYCLES / 10)), SOAK_SEED, SOAK_DEVICE (a filter string; default device),
 // SOAK_CHECKPOINTS (parts of the measured run, default 4; RSS is measured as for the
-// baseline between two), SOAK_OPS (which of none,view,iview,copy,convert,async the cycles
-// do; all by default: to bisect a leak), SOAK_BURST (objects per burst, default 1500; 0 skips
+// baseline between two), SOAK_OPS (which of none,view,iview,copy,convert,async,kernel,ucx
+// the cycles do; all by default: to bisect a leak), SOAK_KERNEL_EVERY, SOAK_UCX_EVERY, SOAK_BURST (objects per burst, default 1500; 0 skips
 // the bursts), SOAK_RSS_TOLERANCE, SOAK_RSS_MIN_MIB, SOAK_GARBAGE_MIB, SOAK_BURST_MIB,
 // SOAK_MALLOC_DEFAULTS=1 (keep glibc's malloc thresholds, see MALLOC_ENV), SOAK_INJECT=leak
 // (a control: keeps every 50th allocation alive unseen, so the checks must fail),
@@ -86,7 +99,9 @@ function settings() {
     garbageMiB: envNumber('SOAK_GARBAGE_MIB', 512),
     burstMiB: envNumber('SOAK_BURST_MIB', 256),
     checkpoints: Math.floor(envNumber('SOAK_CHECKPOINTS', 4)),
-    ops: (process.env.SOAK_OPS || 'none,view,iview,copy,convert,async').split(',').map((o) => o.trim()),
+    ops: (process.env.SOAK_OPS || 'none,view,iview,copy,convert,async,kernel,ucx').split(',').map((o) => o.trim()),
+    kernelEvery: Math.max(1, Math.floor(envNumber('SOAK_KERNEL_EVERY', 64))),
+    ucxEvery: Math.max(1, Math.floor(envNumber('SOAK_UCX_EVERY', 256))),
     inject: process.env.SOAK_INJECT || '',
     quiet: process.env.SOAK_QUIET === '1',
   };
@@ -96,7 +111,7 @@ function settings() {
 // Checks
 // ---------------------------------------------------------------------------------------
 
-const CHECKS = ['data', 'detached', 'views-survive', 'freed-errors', 'async', 'gc-bound-cycles', 'gc-bound-burst', 'in-use-zero', 'rss-peak', 'rss-end'];
+const CHECKS = ['data', 'detached', 'views-survive', 'freed-errors', 'async', 'kernels', 'ucx', 'gc-bound-cycles', 'gc-bound-burst', 'in-use-zero', 'rss-peak', 'rss-end'];
 
 class Checks {
   constructor() {
@@ -212,6 +227,15 @@ function burstChild(kind, touch, n, device) {
     return { kind, touch, error: `exit ${child.status}${child.signal ? ` (signal ${child.signal})` : ''}: ${(child.stderr || '').trim().slice(-2000)}` };
   }
   return JSON.parse(line.slice('BURST_RESULT '.length));
+}
+
+// The byte-increment kernel the soak and the driver run: OpenCL C on a SYCL device, CUDA C
+// (NVRTC) on a CUDA device. Throws the library's error where no program can be built.
+const ADDONE_OPENCL = '__kernel void addone(__global uchar *p, ulong n) { size_t i = get_global_id(0); if (i < n) p[i] += 1; }';
+const ADDONE_CUDA = 'extern "C" __global__ void addone(unsigned char *p, unsigned long long n) { unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; if (i < n) p[i] += 1; }';
+function kernelOf(addon, queue) {
+  const program = queue.syclDevice.backend === 'cuda' ? addon.createProgramFromCuda(queue, ADDONE_CUDA) : addon.createProgramFromSource(queue, ADDONE_OPENCL);
+  return program.getKernel('addone');
 }
 
 // ---------------------------------------------------------------------------------------
@@ -490,10 +514,101 @@ async function soak(options = {}, log = console.log) {
   const injectLeak = cfg.inject === 'leak';
   const leaked = [];
 
-  const counts = { allocations: 0, freed: 0, dropped: 0, views: 0, interfaceViews: 0, copies: 0, conversions: 0, asyncOps: 0, asyncFreedInFlight: 0, bytesAllocated: 0 };
+  const counts = { kernels: 0, ucxCycles: 0, allocations: 0, freed: 0, dropped: 0, views: 0, interfaceViews: 0, copies: 0, conversions: 0, asyncOps: 0, asyncFreedInFlight: 0, bytesAllocated: 0 };
   const stats = { peakRss: 0, peakExcess: -Infinity, peakGarbage: 0, samples: 0 };
   let baseline = 0;
   let measuring = false;
+
+  // Kernels: one program, built once, whose kernel adds 1 to each of n bytes.
+  let addone = null;
+  if (!cfg.ops.includes('kernel')) checks.skip('kernels', 'SOAK_OPS leaves kernel out');
+  else {
+    try {
+      addone = kernelOf(addon, queue);
+    } catch (e) {
+      checks.skip('kernels', `no program builds here: ${e.code ?? ''} ${e.message}`);
+    }
+  }
+  let kernelSerial = 0;
+  async function kernelCycle() {
+    const { Class } = KINDS[r.int(3)];
+    const n = 1 + r.int(r.int(4) === 0 ? 1 << 20 : 4096);
+    const start = r.int(256);
+    const k = 1 + r.int(3);
+    const m = new Class(n, { queue });
+    counts.kernels++;
+    m.memset(start);
+    const promises = [];
+    let dep = null;
+    for (let j = 0; j < k; j++) {
+      const p = queue.submitAsync(addone, [m, addon.kernelArg.uint64(n)], [n], null, dep ? [dep] : null);
+      promises.push(p);
+      dep = (kernelSerial++ & 1) === 0 ? p : await p;
+    }
+    const how = r.int(4);
+    if (how === 0) m.free(); // freed while the kernels run: they keep it until they finish
+    const settled = await Promise.allSettled(promises);
+    checks.ok('kernels', settled.every((x) => x.status === 'fulfilled'), () => `a kernel submission rejected: ${settled.find((x) => x.status === 'rejected').reason}`);
+    if (how === 0) return;
+    const want = (start + k) & 0xff;
+    const bytes = m.toBytes();
+    const at = bytes.findIndex((b) => b !== want);
+    checks.ok('kernels', at < 0, () => `after ${k} chained increments of ${start} over ${n} bytes, byte ${at} is ${bytes[at]} (expected ${want})`);
+    if (how === 1) return; // dropped: the collector frees it
+    m.free();
+  }
+
+  // UCX: one listener of this process; every UCX cycle connects, talks, closes.
+  const ucx = addon.ucx;
+  let listener = null;
+  let ucxBase = null;
+  if (!cfg.ops.includes('ucx')) checks.skip('ucx', 'SOAK_OPS leaves ucx out');
+  else if (!ucx.available().available) checks.skip('ucx', `UCX does not load here: ${ucx.available().message}`);
+  else {
+    listener = ucx.listen({ host: '127.0.0.1', port: 0 });
+    ucxBase = ucx.info();
+  }
+  async function ucxCycle() {
+    const [client, server] = await Promise.all([ucx.connect({ host: '127.0.0.1', port: listener.port }), listener.accept()]);
+    counts.ucxCycles++;
+    const made = [];
+    try {
+      for (let j = 1 + r.int(3); j > 0; j--) {
+        const size = r.int(2) ? 1 + r.int(256) : 1 + r.int(256 * KiB);
+        const tag = BigInt(r.int(1 << 30)) * 4n + BigInt(j);
+        const [from, to] = r.int(2) ? [client, server] : [server, client];
+        const off = r.int(MAX_SIZE - size);
+        const expected = PATTERN.subarray(off, off + size);
+        let src = expected;
+        if (r.int(3) === 0) {
+          src = new MemoryUSMHost(size, { queue });
+          made.push(src);
+          src.copyFromHost(expected);
+        }
+        let dst = new Uint8Array(size);
+        if (r.int(3) === 0) {
+          dst = new MemoryUSMShared(size, { queue });
+          made.push(dst);
+        }
+        const got = to.recv(dst, { tag });
+        await from.send(src, { tag });
+        const info = await got;
+        const same = asBuffer(dst instanceof Uint8Array ? dst : dst.toBytes()).equals(expected);
+        checks.ok('ucx', info.nbytes === size && info.tag === tag && same, () => `a ${size}-byte message (tag ${tag}) came back as ${info.nbytes} bytes, tag ${info.tag}, ${same ? 'same' : 'different'} bytes`);
+      }
+      // One bad input per cycle: a coded refusal.
+      try {
+        await client.send(new Uint8Array(1), { tag: -1n });
+        checks.ok('ucx', false, 'a send with tag -1 was accepted');
+      } catch (e) {
+        checks.ok('ucx', e.code === 'ERR_INVALID_ARG_VALUE', () => `a send with tag -1: ${e.code} ${e.message}`);
+      }
+    } finally {
+      await client.close();
+      await server.close();
+      for (const m of made) m.free();
+    }
+  }
 
   function verifyMem(mem, expected, where) {
     const out = r.int(3) === 0 ? mem.toBytes() : mem.copyToHost();
@@ -780,6 +895,8 @@ async function soak(options = {}, log = console.log) {
     const started = Date.now();
     for (let i = from; i < to; i++) {
       cycle(i);
+      if (addone && i % cfg.kernelEvery === 7 % cfg.kernelEvery) await kernelCycle();
+      if (listener && i % cfg.ucxEvery === 13 % cfg.ucxEvery) await ucxCycle();
       if (pending.length >= PENDING_MAX) await drainPending();
       if ((i & 31) === 31) await turn(); // let the event loop (and finalizers) run
       if ((i & 255) === 255) sample();
@@ -843,6 +960,15 @@ async function soak(options = {}, log = console.log) {
   const tEnd = Date.now();
   const end = await quiesce();
 
+  if (listener) {
+    listener.close();
+    const info = ucx.info();
+    checks.ok('ucx', info.inFlight === 0 && info.endpoints === ucxBase.endpoints, () => `at the end the UCX worker has ${info.inFlight} operations in flight and ${info.endpoints} endpoints (${ucxBase.endpoints} before the cycles)`);
+  }
+  for (const name of ['kernels', 'ucx']) {
+    const c = checks.map.get(name);
+    if (c.skipped === null && c.assertions === 0) checks.skip(name, 'not exercised in so few cycles');
+  }
   for (const kind of ['device', 'host', 'shared']) {
     checks.ok('in-use-zero', end.inUse[kind] === 0, `poolStats().${kind}.inUseBytes is ${end.inUse[kind]} after freeing everything and gc()`);
   }
