@@ -10,6 +10,7 @@ import {
   KNOWN_DEFECTS,
   caseArb,
   checkDefect1,
+  closeUcx,
   createWorld,
   defect1Arb,
   defect2Arb,
@@ -65,7 +66,11 @@ withDevice('model-based fuzz of kernels: OpenCL C programs, submit/submitAsync w
 
 (HAS_DEVICE && ucxAvailable(addon) ? test.serial : test.serial.skip)('model-based fuzz of UCX: listen/connect/send/recv/close cycles in this process, every buffer form, bad inputs', async (t) => {
   const before = world.cases;
-  await check(t, 'UCX fuzz', fc.asyncProperty(ucxCaseArb(), (c) => runUcxCase(world, c)), { numRuns: path ? 1 : Math.max(10, Math.round(runs / 30)) });
+  try {
+    await check(t, 'UCX fuzz', fc.asyncProperty(ucxCaseArb(), (c) => runUcxCase(world, c)), { numRuns: path ? 1 : Math.max(10, Math.round(runs / 60)) });
+  } finally {
+    closeUcx(world);
+  }
   t.true(world.cases > before || path !== undefined);
 });
 

@@ -114,6 +114,7 @@ async function child() {
     });
   }
   const result = await fc.check(property, { seed, numRuns: replay ? 1 : runs, path: start, endOnFailure: replay });
+  model.closeUcx?.(world);
   const error = result.errorInstance ?? result.error;
   if (!args.progress) {
     // Run by hand (a replay): say it in words.
