@@ -251,8 +251,19 @@ function kernelOf(addon, queue) {
  * host destinations; sizes above the parallel host copy and, on CUDA, the pinned staging
  * thresholds), memset and memsetAsync, free() (also while async copies are in flight), uses
  * of freed objects, objects dropped for the garbage collector (gc(), so finalizers run under
- * the tool), error paths, poolStats()/poolTrim(). DRIVER_ROUNDS rounds (default 2). Prints
- * `driver: N passed, N failed`; exit 1 on a failure.
+ * the tool), error paths, poolStats()/poolTrim(); kernels (a program built from source:
+ * OpenCL C on a SYCL device, CUDA C through NVRTC on a CUDA device; submit and submitAsync
+ * with memory and scalar arguments, `__local` memory on OpenCL, events, dependsOn, free()
+ * while a kernel runs, bad arguments) and the UCX transport over loopback in this process
+ * (where it loads). DRIVER_ROUNDS rounds (default 2). Prints `driver: N passed, N failed`;
+ * exit 1 on a failure.
+ *
+ * Every byte the driver reads was written first (by the driver or by a kernel), so that
+ * compute-sanitizer's initcheck reports nothing of its own: a report over this run is a
+ * read the library made of memory nobody wrote. DRIVER_FRESH_READS=1 adds, after the rest,
+ * reads of fresh (never written) memory on purpose, each announced by a line
+ * `driver: fresh read on purpose: ...`; DRIVER_FRESH_READS=only runs just those (the
+ * control run of scripts/gpu-sanitize.sh, which initcheck must report).
  */
 async function driverMain(filter) {
   const a = require(path.join(__dirname, '..', 'index.js'));
@@ -301,6 +312,89 @@ async function driverMain(filter) {
       const v = new C(exporter(d));
       void v;
     }
+  }
+
+  /** Kernels: built once, run with every kind of argument, with bad ones refused. */
+  async function driverKernels(queue) {
+    let addone;
+    try {
+      addone = kernelOf(a, queue);
+    } catch (e) {
+      console.log(`driver: kernels skipped: no program builds here: ${e.code} ${e.message.split('\n')[0]}`);
+      return;
+    }
+    const { kernelArg } = a;
+    for (const C of [a.MemoryUSMDevice, a.MemoryUSMShared, a.MemoryUSMHost]) {
+      const n = 4099;
+      const m = new C(n, { queue });
+      m.memset(5);
+      const event = queue.submit(addone, [m, kernelArg.uint64(n)], [n]);
+      ok(event.executionStatus === 'complete', `${C.name}: a waited submit is complete`);
+      ok(m.toBytes().every((b) => b === 6), `${C.name}: submit`);
+      const first = queue.submitAsync(addone, [m, kernelArg.uint64(n)], [n]);
+      const second = queue.submitAsync(addone, [m, kernelArg.uint64(n)], [n], null, [first]);
+      const third = queue.submitAsync(addone, [m, kernelArg.uint64(n)], [n], null, [await second]);
+      (await third).wait();
+      ok(m.toBytes().every((b) => b === 9), `${C.name}: submitAsync chained through dependsOn`);
+      code(() => queue.submit(addone, [m], [n]), 'ERR_KERNEL_ARG_COUNT', `${C.name}: too few kernel arguments`);
+      code(() => queue.submit(addone, [m, kernelArg.float32(1)], [n]), 'ERR_KERNEL_ARG_TYPE', `${C.name}: a scalar of the wrong type`);
+      code(() => queue.submit(addone, [m, kernelArg.uint64(n)], [0]), 'ERR_INVALID_RANGE', `${C.name}: an empty range`);
+      ok(m.toBytes().every((b) => b === 9), `${C.name}: refused submissions changed nothing`);
+      // free() while a kernel runs: it keeps the memory until it finished.
+      const inflight = queue.submitAsync(addone, [m, kernelArg.uint64(n)], [n]);
+      m.free();
+      ok((await inflight) instanceof a.SyclEvent, `${C.name}: a kernel in flight survives free()`);
+      code(() => queue.submit(addone, [m, kernelArg.uint64(n)], [n]), 'ERR_USM_FREED', `${C.name}: a freed kernel argument`);
+    }
+    if (queue.syclDevice.backend !== 'cuda') {
+      // `__local` memory (OpenCL): each group sums its items.
+      const lsum = a.createProgramFromSource(queue, '__kernel void lsum(__global long *out, __local long *t, long v) { size_t l = get_local_id(0); t[l] = v + (long)l; barrier(CLK_LOCAL_MEM_FENCE); if (l == 0) { long s = 0; for (size_t k = 0; k < get_local_size(0); k++) s += t[k]; out[get_group_id(0)] = s; } }').getKernel('lsum');
+      const out = new a.MemoryUSMShared(4 * 8, { queue });
+      queue.submit(lsum, [out, kernelArg.local(16 * 8), kernelArg.int64(1000n)], [4 * 16], [16]);
+      const bytes = out.toBytes();
+      const sums = new BigInt64Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+      ok(sums.every((x) => x === 16000n + 120n), `__local sums: ${sums}`);
+      out.free();
+    }
+  }
+
+  /** The UCX transport over loopback in this process, where it loads. */
+  async function driverUcx(queue) {
+    const { ucx } = a;
+    if (!ucx.available().available) {
+      console.log(`driver: UCX skipped: ${ucx.available().message}`);
+      return;
+    }
+    const listener = ucx.listen({ host: '127.0.0.1', port: 0 });
+    const [client, server] = await Promise.all([ucx.connect({ host: '127.0.0.1', port: listener.port }), listener.accept()]);
+    const kinds = [a.MemoryUSMHost, a.MemoryUSMShared];
+    if (queue.syclDevice.backend !== 'cuda' || ucx.info().cudaMemory) kinds.push(a.MemoryUSMDevice);
+    for (const n of [1, 70000, MiB + 3]) {
+      for (const C of kinds) {
+        const src = pattern(n, n & 0xff);
+        const dst = new C(n, { queue });
+        const got = server.recv(dst, { tag: 5n });
+        await client.send(src, { tag: 5n });
+        const info = await got;
+        ok(info.nbytes === n && info.tag === 5n && dst.toBytes().equals(src), `UCX ${n} bytes into ${C.name}`);
+        const back = new Uint8Array(n);
+        const returned = client.recv(back, { tag: 6n });
+        await server.send(dst, { tag: 6n });
+        await returned;
+        ok(same(back, src), `UCX ${n} bytes from ${C.name}`);
+        dst.free();
+      }
+    }
+    await codeAsync(() => client.send(42), 'ERR_INVALID_ARG_TYPE', 'UCX: send of a number');
+    await codeAsync(() => client.send(new Uint8Array(1), { tag: -1n }), 'ERR_INVALID_ARG_VALUE', 'UCX: a negative tag');
+    const small = server.recv(new Uint8Array(4), { tag: 7n });
+    await Promise.allSettled([client.send(new Uint8Array(64), { tag: 7n })]);
+    await codeAsync(() => small, 'ERR_UCX_TRUNCATED', 'UCX: a message larger than the receive');
+    await client.close();
+    await server.close();
+    await codeAsync(() => client.send(new Uint8Array(1)), 'ERR_UCX_ENDPOINT_CLOSED', 'UCX: a send after close');
+    listener.close();
+    ok(ucx.info().inFlight === 0, 'UCX: nothing in flight at the end');
   }
 
   async function driverBody(a, filter, rounds) {
@@ -450,6 +544,8 @@ async function driverMain(filter) {
       globalThis.gc();
       await turn();
     }
+    await driverKernels(queue);
+    await driverUcx(queue);
     // Dropped objects: collected and finalized (views of exporters may take a second GC).
     const inUseNow = () => {
       const s = a.poolStats();
@@ -463,12 +559,35 @@ async function driverMain(filter) {
     a.poolTrim();
     const inUse = inUseNow();
     ok(inUse === 0, `in-use bytes at the end: ${inUse} ${JSON.stringify(a.poolStats())}`);
-    return { checks, failures };
   }
 
-  const { checks: total, failures: failed } = await driverBody(a, filter, rounds);
-  console.log(`driver: ${total - failed} passed, ${failed} failed`);
-  process.exitCode = failed ? 1 : 0;
+  /** Reads of memory nobody wrote, on purpose (DRIVER_FRESH_READS): one per kind and path. */
+  function freshReads(filter) {
+    const queue = new a.SyclQueue(new a.SyclDevice(filter));
+    for (const C of [a.MemoryUSMDevice, a.MemoryUSMShared, a.MemoryUSMHost]) {
+      const n = 4099;
+      console.log(`driver: fresh read on purpose: ${C.name} toBytes() of ${n} bytes never written`);
+      const m = new C(n, { queue });
+      ok(m.toBytes().length === n, 'fresh read: toBytes');
+      console.log(`driver: fresh read on purpose: ${C.name} copyFromDevice from ${n} bytes never written`);
+      const o = new C(n, { queue });
+      o.copyFromDevice(m);
+      ok(o.nbytes === n, 'fresh read: copyFromDevice');
+      o.free();
+      m.free();
+    }
+  }
+
+  if (process.env.DRIVER_FRESH_READS === 'only') {
+    freshReads(filter);
+    console.log(`driver: ${checks - failures} passed, ${failures} failed`);
+    process.exitCode = failures ? 1 : 0;
+    return;
+  }
+  await driverBody(a, filter, rounds);
+  if (process.env.DRIVER_FRESH_READS === '1') freshReads(filter);
+  console.log(`driver: ${checks - failures} passed, ${failures} failed`);
+  process.exitCode = failures ? 1 : 0;
 }
 
 // ---------------------------------------------------------------------------------------
