@@ -264,6 +264,8 @@ function kernelOf(addon, queue) {
  * reads of fresh (never written) memory on purpose, each announced by a line
  * `driver: fresh read on purpose: ...`; DRIVER_FRESH_READS=only runs just those (the
  * control run of scripts/gpu-sanitize.sh, which initcheck must report).
+ * DRIVER_LEAVE_ALIVE=1 ends with live objects of every kind and cached blocks left for
+ * the library's teardown at exit (memcheck's leak check then covers it).
  */
 async function driverMain(filter) {
   const a = require(path.join(__dirname, '..', 'index.js'));
@@ -586,6 +588,23 @@ async function driverMain(filter) {
   }
   await driverBody(a, filter, rounds);
   if (process.env.DRIVER_FRESH_READS === '1') freshReads(filter);
+  if (process.env.DRIVER_LEAVE_ALIVE === '1') {
+    // What a program that never cleans up leaves at exit: live objects of every kind and
+    // blocks in the pool's cache. The library gives them back at exit (memcheck's leak
+    // check of scripts/gpu-sanitize.sh must find nothing of it).
+    const queue = new a.SyclQueue(new a.SyclDevice(filter));
+    globalThis.leftAlive = [];
+    for (const C of [a.MemoryUSMDevice, a.MemoryUSMShared, a.MemoryUSMHost]) {
+      for (const n of [4096, 3 * MiB]) {
+        const m = new C(n, { queue });
+        m.memset(1);
+        globalThis.leftAlive.push(m);
+        new C(n + 512, { queue }).free();
+      }
+    }
+    const s = a.poolStats();
+    console.log(`driver: left alive at exit on purpose: ${s.device.inUseBytes + s.host.inUseBytes + s.shared.inUseBytes} bytes in use, ${s.device.cachedBlocks + s.host.cachedBlocks + s.shared.cachedBlocks} blocks cached`);
+  }
   console.log(`driver: ${checks - failures} passed, ${failures} failed`);
   process.exitCode = failures ? 1 : 0;
 }
