@@ -126,6 +126,13 @@ pub fn at_process_exit(hook: extern "C" fn()) -> bool {
     unsafe { libc::atexit(hook) == 0 }
 }
 
+/// The calling thread as the C library knows it: usable at `exit()` too, after the
+/// standard library's thread-locals of the exiting thread are gone.
+pub fn os_thread() -> u64 {
+    // SAFETY: `pthread_self` has no preconditions and cannot fail.
+    unsafe { libc::pthread_self() as u64 }
+}
+
 /// This addon's instance data of `env`, when `set_instance_data` stored a `T` there.
 pub fn instance_data<T: 'static>(env: &Env) -> Option<&'static T> {
     let mut data = ptr::null_mut();

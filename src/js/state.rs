@@ -11,8 +11,8 @@
 //! (`ProcessRuntime::release_idle`: cached blocks, staging buffers, scratch). Node runs
 //! no environment teardown on `process.exit()` or an uncaught exception, so a hook of
 //! `exit()` (registered after the runtimes loaded, so it runs before their destructors)
-//! releases the handles of the environments still alive, which by then are only the
-//! thread that exits (Node stops and joins every worker first). With
+//! releases the handles of the environments of the thread that exits (Node stops and
+//! joins every worker first; an environment of another thread is left alone). With
 //! `DPCTL_MEMORY_EXIT_REPORT=1` the hook prints what the process still holds from the
 //! runtimes, last, on stderr (`dpctl-memory exit: {...}`), for leak tests.
 
@@ -43,9 +43,9 @@ struct Slot {
     state: EnvState,
 }
 
-/// The environments alive now (their `napi_env`), for the last one's teardown and the
-/// process's exit.
-static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// The environments alive now (their `napi_env`, and their thread as `ffi::os_thread`
+/// names it), for the last one's teardown and the process's exit.
+static LIVE: Mutex<Vec<(usize, u64)>> = Mutex::new(Vec::new());
 
 /// The variable that makes the exit hook print what is still held.
 const EXIT_REPORT_VAR: &str = "DPCTL_MEMORY_EXIT_REPORT";
@@ -54,7 +54,7 @@ const EXIT_REPORT_VAR: &str = "DPCTL_MEMORY_EXIT_REPORT";
 pub fn install(env: &Env, state: EnvState) -> napi::Result<()> {
     let raw = env.raw() as usize;
     ffi::set_instance_data(env, Slot { env: raw, state }, teardown)?;
-    lock(&LIVE).push(raw);
+    lock(&LIVE).push((raw, ffi::os_thread()));
     Ok(())
 }
 
@@ -66,7 +66,7 @@ fn teardown(Slot { env, state: EnvState { builtins, handles } }: Slot) {
     release(handles.into_inner());
     let last = {
         let mut live = lock(&LIVE);
-        live.retain(|&e| e != env);
+        live.retain(|&(e, _)| e != env);
         live.is_empty()
     };
     if last {
@@ -86,7 +86,15 @@ fn release(mut handles: Handles) {
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         // `try_lock`: never wait at exit (nothing holds it while JS runs, so this is moot).
-        let left = LIVE.try_lock().map(|mut live| std::mem::take(&mut *live)).unwrap_or_default();
+        let here = ffi::os_thread();
+        let left: Vec<usize> = LIVE
+            .try_lock()
+            .map(|mut live| {
+                let (mine, others): (Vec<_>, Vec<_>) = live.iter().partition(|&&(_, thread)| thread == here);
+                *live = others;
+                mine.into_iter().map(|(env, _)| env).collect()
+            })
+            .unwrap_or_default();
         for raw in left {
             let env = Env::from_raw(raw as sys::napi_env);
             let Some(slot) = ffi::instance_data::<Slot>(&env) else { continue };
