@@ -8,14 +8,15 @@
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { HAS_DEVICE } from './helpers/addon.mjs';
+import { DEVICES, HAS_DEVICE } from './helpers/addon.mjs';
 
 const INDEX = fileURLToPath(new URL('../index.js', import.meta.url));
 const ZERO = { blocks: 0, bytes: 0, staging: 0, scratch: 0 };
 
-/** Runs `body` (CommonJS, with `a` the addon unless `load` is false) in a child node. */
-function child(body, { load = true } = {}) {
-  const script = `${load ? `const a = require(${JSON.stringify(INDEX)});\n` : ''}const { Worker } = require('node:worker_threads');\nconst INDEX = ${JSON.stringify(INDEX)};\n${body}`;
+/** Runs `body` (CommonJS, with `a` the addon unless `load` is false, and `FILTER` the
+ * device's filter string) in a child node. */
+function child(body, { load = true, device = DEVICES[0] } = {}) {
+  const script = `${load ? `const a = require(${JSON.stringify(INDEX)});\n` : ''}const { Worker } = require('node:worker_threads');\nconst INDEX = ${JSON.stringify(INDEX)};\nconst FILTER = ${JSON.stringify(device?.filterString ?? '')};\n${body}`;
   const run = spawnSync(process.execPath, ['-e', script], {
     env: { ...process.env, DPCTL_MEMORY_EXIT_REPORT: '1' },
     encoding: 'utf8',
@@ -28,14 +29,17 @@ function child(body, { load = true } = {}) {
   return { status: run.status, signal: run.signal, stdout: run.stdout, stderr: run.stderr, held: match ? JSON.parse(match[1]) : null };
 }
 
-// Live objects of every kind, blocks in the cache, and an async copy (its scratch).
+// Live objects of every kind, blocks in the cache, copies of 3 MiB (through the pinned
+// staging buffers on CUDA) and an async copy (its scratch).
 const LEAVE_BEHIND = `
-  const q = new a.SyclQueue();
+  const q = new a.SyclQueue(FILTER);
   const kept = [];
   for (const C of [a.MemoryUSMDevice, a.MemoryUSMHost, a.MemoryUSMShared]) {
     for (const n of [100, 70000, 3 * 2 ** 20 + 5]) {
       const m = new C(n, { queue: q });
       m.memset(7);
+      m.copyFromHost(new Uint8Array(n).fill(9));
+      if (m.toBytes()[n - 1] !== 9) throw new Error('the copy did not land');
       kept.push(m);
       new C(n + 1, { queue: q }).free();
     }
@@ -58,20 +62,25 @@ function assertLeftSomething(t, r) {
   if (m) t.true(Number(m[1]) > 0 && (Number(m[2]) > 0 || process.env.DPCTL_MEMORY_POOL === '0'), 'the child left live and cached memory behind');
 }
 
-register('a normal exit gives back every block, live or cached, and the scratch', (t) => {
-  const r = child(`${LEAVE_BEHIND}
-    (async () => { await kept[1].copyToHostAsync(); await kept[2].copyFromHostAsync(new Uint8Array(3 * 2 ** 20 + 5)); })();`);
-  t.is(r.status, 0, r.stderr);
-  assertLeftSomething(t, r);
-  t.deepEqual(r.held, ZERO, r.stderr);
-});
+for (const device of DEVICES) {
+  register(`${device.filterString}: a normal exit gives back every block, live or cached, the staging buffers and the scratch`, (t) => {
+    const r = child(
+      `${LEAVE_BEHIND}
+      (async () => { await kept[1].copyToHostAsync(); await kept[2].copyFromHostAsync(new Uint8Array(3 * 2 ** 20 + 5)); })();`,
+      { device },
+    );
+    t.is(r.status, 0, r.stderr);
+    assertLeftSomething(t, r);
+    t.deepEqual(r.held, ZERO, r.stderr);
+  });
 
-register('process.exit() with live objects gives everything back and keeps its status', (t) => {
-  const r = child(`${LEAVE_BEHIND}\nsetImmediate(() => process.exit(7));`);
-  t.is(r.status, 7, r.stderr);
-  assertLeftSomething(t, r);
-  t.deepEqual(r.held, ZERO, r.stderr);
-});
+  register(`${device.filterString}: process.exit() with live objects gives everything back and keeps its status`, (t) => {
+    const r = child(`${LEAVE_BEHIND}\nsetImmediate(() => process.exit(7));`, { device });
+    t.is(r.status, 7, r.stderr);
+    assertLeftSomething(t, r);
+    t.deepEqual(r.held, ZERO, r.stderr);
+  });
+}
 
 register('an uncaught error with live objects gives everything back and exits 1', (t) => {
   const r = child(`${LEAVE_BEHIND}\nsetImmediate(() => { throw new Error('boom'); });`);
