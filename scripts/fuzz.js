@@ -246,6 +246,8 @@ async function parent() {
   ];
   if (!addon.ucx.available().available) console.log(`fuzz: no UCX here (${addon.ucx.available().message}): the UCX family is skipped`);
   for (const [family, runs] of families) {
+    // A model of its own (FUZZ_MODEL) may have the memory property only.
+    if (typeof model[`${family}CaseArb`] !== 'function') continue;
     const size = Math.max(1, Math.ceil(batch / 5));
     for (let i = 0, left = runs; left > 0; i++, left -= size) {
       queue.push({ id: id++, batch: `${family} ${i}`, family, seed: (baseSeed + 104729 + i * 7919) % 2 ** 31, runs: Math.min(size, left), start: undefined, poolOff: i % 4 === 3, failures: 0 });
