@@ -10,13 +10,19 @@ import {
   KNOWN_DEFECTS,
   caseArb,
   checkDefect1,
+  closeUcx,
   createWorld,
   defect1Arb,
   defect2Arb,
   fuzzParams,
+  kernelCaseArb,
   predictInterface,
   runCase,
+  runKernelCase,
+  runUcxCase,
   track,
+  ucxAvailable,
+  ucxCaseArb,
 } from './helpers/fuzz-model.mjs';
 
 const DEFAULT_SEED = 20261201;
@@ -48,6 +54,24 @@ async function check(t, name, property, { numRuns, seed: s = seed }) {
 withDevice('model-based fuzz: interface consumer, argument paths, copies, lifetime', async (t) => {
   await check(t, 'model-based fuzz', fc.asyncProperty(caseArb(), (c) => runCase(world, c)), { numRuns: runs });
   t.true(world.cases > 0 || path !== undefined);
+});
+
+// Kernels and UCX: their own properties (helpers/fuzz-model.mjs), after the memory model's
+// (whose registry of blocks they leave alone: each case frees what it made).
+withDevice('model-based fuzz of kernels: OpenCL C programs, submit/submitAsync with memory, scalar and local arguments, events, dependsOn, queue copies, bad arguments', async (t) => {
+  const before = world.cases;
+  await check(t, 'kernel fuzz', fc.asyncProperty(kernelCaseArb(), (c) => runKernelCase(world, c)), { numRuns: path ? 1 : Math.max(10, Math.round(runs / 15)) });
+  t.true(world.cases > before || path !== undefined);
+});
+
+(HAS_DEVICE && ucxAvailable(addon) ? test.serial : test.serial.skip)('model-based fuzz of UCX: listen/connect/send/recv/close cycles in this process, every buffer form, bad inputs', async (t) => {
+  const before = world.cases;
+  try {
+    await check(t, 'UCX fuzz', fc.asyncProperty(ucxCaseArb(), (c) => runUcxCase(world, c)), { numRuns: path ? 1 : Math.max(10, Math.round(runs / 60)) });
+  } finally {
+    closeUcx(world);
+  }
+  t.true(world.cases > before || path !== undefined);
 });
 
 // known defect 1: copyToHost/copyFromHost (and Async) given a non-buffer array-like (a

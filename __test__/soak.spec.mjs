@@ -1,4 +1,4 @@
-// A short soak (scripts/soak.js with few cycles), and the test of the defect it exists to
+// A short soak (scripts/soak.js with few cycles, its kernel and UCX cycles included), and the test of the defect it exists to
 // catch: memory objects dropped without free() must be bounded by garbage collection.
 //
 // The full soak is `npm run soak` (10^6 cycles, a few minutes). Here: a few thousand
@@ -10,12 +10,19 @@
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { HAS_DEVICE } from './helpers/addon.mjs';
+import { HAS_DEVICE, addon } from './helpers/addon.mjs';
 
 const SOAK = fileURLToPath(new URL('../scripts/soak.js', import.meta.url));
 const MiB = 2 ** 20;
 const BURST = 1500;
 const BURST_BOUND_MIB = 256;
+const UCX = (() => {
+  try {
+    return addon.ucx.available().available === true;
+  } catch {
+    return false;
+  }
+})();
 
 /** The environment of a child: no inherited --expose-gc, no soak settings from outside. */
 function childEnv(extra = {}) {
@@ -53,12 +60,17 @@ register('short soak: every check of scripts/soak.js passes (data, detached buff
       t.is(c.skipped, 'SOAK_BURST=0');
       continue;
     }
+    if (c.name === 'ucx' && !UCX) {
+      t.regex(String(c.skipped), /UCX does not load/);
+      continue;
+    }
     t.is(c.skipped, null, `${c.name} was not exercised: ${c.skipped}`);
     t.true(c.assertions > 0, `${c.name} asserted nothing`);
     t.is(c.failures, 0, `${c.name}: ${c.failures} of ${c.assertions} failed; first: ${c.first}`);
   }
   t.deepEqual(f.inUseEnd, { device: 0, host: 0, shared: 0 }, 'poolStats() in-use bytes at the end');
   t.true(f.counts.dropped > 0 && f.counts.freed > 0 && f.counts.asyncFreedInFlight > 0, JSON.stringify(f.counts));
+  t.true(f.counts.kernels > 0 && (f.counts.ucxCycles > 0 || !UCX), `kernel and UCX cycles ran: ${JSON.stringify(f.counts)}`);
   t.is(child.status, result.ok ? 0 : 1, 'the exit status says whether every check passed');
   t.regex(child.stdout, /^\d+ passed, \d+ failed, \d+ skipped$/m, 'the summary line');
 });

@@ -9,8 +9,12 @@
 //   node scripts/fuzz.js --replay --seed S --path P [--pool off]
 //
 // Environment: FUZZ_RUNS (default 100000), FUZZ_SEED (default: random, printed),
-// FUZZ_BATCH (5000), FUZZ_JOBS (2), FUZZ_BATCH_TIMEOUT (seconds per batch, 900).
-// Every fourth batch runs with the allocation pool off (DPCTL_MEMORY_POOL=0).
+// FUZZ_BATCH (5000), FUZZ_JOBS (2), FUZZ_BATCH_TIMEOUT (seconds per batch, 900),
+// FUZZ_KERNEL_RUNS (default FUZZ_RUNS / 10) and FUZZ_UCX_RUNS (FUZZ_RUNS / 20): cases of the
+// kernel and UCX properties (__test__/helpers/fuzz-model.mjs, `kernelCaseArb`,
+// `ucxCaseArb`), in batches of FUZZ_BATCH / 5, each family in children of its own
+// (`--family kernel|ucx`); UCX's are skipped where UCX does not load.
+// Every fourth batch of each family runs with the allocation pool off (DPCTL_MEMORY_POOL=0).
 // Ends with a line "N passed, N failed" (cases) and exits 1 on any failure.
 'use strict';
 const fs = require('node:fs');
@@ -82,13 +86,24 @@ async function child() {
         ? fc.property(model.defect1Arb(), (c) => model.checkDefect1(world, c))
         : fc.asyncProperty(model.defect2Arb(), (c) => model.runCase(world, c));
   } else {
-    property = fc.asyncProperty(model.caseArb({ includeKnown: Boolean(args['include-known']) }), async (c) => {
+    // A family: the memory model (default), or the kernel or UCX properties.
+    const family = FAMILIES[args.family ?? 'memory'];
+    if (!family) {
+      emit({ error: `no fuzz family ${args.family}: one of ${Object.keys(FAMILIES).join(', ')}` });
+      process.exit(2);
+    }
+    if (family.available && !family.available(addon)) {
+      emit({ error: `the ${args.family} family cannot run here (UCX did not load: ${addon.ucx.available().message})` });
+      process.exit(2);
+    }
+    const arb = family.arb(model, { includeKnown: Boolean(args['include-known']) });
+    property = fc.asyncProperty(arb, async (c) => {
       const index = failedAt === null ? first + calls : failedAt;
       calls++;
       note(index);
       if (replay) console.log(`case ${index}: ${fc.stringify(c)}`);
       try {
-        await model.runCase(world, c);
+        await family.run(model)(world, c);
       } catch (e) {
         if (failedAt === null) {
           failedAt = index;
@@ -99,6 +114,7 @@ async function child() {
     });
   }
   const result = await fc.check(property, { seed, numRuns: replay ? 1 : runs, path: start, endOnFailure: replay });
+  model.closeUcx?.(world);
   const error = result.errorInstance ?? result.error;
   if (!args.progress) {
     // Run by hand (a replay): say it in words.
@@ -128,6 +144,13 @@ async function child() {
   process.exit(result.failed ? 1 : 0);
 }
 
+/** The properties a batch may run: `--family memory|kernel|ucx`. */
+const FAMILIES = {
+  memory: { arb: (model, o) => model.caseArb(o), run: (model) => model.runCase },
+  kernel: { arb: (model) => model.kernelCaseArb(), run: (model) => model.runKernelCase },
+  ucx: { arb: (model) => model.ucxCaseArb(), run: (model) => model.runUcxCase, available: (addon) => addon.ucx.available().available },
+};
+
 /** One JSON line on stdout, written synchronously (the parent reads the last line). */
 function emit(object) {
   fs.writeSync(1, `\n${JSON.stringify(object)}\n`);
@@ -141,15 +164,17 @@ function envPrefix(job) {
   return `${process.env.FUZZ_MODEL ? `FUZZ_MODEL=${process.env.FUZZ_MODEL} ` : ''}${job.poolOff ? 'DPCTL_MEMORY_POOL=0 ' : ''}`;
 }
 
+const familyArg = (job) => (job.family && job.family !== 'memory' ? ` --family ${job.family}` : '');
+
 function replayCommand(job, at) {
   const env = envPrefix(job);
   const known = job.known ? ` --known ${job.known}` : '';
-  return `${env}node scripts/fuzz.js --replay --seed ${job.seed} --path ${at}${known}`;
+  return `${env}node scripts/fuzz.js --replay --seed ${job.seed} --path ${at}${known}${familyArg(job)}`;
 }
 
 function historyCommand(job, index) {
   const env = envPrefix(job);
-  return `${env}node scripts/fuzz.js --child --seed ${job.seed} --runs ${index + 1}${job.start ? ` --path ${job.start}` : ''}`;
+  return `${env}node scripts/fuzz.js --child --seed ${job.seed} --runs ${index + 1}${job.start ? ` --path ${job.start}` : ''}${familyArg(job)}`;
 }
 
 function runJob(job, timeoutS) {
@@ -158,6 +183,7 @@ function runJob(job, timeoutS) {
     const argv = [__filename, '--child', '--seed', String(job.seed), '--runs', String(job.runs), '--progress', progress];
     if (job.start !== undefined) argv.push('--path', String(job.start));
     if (job.known) argv.push('--known', String(job.known));
+    if (job.family) argv.push('--family', job.family);
     if (args['include-known']) argv.push('--include-known');
     const env = { ...process.env };
     if (job.poolOff) env.DPCTL_MEMORY_POOL = '0';
@@ -210,6 +236,22 @@ async function parent() {
   let id = 0;
   for (let i = 0, left = total; left > 0; i++, left -= batch) {
     queue.push({ id: id++, batch: i, seed: (baseSeed + i * 7919) % 2 ** 31, runs: Math.min(batch, left), start: undefined, poolOff: i % 4 === 3, failures: 0 });
+  }
+  // The kernel and UCX properties: their own batches (a tenth and a twentieth of the
+  // cases by default), after the memory model's.
+  const addon = require(path.join(root, 'index.js'));
+  const families = [
+    ['kernel', num(args['kernel-runs'] ?? process.env.FUZZ_KERNEL_RUNS, Math.ceil(total / 10))],
+    ['ucx', addon.ucx.available().available ? num(args['ucx-runs'] ?? process.env.FUZZ_UCX_RUNS, Math.ceil(total / 20)) : 0],
+  ];
+  if (!addon.ucx.available().available) console.log(`fuzz: no UCX here (${addon.ucx.available().message}): the UCX family is skipped`);
+  for (const [family, runs] of families) {
+    // A model of its own (FUZZ_MODEL) may have the memory property only.
+    if (typeof model[`${family}CaseArb`] !== 'function') continue;
+    const size = Math.max(1, Math.ceil(batch / 5));
+    for (let i = 0, left = runs; left > 0; i++, left -= size) {
+      queue.push({ id: id++, batch: `${family} ${i}`, family, seed: (baseSeed + 104729 + i * 7919) % 2 ** 31, runs: Math.min(size, left), start: undefined, poolOff: i % 4 === 3, failures: 0 });
+    }
   }
   for (const n of model.KNOWN_DEFECTS) queue.push({ id: id++, batch: `known defect ${n}`, known: n, seed: baseSeed, runs: 200, poolOff: false, failures: 0 });
   for (const j of queue) if (!j.known) console.log(`batch ${j.batch}: seed ${j.seed}, ${j.runs} cases${j.poolOff ? ', pool off' : ''}`);

@@ -5,7 +5,8 @@
 # dpctl-memory.linux-x64-gnu.node beside index.js. Uses cargo for the Rust tests when it is
 # installed, or a prebuilt test binary named by DPCTL_MEMORY_CARGO_TEST_BIN; either way the
 # cargo tests marked `#[ignore = "needs CUDA"]` run too (--include-ignored), and fail when
-# no CUDA device is found.
+# no CUDA device is found. GPU_SUITE_SANITIZE=1 then runs scripts/gpu-sanitize.sh too
+# (compute-sanitizer memcheck with its leak check, and initcheck, over the sanitizer driver).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if command -v nvidia-smi >/dev/null; then
@@ -34,4 +35,7 @@ fi
 # The Rust side ran above (scripts/test.js would run the cargo tests without the ignored ones).
 export DPCTL_MEMORY_SKIP_CARGO=1
 node scripts/test.js "$@" || status=1
+if [ "${GPU_SUITE_SANITIZE:-0}" = 1 ]; then
+  NODE="${NODE:-$(command -v node)}" bash scripts/gpu-sanitize.sh || status=1
+fi
 exit $status

@@ -23,6 +23,19 @@
 //   freed-errors    any use after free() throws ERR_USM_FREED (sampled)
 //   async           every asynchronous operation settles, resolves to what it should, and
 //                   free() during one never breaks it
+//   kernels         every SOAK_KERNEL_EVERY-th cycle (64) also allocates fresh memory of a
+//                   random kind and size, memsets it and runs 1-3 chained submitAsync of a
+//                   byte-increment kernel (each dependsOn the previous Promise or event),
+//                   with a scalar argument; the bytes must read back incremented, or the
+//                   memory is freed (or dropped) while the kernels are in flight, which must
+//                   not break them (OpenCL C on a SYCL device; CUDA C through NVRTC on a
+//                   CUDA device, skipped with the reason where no program builds)
+//   ucx             every SOAK_UCX_EVERY-th cycle (256) also connects to a listener of this
+//                   process over loopback, sends 1-3 messages (up to 256 KiB, plain buffers
+//                   and memory objects) either way to receives posted first, compares them,
+//                   checks a bad input is refused with its code, and closes both ends; at
+//                   the end nothing is in flight and no endpoint is left (skipped where UCX
+//                   does not load)
 //   gc-bound-cycles during the cycles, the bytes of memory JS has dropped but not yet
 //                   collected (poolStats() in-use bytes less what the soak holds) stay under
 //                   SOAK_GARBAGE_MIB (512; 200 MiB was the most seen in 10^6 cycles on the
@@ -47,8 +60,8 @@
 // Environment: SOAK_CYCLES (default 1000000), SOAK_WARMUP (cycles, default
 // min(20000, SOAK_CYCLES / 10)), SOAK_SEED, SOAK_DEVICE (a filter string; default device),
 // SOAK_CHECKPOINTS (parts of the measured run, default 4; RSS is measured as for the
-// baseline between two), SOAK_OPS (which of none,view,iview,copy,convert,async the cycles
-// do; all by default: to bisect a leak), SOAK_BURST (objects per burst, default 1500; 0 skips
+// baseline between two), SOAK_OPS (which of none,view,iview,copy,convert,async,kernel,ucx
+// the cycles do; all by default: to bisect a leak), SOAK_KERNEL_EVERY, SOAK_UCX_EVERY, SOAK_BURST (objects per burst, default 1500; 0 skips
 // the bursts), SOAK_RSS_TOLERANCE, SOAK_RSS_MIN_MIB, SOAK_GARBAGE_MIB, SOAK_BURST_MIB,
 // SOAK_MALLOC_DEFAULTS=1 (keep glibc's malloc thresholds, see MALLOC_ENV), SOAK_INJECT=leak
 // (a control: keeps every 50th allocation alive unseen, so the checks must fail),
@@ -86,7 +99,9 @@ function settings() {
     garbageMiB: envNumber('SOAK_GARBAGE_MIB', 512),
     burstMiB: envNumber('SOAK_BURST_MIB', 256),
     checkpoints: Math.floor(envNumber('SOAK_CHECKPOINTS', 4)),
-    ops: (process.env.SOAK_OPS || 'none,view,iview,copy,convert,async').split(',').map((o) => o.trim()),
+    ops: (process.env.SOAK_OPS || 'none,view,iview,copy,convert,async,kernel,ucx').split(',').map((o) => o.trim()),
+    kernelEvery: Math.max(1, Math.floor(envNumber('SOAK_KERNEL_EVERY', 64))),
+    ucxEvery: Math.max(1, Math.floor(envNumber('SOAK_UCX_EVERY', 256))),
     inject: process.env.SOAK_INJECT || '',
     quiet: process.env.SOAK_QUIET === '1',
   };
@@ -96,7 +111,7 @@ function settings() {
 // Checks
 // ---------------------------------------------------------------------------------------
 
-const CHECKS = ['data', 'detached', 'views-survive', 'freed-errors', 'async', 'gc-bound-cycles', 'gc-bound-burst', 'in-use-zero', 'rss-peak', 'rss-end'];
+const CHECKS = ['data', 'detached', 'views-survive', 'freed-errors', 'async', 'kernels', 'ucx', 'gc-bound-cycles', 'gc-bound-burst', 'in-use-zero', 'rss-peak', 'rss-end'];
 
 class Checks {
   constructor() {
@@ -214,6 +229,15 @@ function burstChild(kind, touch, n, device) {
   return JSON.parse(line.slice('BURST_RESULT '.length));
 }
 
+// The byte-increment kernel the soak and the driver run: OpenCL C on a SYCL device, CUDA C
+// (NVRTC) on a CUDA device. Throws the library's error where no program can be built.
+const ADDONE_OPENCL = '__kernel void addone(__global uchar *p, ulong n) { size_t i = get_global_id(0); if (i < n) p[i] += 1; }';
+const ADDONE_CUDA = 'extern "C" __global__ void addone(unsigned char *p, unsigned long long n) { unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; if (i < n) p[i] += 1; }';
+function kernelOf(addon, queue) {
+  const program = queue.syclDevice.backend === 'cuda' ? addon.createProgramFromCuda(queue, ADDONE_CUDA) : addon.createProgramFromSource(queue, ADDONE_OPENCL);
+  return program.getKernel('addone');
+}
+
 // ---------------------------------------------------------------------------------------
 // The sanitizer driver: every API path once or twice, small enough for valgrind
 // ---------------------------------------------------------------------------------------
@@ -227,8 +251,21 @@ function burstChild(kind, touch, n, device) {
  * host destinations; sizes above the parallel host copy and, on CUDA, the pinned staging
  * thresholds), memset and memsetAsync, free() (also while async copies are in flight), uses
  * of freed objects, objects dropped for the garbage collector (gc(), so finalizers run under
- * the tool), error paths, poolStats()/poolTrim(). DRIVER_ROUNDS rounds (default 2). Prints
- * `driver: N passed, N failed`; exit 1 on a failure.
+ * the tool), error paths, poolStats()/poolTrim(); kernels (a program built from source:
+ * OpenCL C on a SYCL device, CUDA C through NVRTC on a CUDA device; submit and submitAsync
+ * with memory and scalar arguments, `__local` memory on OpenCL, events, dependsOn, free()
+ * while a kernel runs, bad arguments) and the UCX transport over loopback in this process
+ * (where it loads). DRIVER_ROUNDS rounds (default 2). Prints `driver: N passed, N failed`;
+ * exit 1 on a failure.
+ *
+ * Every byte the driver reads was written first (by the driver or by a kernel), so that
+ * compute-sanitizer's initcheck reports nothing of its own: a report over this run is a
+ * read the library made of memory nobody wrote. DRIVER_FRESH_READS=1 adds, after the rest,
+ * reads of fresh (never written) memory on purpose, each announced by a line
+ * `driver: fresh read on purpose: ...`; DRIVER_FRESH_READS=only runs just those (the
+ * control run of scripts/gpu-sanitize.sh, which initcheck must report).
+ * DRIVER_LEAVE_ALIVE=1 ends with live objects of every kind and cached blocks left for
+ * the library's teardown at exit (memcheck's leak check then covers it).
  */
 async function driverMain(filter) {
   const a = require(path.join(__dirname, '..', 'index.js'));
@@ -277,6 +314,89 @@ async function driverMain(filter) {
       const v = new C(exporter(d));
       void v;
     }
+  }
+
+  /** Kernels: built once, run with every kind of argument, with bad ones refused. */
+  async function driverKernels(queue) {
+    let addone;
+    try {
+      addone = kernelOf(a, queue);
+    } catch (e) {
+      console.log(`driver: kernels skipped: no program builds here: ${e.code} ${e.message.split('\n')[0]}`);
+      return;
+    }
+    const { kernelArg } = a;
+    for (const C of [a.MemoryUSMDevice, a.MemoryUSMShared, a.MemoryUSMHost]) {
+      const n = 4099;
+      const m = new C(n, { queue });
+      m.memset(5);
+      const event = queue.submit(addone, [m, kernelArg.uint64(n)], [n]);
+      ok(event.executionStatus === 'complete', `${C.name}: a waited submit is complete`);
+      ok(m.toBytes().every((b) => b === 6), `${C.name}: submit`);
+      const first = queue.submitAsync(addone, [m, kernelArg.uint64(n)], [n]);
+      const second = queue.submitAsync(addone, [m, kernelArg.uint64(n)], [n], null, [first]);
+      const third = queue.submitAsync(addone, [m, kernelArg.uint64(n)], [n], null, [await second]);
+      (await third).wait();
+      ok(m.toBytes().every((b) => b === 9), `${C.name}: submitAsync chained through dependsOn`);
+      code(() => queue.submit(addone, [m], [n]), 'ERR_KERNEL_ARG_COUNT', `${C.name}: too few kernel arguments`);
+      code(() => queue.submit(addone, [m, kernelArg.float32(1)], [n]), 'ERR_KERNEL_ARG_TYPE', `${C.name}: a scalar of the wrong type`);
+      code(() => queue.submit(addone, [m, kernelArg.uint64(n)], [0]), 'ERR_INVALID_RANGE', `${C.name}: an empty range`);
+      ok(m.toBytes().every((b) => b === 9), `${C.name}: refused submissions changed nothing`);
+      // free() while a kernel runs: it keeps the memory until it finished.
+      const inflight = queue.submitAsync(addone, [m, kernelArg.uint64(n)], [n]);
+      m.free();
+      ok((await inflight) instanceof a.SyclEvent, `${C.name}: a kernel in flight survives free()`);
+      code(() => queue.submit(addone, [m, kernelArg.uint64(n)], [n]), 'ERR_USM_FREED', `${C.name}: a freed kernel argument`);
+    }
+    if (queue.syclDevice.backend !== 'cuda') {
+      // `__local` memory (OpenCL): each group sums its items.
+      const lsum = a.createProgramFromSource(queue, '__kernel void lsum(__global long *out, __local long *t, long v) { size_t l = get_local_id(0); t[l] = v + (long)l; barrier(CLK_LOCAL_MEM_FENCE); if (l == 0) { long s = 0; for (size_t k = 0; k < get_local_size(0); k++) s += t[k]; out[get_group_id(0)] = s; } }').getKernel('lsum');
+      const out = new a.MemoryUSMShared(4 * 8, { queue });
+      queue.submit(lsum, [out, kernelArg.local(16 * 8), kernelArg.int64(1000n)], [4 * 16], [16]);
+      const bytes = out.toBytes();
+      const sums = new BigInt64Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+      ok(sums.every((x) => x === 16000n + 120n), `__local sums: ${sums}`);
+      out.free();
+    }
+  }
+
+  /** The UCX transport over loopback in this process, where it loads. */
+  async function driverUcx(queue) {
+    const { ucx } = a;
+    if (!ucx.available().available) {
+      console.log(`driver: UCX skipped: ${ucx.available().message}`);
+      return;
+    }
+    const listener = ucx.listen({ host: '127.0.0.1', port: 0 });
+    const [client, server] = await Promise.all([ucx.connect({ host: '127.0.0.1', port: listener.port }), listener.accept()]);
+    const kinds = [a.MemoryUSMHost, a.MemoryUSMShared];
+    if (queue.syclDevice.backend !== 'cuda' || ucx.info().cudaMemory) kinds.push(a.MemoryUSMDevice);
+    for (const n of [1, 70000, MiB + 3]) {
+      for (const C of kinds) {
+        const src = pattern(n, n & 0xff);
+        const dst = new C(n, { queue });
+        const got = server.recv(dst, { tag: 5n });
+        await client.send(src, { tag: 5n });
+        const info = await got;
+        ok(info.nbytes === n && info.tag === 5n && dst.toBytes().equals(src), `UCX ${n} bytes into ${C.name}`);
+        const back = new Uint8Array(n);
+        const returned = client.recv(back, { tag: 6n });
+        await server.send(dst, { tag: 6n });
+        await returned;
+        ok(same(back, src), `UCX ${n} bytes from ${C.name}`);
+        dst.free();
+      }
+    }
+    await codeAsync(() => client.send(42), 'ERR_INVALID_ARG_TYPE', 'UCX: send of a number');
+    await codeAsync(() => client.send(new Uint8Array(1), { tag: -1n }), 'ERR_INVALID_ARG_VALUE', 'UCX: a negative tag');
+    const small = server.recv(new Uint8Array(4), { tag: 7n });
+    await Promise.allSettled([client.send(new Uint8Array(64), { tag: 7n })]);
+    await codeAsync(() => small, 'ERR_UCX_TRUNCATED', 'UCX: a message larger than the receive');
+    await client.close();
+    await server.close();
+    await codeAsync(() => client.send(new Uint8Array(1)), 'ERR_UCX_ENDPOINT_CLOSED', 'UCX: a send after close');
+    listener.close();
+    ok(ucx.info().inFlight === 0, 'UCX: nothing in flight at the end');
   }
 
   async function driverBody(a, filter, rounds) {
@@ -426,6 +546,8 @@ async function driverMain(filter) {
       globalThis.gc();
       await turn();
     }
+    await driverKernels(queue);
+    await driverUcx(queue);
     // Dropped objects: collected and finalized (views of exporters may take a second GC).
     const inUseNow = () => {
       const s = a.poolStats();
@@ -439,12 +561,52 @@ async function driverMain(filter) {
     a.poolTrim();
     const inUse = inUseNow();
     ok(inUse === 0, `in-use bytes at the end: ${inUse} ${JSON.stringify(a.poolStats())}`);
-    return { checks, failures };
   }
 
-  const { checks: total, failures: failed } = await driverBody(a, filter, rounds);
-  console.log(`driver: ${total - failed} passed, ${failed} failed`);
-  process.exitCode = failed ? 1 : 0;
+  /** Reads of memory nobody wrote, on purpose (DRIVER_FRESH_READS): one per kind and path. */
+  function freshReads(filter) {
+    const queue = new a.SyclQueue(new a.SyclDevice(filter));
+    for (const C of [a.MemoryUSMDevice, a.MemoryUSMShared, a.MemoryUSMHost]) {
+      const n = 4099;
+      console.log(`driver: fresh read on purpose: ${C.name} toBytes() of ${n} bytes never written`);
+      const m = new C(n, { queue });
+      ok(m.toBytes().length === n, 'fresh read: toBytes');
+      console.log(`driver: fresh read on purpose: ${C.name} copyFromDevice from ${n} bytes never written`);
+      const o = new C(n, { queue });
+      o.copyFromDevice(m);
+      ok(o.nbytes === n, 'fresh read: copyFromDevice');
+      o.free();
+      m.free();
+    }
+  }
+
+  if (process.env.DRIVER_FRESH_READS === 'only') {
+    freshReads(filter);
+    console.log(`driver: ${checks - failures} passed, ${failures} failed`);
+    process.exitCode = failures ? 1 : 0;
+    return;
+  }
+  await driverBody(a, filter, rounds);
+  if (process.env.DRIVER_FRESH_READS === '1') freshReads(filter);
+  if (process.env.DRIVER_LEAVE_ALIVE === '1') {
+    // What a program that never cleans up leaves at exit: live objects of every kind and
+    // blocks in the pool's cache. The library gives them back at exit (memcheck's leak
+    // check of scripts/gpu-sanitize.sh must find nothing of it).
+    const queue = new a.SyclQueue(new a.SyclDevice(filter));
+    globalThis.leftAlive = [];
+    for (const C of [a.MemoryUSMDevice, a.MemoryUSMShared, a.MemoryUSMHost]) {
+      for (const n of [4096, 3 * MiB]) {
+        const m = new C(n, { queue });
+        m.memset(1);
+        globalThis.leftAlive.push(m);
+        new C(n + 512, { queue }).free();
+      }
+    }
+    const s = a.poolStats();
+    console.log(`driver: left alive at exit on purpose: ${s.device.inUseBytes + s.host.inUseBytes + s.shared.inUseBytes} bytes in use, ${s.device.cachedBlocks + s.host.cachedBlocks + s.shared.cachedBlocks} blocks cached`);
+  }
+  console.log(`driver: ${checks - failures} passed, ${failures} failed`);
+  process.exitCode = failures ? 1 : 0;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -490,10 +652,101 @@ async function soak(options = {}, log = console.log) {
   const injectLeak = cfg.inject === 'leak';
   const leaked = [];
 
-  const counts = { allocations: 0, freed: 0, dropped: 0, views: 0, interfaceViews: 0, copies: 0, conversions: 0, asyncOps: 0, asyncFreedInFlight: 0, bytesAllocated: 0 };
+  const counts = { kernels: 0, ucxCycles: 0, allocations: 0, freed: 0, dropped: 0, views: 0, interfaceViews: 0, copies: 0, conversions: 0, asyncOps: 0, asyncFreedInFlight: 0, bytesAllocated: 0 };
   const stats = { peakRss: 0, peakExcess: -Infinity, peakGarbage: 0, samples: 0 };
   let baseline = 0;
   let measuring = false;
+
+  // Kernels: one program, built once, whose kernel adds 1 to each of n bytes.
+  let addone = null;
+  if (!cfg.ops.includes('kernel')) checks.skip('kernels', 'SOAK_OPS leaves kernel out');
+  else {
+    try {
+      addone = kernelOf(addon, queue);
+    } catch (e) {
+      checks.skip('kernels', `no program builds here: ${e.code ?? ''} ${e.message}`);
+    }
+  }
+  let kernelSerial = 0;
+  async function kernelCycle() {
+    const { Class } = KINDS[r.int(3)];
+    const n = 1 + r.int(r.int(4) === 0 ? 1 << 20 : 4096);
+    const start = r.int(256);
+    const k = 1 + r.int(3);
+    const m = new Class(n, { queue });
+    counts.kernels++;
+    m.memset(start);
+    const promises = [];
+    let dep = null;
+    for (let j = 0; j < k; j++) {
+      const p = queue.submitAsync(addone, [m, addon.kernelArg.uint64(n)], [n], null, dep ? [dep] : null);
+      promises.push(p);
+      dep = (kernelSerial++ & 1) === 0 ? p : await p;
+    }
+    const how = r.int(4);
+    if (how === 0) m.free(); // freed while the kernels run: they keep it until they finish
+    const settled = await Promise.allSettled(promises);
+    checks.ok('kernels', settled.every((x) => x.status === 'fulfilled'), () => `a kernel submission rejected: ${settled.find((x) => x.status === 'rejected').reason}`);
+    if (how === 0) return;
+    const want = (start + k) & 0xff;
+    const bytes = m.toBytes();
+    const at = bytes.findIndex((b) => b !== want);
+    checks.ok('kernels', at < 0, () => `after ${k} chained increments of ${start} over ${n} bytes, byte ${at} is ${bytes[at]} (expected ${want})`);
+    if (how === 1) return; // dropped: the collector frees it
+    m.free();
+  }
+
+  // UCX: one listener of this process; every UCX cycle connects, talks, closes.
+  const ucx = addon.ucx;
+  let listener = null;
+  let ucxBase = null;
+  if (!cfg.ops.includes('ucx')) checks.skip('ucx', 'SOAK_OPS leaves ucx out');
+  else if (!ucx.available().available) checks.skip('ucx', `UCX does not load here: ${ucx.available().message}`);
+  else {
+    listener = ucx.listen({ host: '127.0.0.1', port: 0 });
+    ucxBase = ucx.info();
+  }
+  async function ucxCycle() {
+    const [client, server] = await Promise.all([ucx.connect({ host: '127.0.0.1', port: listener.port }), listener.accept()]);
+    counts.ucxCycles++;
+    const made = [];
+    try {
+      for (let j = 1 + r.int(3); j > 0; j--) {
+        const size = r.int(2) ? 1 + r.int(256) : 1 + r.int(256 * KiB);
+        const tag = BigInt(r.int(1 << 30)) * 4n + BigInt(j);
+        const [from, to] = r.int(2) ? [client, server] : [server, client];
+        const off = r.int(MAX_SIZE - size);
+        const expected = PATTERN.subarray(off, off + size);
+        let src = expected;
+        if (r.int(3) === 0) {
+          src = new MemoryUSMHost(size, { queue });
+          made.push(src);
+          src.copyFromHost(expected);
+        }
+        let dst = new Uint8Array(size);
+        if (r.int(3) === 0) {
+          dst = new MemoryUSMShared(size, { queue });
+          made.push(dst);
+        }
+        const got = to.recv(dst, { tag });
+        await from.send(src, { tag });
+        const info = await got;
+        const same = asBuffer(dst instanceof Uint8Array ? dst : dst.toBytes()).equals(expected);
+        checks.ok('ucx', info.nbytes === size && info.tag === tag && same, () => `a ${size}-byte message (tag ${tag}) came back as ${info.nbytes} bytes, tag ${info.tag}, ${same ? 'same' : 'different'} bytes`);
+      }
+      // One bad input per cycle: a coded refusal.
+      try {
+        await client.send(new Uint8Array(1), { tag: -1n });
+        checks.ok('ucx', false, 'a send with tag -1 was accepted');
+      } catch (e) {
+        checks.ok('ucx', e.code === 'ERR_INVALID_ARG_VALUE', () => `a send with tag -1: ${e.code} ${e.message}`);
+      }
+    } finally {
+      await client.close();
+      await server.close();
+      for (const m of made) m.free();
+    }
+  }
 
   function verifyMem(mem, expected, where) {
     const out = r.int(3) === 0 ? mem.toBytes() : mem.copyToHost();
@@ -780,6 +1033,8 @@ async function soak(options = {}, log = console.log) {
     const started = Date.now();
     for (let i = from; i < to; i++) {
       cycle(i);
+      if (addone && i % cfg.kernelEvery === 7 % cfg.kernelEvery) await kernelCycle();
+      if (listener && i % cfg.ucxEvery === 13 % cfg.ucxEvery) await ucxCycle();
       if (pending.length >= PENDING_MAX) await drainPending();
       if ((i & 31) === 31) await turn(); // let the event loop (and finalizers) run
       if ((i & 255) === 255) sample();
@@ -843,6 +1098,15 @@ async function soak(options = {}, log = console.log) {
   const tEnd = Date.now();
   const end = await quiesce();
 
+  if (listener) {
+    listener.close();
+    const info = ucx.info();
+    checks.ok('ucx', info.inFlight === 0 && info.endpoints === ucxBase.endpoints, () => `at the end the UCX worker has ${info.inFlight} operations in flight and ${info.endpoints} endpoints (${ucxBase.endpoints} before the cycles)`);
+  }
+  for (const name of ['kernels', 'ucx']) {
+    const c = checks.map.get(name);
+    if (c.skipped === null && c.assertions === 0) checks.skip(name, 'not exercised in so few cycles');
+  }
   for (const kind of ['device', 'host', 'shared']) {
     checks.ok('in-use-zero', end.inUse[kind] === 0, `poolStats().${kind}.inUseBytes is ${end.inUse[kind]} after freeing everything and gc()`);
   }

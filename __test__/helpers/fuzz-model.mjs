@@ -2424,3 +2424,478 @@ export function fuzzParams({ seed, runs }) {
     path: process.env.FUZZ_PATH || undefined,
   };
 }
+
+// ---------------------------------------------------------------------------------------
+// Kernels and the UCX transport (their own properties: `kernelCaseArb`/`runKernelCase`,
+// `ucxCaseArb`/`runUcxCase`; fuzz.spec.mjs and scripts/fuzz.js run them apart from the
+// memory model above, whose registry of blocks they leave alone: every object they make
+// is freed before the case ends, and the case checks that nothing stayed in use).
+//
+// A kernel case is a list of steps over fresh memory of a random kind: OpenCL C kernels
+// built once per world (a fill with a scalar, a byte increment chained through
+// `dependsOn`, a sum through `__local` memory), sync and async submissions with events,
+// the queue's memcpy/memset/fill, free() while a submission is in flight, and bad
+// arguments of every kind (each must throw or reject with its code and leave the memory
+// as it was). A UCX case is a list of connect / send+recv / close cycles over loopback in
+// this process, with bad inputs (each coded), truncation and sends after close.
+// ---------------------------------------------------------------------------------------
+
+const KERNEL_SOURCE = `
+__kernel void fill_i(__global int *a, int v) { size_t i = get_global_id(0); a[i] = v + (int)i; }
+__kernel void addone(__global uchar *p) { p[get_global_id(0)] += 1; }
+__kernel void axpy(__global float *y, __global const float *x, float alpha) {
+  size_t i = get_global_id(0); y[i] = alpha * x[i] + y[i];
+}
+__kernel void lsum(__global long *out, __local long *scratch, long v) {
+  size_t l = get_local_id(0);
+  scratch[l] = v + (long)l;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (l == 0) { long s = 0; for (size_t k = 0; k < get_local_size(0); k++) s += scratch[k]; out[get_group_id(0)] = s; }
+}
+`;
+
+function fail(what) {
+  throw new FuzzFailure(what);
+}
+
+/** Runs `fn` (sync or async) and checks that it throws or rejects with a code of `codes`. */
+async function expectCode(world, label, codes, fn) {
+  let outcome;
+  try {
+    const value = fn();
+    if (value && typeof value.then === 'function') await value;
+    outcome = 'no error';
+  } catch (e) {
+    if (e instanceof FuzzFailure) throw e;
+    if (e && codes.includes(e.code)) {
+      bump(world, `${label}: ${e.code}`);
+      return;
+    }
+    outcome = describeThrown(e);
+  }
+  fail(`${label}: expected ${codes.join(' or ')}, got ${outcome}`);
+}
+
+/** The bytes of a view as an ArrayBuffer of their own (aligned for typed arrays). */
+const own = (view) => view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength);
+
+function bump(world, key) {
+  world.coverage.set(key, (world.coverage.get(key) ?? 0) + 1);
+}
+
+function inUse(addon) {
+  const s = addon.poolStats();
+  return s.device.inUseBytes + s.host.inUseBytes + s.shared.inUseBytes;
+}
+
+/** The world's program, built at the first kernel case. */
+function kernels(world) {
+  if (!world.kernels) {
+    const { addon } = world;
+    const program = addon.createProgramFromSource(world.queueA, KERNEL_SOURCE);
+    world.kernels = {
+      program,
+      fill: program.getKernel('fill_i'),
+      addone: program.getKernel('addone'),
+      axpy: program.getKernel('axpy'),
+      lsum: program.getKernel('lsum'),
+    };
+  }
+  return world.kernels;
+}
+
+const KERNEL_KINDS = ['device', 'shared', 'host'];
+
+/** A fresh object of `kind` with `nbytes`, every byte `fillByte`; tracked for the case's end. */
+function kmem(world, made, kind, nbytes, fillByte) {
+  const m = new world.classes[kind](nbytes, { queue: world.queueA });
+  m.memset(fillByte);
+  made.push(m);
+  return m;
+}
+
+const BAD_KERNEL_CALLS = [
+  'count-low', 'count-high', 'scalar-type', 'memory-for-scalar', 'scalar-for-memory', 'local-for-global',
+  'number-arg', 'string-arg', 'freed-arg', 'null-arg', 'range-zero', 'range-negative', 'range-fraction',
+  'range-4d', 'range-string', 'local-range-mismatch', 'kernel-junk', 'args-not-array', 'depends-junk',
+  'depends-not-array', 'kernel-not-found', 'arg-out-of-range', 'local-zero', 'program-syntax',
+  'program-not-string', 'program-options-junk', 'memcpy-too-long', 'memset-value', 'fill-type',
+];
+
+const kernelStepArb = fc.oneof(
+  fc.record({ op: fc.constant('fill'), kind: fc.constantFrom(...KERNEL_KINDS), n: fc.integer({ min: 1, max: 300 }), items: fc.nat({ max: 300 }), v: fc.integer({ min: -(2 ** 30), max: 2 ** 30 }), async: fc.boolean(), local: fc.constantFrom(0, 1, 2, 4) }),
+  fc.record({ op: fc.constant('chain'), kind: fc.constantFrom(...KERNEL_KINDS), n: fc.integer({ min: 1, max: 4096 }), k: fc.integer({ min: 1, max: 5 }), events: fc.boolean(), start: fc.nat({ max: 200 }) }),
+  fc.record({ op: fc.constant('axpy'), kinds: fc.tuple(fc.constantFrom(...KERNEL_KINDS), fc.constantFrom(...KERNEL_KINDS)), n: fc.integer({ min: 1, max: 1000 }), alpha: fc.constantFrom(0, 1, -1, 0.5, 2.5, 1024) }),
+  fc.record({ op: fc.constant('lsum'), kind: fc.constantFrom(...KERNEL_KINDS), groups: fc.integer({ min: 1, max: 6 }), size: fc.constantFrom(1, 2, 4, 8, 16, 32), v: fc.bigInt({ min: -(2n ** 40n), max: 2n ** 40n }) }),
+  fc.record({ op: fc.constant('queue-ops'), kinds: fc.tuple(fc.constantFrom(...KERNEL_KINDS), fc.constantFrom(...KERNEL_KINDS)), n: fc.integer({ min: 4, max: 5000 }), value: fc.nat({ max: 255 }), async: fc.boolean() }),
+  fc.record({ op: fc.constant('free-in-flight'), kind: fc.constantFrom(...KERNEL_KINDS), n: fc.integer({ min: 1, max: 100000 }) }),
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('bad'), call: fc.constantFrom(...BAD_KERNEL_CALLS), kind: fc.constantFrom(...KERNEL_KINDS), async: fc.boolean() }) },
+);
+
+/** A kernel case: 1 to 6 steps. */
+export function kernelCaseArb() {
+  return fc.record({ steps: fc.array(kernelStepArb, { minLength: 1, maxLength: 6 }) });
+}
+
+/** Plays a kernel case; throws a FuzzFailure when the addon and the model disagree. */
+export async function runKernelCase(world, c) {
+  const { addon } = world;
+  const k = kernels(world);
+  const { kernelArg } = addon;
+  const q = world.queueA;
+  const made = [];
+  const before = inUse(addon);
+  const submit = (async, ...a) => (async ? q.submitAsync(...a) : q.submit(...a));
+  try {
+    for (const [index, s] of c.steps.entries()) {
+      const label = `step ${index} ${s.op}${s.call ? ` ${s.call}` : ''}`;
+      bump(world, `kernel ${s.op}${s.call ? ` ${s.call}` : ''}`);
+      if (s.op === 'fill') {
+        const n = s.n;
+        const items = Math.min(s.items, n) || n;
+        const m = kmem(world, made, s.kind, n * 4, 0xab);
+        const local = s.local && items % s.local === 0 ? [s.local] : null;
+        const event = await submit(s.async, k.fill, [m, kernelArg.int32(s.v)], [items], local);
+        if (!(event instanceof addon.SyclEvent)) fail(`${label}: no SyclEvent`);
+        const got = new Int32Array(own(m.toBytes()));
+        for (let i = 0; i < n; i++) {
+          const want = i < items ? (s.v + i) | 0 : 0xabababab | 0;
+          if (got[i] !== want) fail(`${label}: element ${i} is ${got[i]}, expected ${want} (${items} items of ${n})`);
+        }
+      } else if (s.op === 'chain') {
+        const m = kmem(world, made, s.kind, s.n, s.start);
+        let dep = null;
+        const pending = [];
+        for (let i = 0; i < s.k; i++) {
+          const p = q.submitAsync(k.addone, [m], [s.n], null, dep ? [dep] : null);
+          pending.push(p);
+          // The Promise itself, or the event it settles with, as the next dependency.
+          dep = s.events ? await p : p;
+        }
+        const events = await Promise.all(pending);
+        for (const e of events) {
+          e.wait();
+          if (e.executionStatus !== 'complete') fail(`${label}: an awaited event says ${e.executionStatus}`);
+        }
+        const want = (s.start + s.k) & 0xff;
+        const bytes = m.toBytes();
+        const at = bytes.findIndex((b) => b !== want);
+        if (at >= 0) fail(`${label}: byte ${at} is ${bytes[at]} after ${s.k} chained increments of ${s.start}, expected ${want}`);
+      } else if (s.op === 'axpy') {
+        const [ky, kx] = s.kinds;
+        const x = new Float32Array(s.n).map((_, i) => i - 3);
+        const y = new Float32Array(s.n).map((_, i) => 2 * i);
+        const my = kmem(world, made, ky, s.n * 4, 0);
+        const mx = kmem(world, made, kx, s.n * 4, 0);
+        my.copyFromHost(y);
+        mx.copyFromHost(x);
+        q.submit(k.axpy, [my, mx, kernelArg.float32(s.alpha)], s.n);
+        const got = new Float32Array(own(my.toBytes()));
+        for (let i = 0; i < s.n; i++) {
+          const want = Math.fround(Math.fround(s.alpha) * x[i] + y[i]);
+          if (got[i] !== want) fail(`${label}: y[${i}] = ${got[i]}, expected ${want}`);
+        }
+      } else if (s.op === 'lsum') {
+        const out = kmem(world, made, s.kind, s.groups * 8, 0xcd);
+        q.submit(k.lsum, [out, kernelArg.local(s.size * 8), kernelArg.int64(s.v)], [s.groups * s.size], [s.size]);
+        const got = new BigInt64Array(own(out.toBytes()));
+        const want = s.v * BigInt(s.size) + BigInt((s.size * (s.size - 1)) / 2);
+        for (let g = 0; g < s.groups; g++) if (got[g] !== want) fail(`${label}: group ${g} summed ${got[g]}, expected ${want}`);
+      } else if (s.op === 'queue-ops') {
+        const [kd, ks] = s.kinds;
+        const src = kmem(world, made, ks, s.n, 0);
+        const dst = kmem(world, made, kd, s.n, 0x11);
+        const pattern = patternBytes(s.n, s.n);
+        src.copyFromHost(pattern);
+        const half = s.n >> 1;
+        const e1 = s.async ? await q.memcpyAsync(dst, src, half) : q.memcpy(dst, src, half);
+        const e2 = s.async ? await q.memsetAsync(dst, s.value, 1, [e1]) : q.memset(dst, s.value, 1, [e1]);
+        const e3 = q.fill(src, kernelArg.uint32(0x01020304), Math.floor(s.n / 4), [e2]);
+        e3.wait();
+        const bytes = dst.toBytes();
+        const want = Buffer.from(pattern);
+        want.fill(0x11, half);
+        want[0] = s.value;
+        const diff = firstDifference(bytes, want);
+        if (diff !== null) fail(`${label}: dst after memcpy and memset: ${diff}`);
+        const filled = src.toBytes();
+        for (let i = 0; i + 4 <= s.n; i += 4) {
+          if (filled.readUInt32LE(i) !== 0x01020304) fail(`${label}: fill left ${filled.readUInt32LE(i)} at ${i}`);
+        }
+      } else if (s.op === 'free-in-flight') {
+        const m = kmem(world, made, s.kind, s.n, 0);
+        const p = q.submitAsync(k.addone, [m], [s.n]);
+        m.free();
+        const event = await p;
+        if (!(event instanceof addon.SyclEvent)) fail(`${label}: no SyclEvent after free() in flight`);
+      } else if (s.op === 'bad') {
+        await badKernelCall(world, label, s, made);
+      }
+    }
+  } finally {
+    for (const m of made) {
+      try {
+        m.free();
+      } catch {
+        /* freed above */
+      }
+    }
+  }
+  const after = inUse(addon);
+  if (after !== before) fail(`the case left ${after - before} bytes in use (kernels hold their operands only until they finish)`);
+  world.cases++;
+}
+
+/** One bad call: it must throw or reject with its code, and change no byte of the memory. */
+async function badKernelCall(world, label, s, made) {
+  const { addon } = world;
+  const { kernelArg } = addon;
+  const k = kernels(world);
+  const q = world.queueA;
+  const m = kmem(world, made, s.kind, 64, 0x42);
+  const other = kmem(world, made, s.kind, 64, 0x42);
+  const submit = (...a) => (s.async ? q.submitAsync(...a) : q.submit(...a));
+  const ARG = ['ERR_KERNEL_ARG_TYPE', 'ERR_INVALID_ARG_TYPE'];
+  const RANGE = ['ERR_INVALID_RANGE'];
+  const freed = new world.classes[s.kind](16, { queue: q });
+  freed.free();
+  const calls = {
+    'count-low': [['ERR_KERNEL_ARG_COUNT'], () => submit(k.fill, [m], [4])],
+    'count-high': [['ERR_KERNEL_ARG_COUNT'], () => submit(k.fill, [m, kernelArg.int32(1), kernelArg.int32(2)], [4])],
+    'scalar-type': [ARG, () => submit(k.fill, [m, kernelArg.float32(1)], [4])],
+    'memory-for-scalar': [ARG, () => submit(k.fill, [m, other], [4])],
+    'scalar-for-memory': [ARG, () => submit(k.fill, [kernelArg.int32(1), kernelArg.int32(1)], [4])],
+    'local-for-global': [ARG, () => submit(k.fill, [kernelArg.local(64), kernelArg.int32(1)], [4])],
+    'number-arg': [ARG, () => submit(k.fill, [m, 1], [4])],
+    'string-arg': [ARG, () => submit(k.fill, [m, '1'], [4])],
+    'freed-arg': [['ERR_USM_FREED'], () => submit(k.fill, [freed, kernelArg.int32(1)], [4])],
+    'null-arg': [ARG, () => submit(k.fill, [null, kernelArg.int32(1)], [4])],
+    'range-zero': [RANGE, () => submit(k.fill, [m, kernelArg.int32(1)], [0])],
+    'range-negative': [RANGE, () => submit(k.fill, [m, kernelArg.int32(1)], -4)],
+    'range-fraction': [RANGE, () => submit(k.fill, [m, kernelArg.int32(1)], [2.5])],
+    'range-4d': [RANGE, () => submit(k.fill, [m, kernelArg.int32(1)], [1, 1, 1, 1])],
+    'range-string': [[...RANGE, 'ERR_INVALID_ARG_TYPE'], () => submit(k.fill, [m, kernelArg.int32(1)], '4')],
+    'local-range-mismatch': [RANGE, () => submit(k.fill, [m, kernelArg.int32(1)], [6], [4])],
+    'kernel-junk': [['ERR_INVALID_ARG_TYPE'], () => submit({ functionName: 'fill_i' }, [m, kernelArg.int32(1)], [4])],
+    'args-not-array': [ARG, () => submit(k.fill, m, [4])],
+    'depends-junk': [['ERR_INVALID_ARG_TYPE'], () => submit(k.fill, [m, kernelArg.int32(1)], [4], null, [{}])],
+    'depends-not-array': [['ERR_INVALID_ARG_TYPE'], () => submit(k.fill, [m, kernelArg.int32(1)], [4], null, 5)],
+    'kernel-not-found': [['ERR_KERNEL_NOT_FOUND'], () => k.program.getKernel('no_such_kernel')],
+    'arg-out-of-range': [['ERR_KERNEL_ARG_TYPE'], () => kernelArg.int32(2 ** 31)],
+    'local-zero': [['ERR_KERNEL_ARG_TYPE'], () => kernelArg.local(0)],
+    'program-syntax': [['ERR_PROGRAM_COMPILATION'], () => addon.createProgramFromSource(q, '__kernel void broken(__global int *p) { p[0] = ; }')],
+    'program-not-string': [['ERR_INVALID_ARG_TYPE'], () => addon.createProgramFromSource(q, 42)],
+    'program-options-junk': [['ERR_INVALID_ARG_TYPE'], () => addon.createProgramFromSource(q, KERNEL_SOURCE, { flags: '-O2' })],
+    'memcpy-too-long': [['ERR_INVALID_RANGE', 'ERR_SOURCE_TOO_LARGE', 'ERR_DESTINATION_TOO_SMALL', 'ERR_INVALID_SIZE'], () => (s.async ? q.memcpyAsync(m, other, 65) : q.memcpy(m, other, 65))],
+    'memset-value': [['ERR_INVALID_FILL_VALUE'], () => (s.async ? q.memsetAsync(m, 256) : q.memset(m, 256))],
+    'fill-type': [['ERR_INVALID_ARG_TYPE', 'ERR_KERNEL_ARG_TYPE'], () => q.fill(m, 7)],
+  };
+  const [codes, fn] = calls[s.call];
+  await expectCode(world, `kernel bad ${s.call}`, codes, fn);
+  for (const [name, obj] of [['the argument', m], ['the other', other]]) {
+    const bytes = obj.toBytes();
+    const at = bytes.findIndex((b) => b !== 0x42);
+    if (at >= 0) fail(`${label}: the refused call changed byte ${at} of ${name} to ${bytes[at]}`);
+  }
+}
+
+// ---- UCX ----
+
+const UCX_BUFFERS = ['u8', 'arraybuffer', 'sab', 'dataview', 'host', 'shared', 'device'];
+const BAD_UCX_CALLS = [
+  'send-number', 'send-string', 'send-tag-negative', 'send-tag-huge', 'recv-tag-string', 'recv-mask-negative',
+  'send-freed', 'recv-truncated', 'send-after-close', 'recv-after-close', 'connect-bad-host', 'connect-port-high',
+  'connect-port-missing', 'connect-refused', 'listen-port-used', 'listen-bad-host', 'accept-after-close',
+  'connect-options-junk', 'unpack-junk',
+];
+
+const ucxStepArb = fc.oneof(
+  fc.record({
+    op: fc.constant('cycle'),
+    messages: fc.array(fc.record({ size: fc.oneof(fc.integer({ min: 0, max: 64 }), fc.integer({ min: 65, max: 70000 })), tag: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), src: fc.constantFrom(...UCX_BUFFERS), dst: fc.constantFrom(...UCX_BUFFERS), dir: fc.boolean() }), { minLength: 0, maxLength: 5 }),
+    closeFirst: fc.boolean(),
+  }),
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('bad'), call: fc.constantFrom(...BAD_UCX_CALLS) }) },
+);
+
+/** A UCX case: 1 to 4 steps. */
+export function ucxCaseArb() {
+  return fc.record({ steps: fc.array(ucxStepArb, { minLength: 1, maxLength: 4 }) });
+}
+
+/** Whether the UCX transport loads here (a property over it is skipped when not). */
+export function ucxAvailable(addon) {
+  try {
+    return addon.ucx.available().available === true;
+  } catch {
+    return false;
+  }
+}
+
+function ucxBuffer(world, made, form, size, fillWith) {
+  const bytes = fillWith ?? new Uint8Array(size);
+  const n = Math.max(size, 1);
+  switch (form) {
+    case 'u8':
+      return Uint8Array.from(bytes);
+    case 'arraybuffer':
+      return Uint8Array.from(bytes).buffer;
+    case 'sab': {
+      const sab = new SharedArrayBuffer(size);
+      new Uint8Array(sab).set(bytes);
+      return sab;
+    }
+    case 'dataview':
+      return new DataView(Uint8Array.from(bytes).buffer);
+    default: {
+      // Memory objects hold at least one byte: a zero-byte message takes a view of none.
+      const m = new world.classes[form](n, { queue: world.queueA });
+      made.push(m);
+      if (size) m.copyFromHost(bytes);
+      return size === n ? m : new Uint8Array(0);
+    }
+  }
+}
+
+function bytesOf(buffer) {
+  if (buffer instanceof ArrayBuffer || buffer instanceof SharedArrayBuffer) return new Uint8Array(buffer);
+  if (ArrayBuffer.isView(buffer)) return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  return buffer.toBytes();
+}
+
+async function ucxPair(world) {
+  const { ucx } = world.addon;
+  if (!world.ucxListener) world.ucxListener = ucx.listen({ host: '127.0.0.1', port: 0 });
+  const [client, server] = await Promise.all([ucx.connect({ host: '127.0.0.1', port: world.ucxListener.port }), world.ucxListener.accept()]);
+  return { client, server };
+}
+
+/** Closes the world's UCX listener (so that the process can exit). */
+export function closeUcx(world) {
+  world.ucxListener?.close();
+  world.ucxListener = null;
+}
+
+/** Plays a UCX case; throws a FuzzFailure when the addon and the model disagree. */
+export async function runUcxCase(world, c) {
+  const { addon } = world;
+  const { ucx } = addon;
+  const made = [];
+  const before = inUse(addon);
+  try {
+    for (const [index, s] of c.steps.entries()) {
+      const label = `step ${index} ${s.op}${s.call ? ` ${s.call}` : ''}`;
+      bump(world, `ucx ${s.op}${s.call ? ` ${s.call}` : ''}`);
+      if (s.op === 'cycle') {
+        const { client, server } = await ucxPair(world);
+        for (const [i, msg] of s.messages.entries()) {
+          const [from, to] = msg.dir ? [client, server] : [server, client];
+          const data = patternBytes(msg.size, i + 1);
+          const dst = ucxBuffer(world, made, msg.dst, msg.size);
+          const src = ucxBuffer(world, made, msg.src, msg.size, data);
+          // The receive is posted first, and both settle before the next message.
+          const received = to.recv(dst, { tag: msg.tag });
+          await from.send(src, { tag: msg.tag });
+          const got = await received;
+          if (got.nbytes !== msg.size || got.tag !== msg.tag) fail(`${label}: message ${i} came as ${got.nbytes} bytes, tag ${got.tag}; sent ${msg.size}, tag ${msg.tag}`);
+          const diff = firstDifference(bytesOf(dst).subarray(0, msg.size), data);
+          if (diff !== null) fail(`${label}: message ${i} (${msg.src} -> ${msg.dst}, ${msg.size} B): ${diff}`);
+        }
+        const [first, second] = s.closeFirst ? [server, client] : [client, server];
+        await first.close();
+        await second.close();
+        if (ucx.info().inFlight !== 0) fail(`${label}: ${ucx.info().inFlight} operations in flight after both closed`);
+      } else if (s.op === 'bad') {
+        await badUcxCall(world, s.call, made);
+      }
+    }
+  } finally {
+    for (const m of made) {
+      try {
+        m.free();
+      } catch {
+        /* freed above */
+      }
+    }
+  }
+  const info = ucx.info();
+  if (info.inFlight !== 0) fail(`the case left ${info.inFlight} UCX operations in flight`);
+  const after = inUse(addon);
+  if (after !== before) fail(`the case left ${after - before} bytes in use`);
+  world.cases++;
+}
+
+async function badUcxCall(world, call, made) {
+  const { ucx } = world.addon;
+  const INVALID = ['ERR_INVALID_ARG_TYPE', 'ERR_INVALID_ARG_VALUE'];
+  const CLOSED = ['ERR_UCX_ENDPOINT_CLOSED'];
+  const label = `ucx bad ${call}`;
+  if (call.startsWith('connect-') || call.startsWith('listen-') || call === 'accept-after-close') {
+    const table = {
+      'connect-bad-host': [['ERR_UCX_BAD_ADDRESS'], () => ucx.connect({ host: 'not an address', port: 1 })],
+      'connect-port-high': [INVALID, () => ucx.connect({ host: '127.0.0.1', port: 70000 })],
+      'connect-port-missing': [INVALID, () => ucx.connect({ host: '127.0.0.1' })],
+      'connect-options-junk': [INVALID, () => ucx.connect('127.0.0.1:1')],
+      'connect-refused': [['ERR_UCX_CONNECTION_REFUSED'], () => {
+        const probe = ucx.listen({ host: '127.0.0.1', port: 0 });
+        const port = probe.port;
+        probe.close();
+        return ucx.connect({ host: '127.0.0.1', port });
+      }],
+      'listen-port-used': [['ERR_UCX_BAD_ADDRESS'], () => {
+        const used = ucx.listen({ host: '127.0.0.1', port: 0 });
+        try {
+          return ucx.listen({ host: '127.0.0.1', port: used.port });
+        } finally {
+          used.close();
+        }
+      }],
+      'listen-bad-host': [['ERR_UCX_BAD_ADDRESS', ...INVALID], () => ucx.listen({ host: '192.0.2.1', port: 0 })],
+      'accept-after-close': [CLOSED, () => {
+        const l = ucx.listen({ host: '127.0.0.1', port: 0 });
+        l.close();
+        return l.accept();
+      }],
+    };
+    const [codes, fn] = table[call];
+    await expectCode(world, label, codes, fn);
+    return;
+  }
+  const { client, server } = await ucxPair(world);
+  try {
+    const table = {
+      'send-number': [INVALID, () => client.send(42)],
+      'send-string': [INVALID, () => client.send('bytes')],
+      'send-tag-negative': [INVALID, () => client.send(new Uint8Array(1), { tag: -1n })],
+      'send-tag-huge': [INVALID, () => client.send(new Uint8Array(1), { tag: 2n ** 64n })],
+      'recv-tag-string': [INVALID, () => server.recv(new Uint8Array(1), { tag: 'x' })],
+      'recv-mask-negative': [INVALID, () => server.recv(new Uint8Array(1), { tag: 1n, tagMask: -1 })],
+      'send-freed': [['ERR_USM_FREED'], () => {
+        const m = new world.classes.host(8, { queue: world.queueA });
+        m.free();
+        return client.send(m);
+      }],
+      'unpack-junk': [['ERR_UCX_RKEY_INVALID', ...INVALID], () => client.unpackRemoteKey(new Uint8Array([1, 2, 3]))],
+      'recv-truncated': [['ERR_UCX_TRUNCATED'], async () => {
+        const small = server.recv(new Uint8Array(4), { tag: 9n });
+        // The send may settle either way once the receiver refused it; the receive is coded.
+        await Promise.allSettled([client.send(new Uint8Array(64), { tag: 9n })]);
+        return small;
+      }],
+      'send-after-close': [CLOSED, async () => {
+        await client.close();
+        return client.send(new Uint8Array(1));
+      }],
+      'recv-after-close': [CLOSED, async () => {
+        await server.close();
+        return server.recv(new Uint8Array(1));
+      }],
+    };
+    const [codes, fn] = table[call];
+    await expectCode(world, label, codes, fn);
+  } finally {
+    await client.close();
+    await server.close();
+  }
+  void made;
+}

@@ -117,6 +117,22 @@ pub fn set_instance_data<T: 'static>(env: &Env, value: T, teardown: fn(T)) -> na
     Ok(())
 }
 
+/// Runs `hook` at the process's `exit()` (the end of `main`, `process.exit()`), before the
+/// destructors of the libraries loaded before this call; `false` when it could not be
+/// registered.
+pub fn at_process_exit(hook: extern "C" fn()) -> bool {
+    // SAFETY: `atexit` only stores the function pointer; the hook is a plain function of
+    // this library, which Node never unloads (glibc runs it at an unload anyway).
+    unsafe { libc::atexit(hook) == 0 }
+}
+
+/// The calling thread as the C library knows it: usable at `exit()` too, after the
+/// standard library's thread-locals of the exiting thread are gone.
+pub fn os_thread() -> u64 {
+    // SAFETY: `pthread_self` has no preconditions and cannot fail.
+    unsafe { libc::pthread_self() as u64 }
+}
+
 /// This addon's instance data of `env`, when `set_instance_data` stored a `T` there.
 pub fn instance_data<T: 'static>(env: &Env) -> Option<&'static T> {
     let mut data = ptr::null_mut();

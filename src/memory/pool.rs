@@ -79,9 +79,12 @@
 //! called under it (blocks to free are collected under the lock and freed after it).
 //! `release` never panics and ignores free failures (it runs in `Drop`).
 //!
-//! **Process exit.** The pool is a `static`, and Rust never drops statics: nothing here
-//! runs at exit, so nothing calls into a runtime that is being torn down. Cached blocks
-//! go back with the process, like every other allocation the runtime still holds.
+//! **Process exit.** The pool is never dropped (its owner is leaked, and Rust never drops
+//! statics). The binding trims it when the last JS environment ends and once more at
+//! process exit, before the runtimes' own destructors (`js::state`): every cached block
+//! goes back to the runtime, so a leak checker run over a program (compute-sanitizer's)
+//! sees only what the program itself still holds. [`Pool::held_from_runtime`] says what
+//! is left.
 
 use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
@@ -794,6 +797,15 @@ impl Pool {
         let freed = deferred.run(self).saturating_add(self.owner.get().map_or(0, |owner| owner.trim_spare()));
         self.sink.trimmed(freed);
         freed
+    }
+
+    /// Blocks this pool holds from the runtime now (live, cached, or on their way back to
+    /// it) and their bytes: the book's entries, which every block enters when the runtime
+    /// makes it and leaves only once the runtime has it back.
+    pub fn held_from_runtime(&self) -> (u64, u64) {
+        let state = self.lock();
+        let bytes = state.book.values().fold(0u64, |sum, entry| sum.saturating_add(entry.extent()));
+        (state.book.len() as u64, bytes)
     }
 
     /// The counters now, with the cache's blocks and bytes summed over every context.

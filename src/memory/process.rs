@@ -140,6 +140,44 @@ impl ProcessRuntime {
     pub fn trim(&self) -> u64 {
         self.pool.trim()
     }
+
+    /// The end of the last JS environment, and the end of the process (the binding calls
+    /// it then, `js::state`): gives back every cached block, the idle host scratch and the
+    /// providers' staging buffers, so that a leak checker sees only what is still in use.
+    /// Live memory stays with its holders: an environment still running, a share token
+    /// not yet opened, an exporter's IPC handle, a kernel or copy in flight; and the
+    /// process goes on working (the next use makes what it needs again). What is still
+    /// held afterwards.
+    pub fn release_idle(&self) -> StillHeld {
+        self.pool.trim();
+        self.still_held()
+    }
+
+    /// What the process holds from the runtimes now (see [`StillHeld`]).
+    pub fn still_held(&self) -> StillHeld {
+        let (blocks, bytes) = self.pool.held_from_runtime();
+        let staging_bytes = self
+            .registry
+            .matching(None)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|d| d.staging())
+            .fold(0u64, |sum, held| sum.saturating_add(held.figures().bytes.current));
+        let scratch_bytes = self.host_copies.scratch.held().figures().bytes.current;
+        StillHeld { blocks, bytes, staging_bytes, scratch_bytes }
+    }
+}
+
+/// What the process holds from the runtimes: the pool's blocks (live, cached or being given
+/// back) and their bytes, and the bytes of the providers' staging buffers and of the host
+/// scratch of copies. All zero once everything was freed and [`ProcessRuntime::release_idle`]
+/// ran.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StillHeld {
+    pub blocks: u64,
+    pub bytes: u64,
+    pub staging_bytes: u64,
+    pub scratch_bytes: u64,
 }
 
 impl PoolOwner for ProcessRuntime {
@@ -149,5 +187,86 @@ impl PoolOwner for ProcessRuntime {
 
     fn device_name(&self, device: &dyn Device) -> String {
         self.registry.filter_string_of(device)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::memory::usm::UsmMemory;
+    use crate::runtime::fake::{FakeContext, FakeDevice, FakeProvider};
+    use crate::runtime::{Provider, UsmKind};
+
+    const MIB: u64 = 1 << 20;
+
+    /// A process value over one fake device, leaked as the binding's is.
+    fn process(pooling: bool) -> (&'static ProcessRuntime, Arc<FakeDevice>) {
+        let device = FakeDevice::new(1 << 34, 1 << 34);
+        let provider: Arc<dyn Provider> = Arc::new(FakeProvider {
+            devices: vec![device.clone()],
+            superseded_by_backend: None,
+            applies_device_selector: false,
+        });
+        let load = ProviderLoad { name: "fake", provider: Ok(provider), runtime_present: true };
+        (ProcessRuntime::new(vec![load], None, pooling).leak(), device)
+    }
+
+    #[test]
+    fn release_idle_gives_back_every_cached_block_staging_buffer_and_scratch_block() {
+        for pooling in [true, false] {
+            let (process, device) = process(pooling);
+            let context = FakeContext::new(3001, device.clone());
+            let queue = context.queue();
+            let objects: Vec<UsmMemory> = [UsmKind::Device, UsmKind::Host, UsmKind::Shared]
+                .into_iter()
+                .flat_map(|kind| [100, 4099, 2 * MIB + 1].map(|n| (kind, n)))
+                .map(|(kind, n)| UsmMemory::allocate(process.pool(), &queue, kind, n, 0).unwrap())
+                .collect();
+            // A provider's staging buffers, and a scratch block that went back to its store.
+            device.staging.made(4 * MIB, 2);
+            drop(crate::host::Scratch::new(&process.host_copies().scratch, 64 << 10).unwrap());
+            assert_eq!(process.still_held().blocks, 9);
+            assert!(process.still_held().scratch_bytes > 0, "the scratch block is kept idle");
+            // An environment ends: what it held is dropped, into the cache.
+            drop(objects);
+            let cached = if pooling { 9 } else { 0 };
+            assert_eq!(process.still_held().blocks, cached, "pooling {pooling}");
+            assert_eq!(context.counts().live.len() as u64, cached);
+            // The fake's staging is freed by hand (the provider frees its own in `trim_spare`).
+            device.staging.freed(4 * MIB, 2);
+            let held = process.release_idle();
+            assert_eq!(held, StillHeld::default(), "pooling {pooling}");
+            assert!(context.counts().live.is_empty(), "every block the runtime made was freed");
+            assert_eq!(context.counts().bad_frees, 0);
+            // The process goes on working after it.
+            let again = UsmMemory::allocate(process.pool(), &queue, UsmKind::Device, 100, 0).unwrap();
+            assert_eq!(process.still_held().blocks, 1);
+            drop(again);
+            assert_eq!(process.release_idle(), StillHeld::default());
+        }
+    }
+
+    #[test]
+    fn release_idle_keeps_live_memory_and_memory_held_by_a_share_token() {
+        let (process, device) = process(true);
+        let context = FakeContext::new(3002, device);
+        let queue = context.queue();
+        let live = UsmMemory::allocate(process.pool(), &queue, UsmKind::Shared, 1000, 0).unwrap();
+        let shared = UsmMemory::allocate(process.pool(), &queue, UsmKind::Device, 2000, 0).unwrap();
+        let token = process.shares().share_token(&shared, Some(60_000.0)).unwrap();
+        // The sharing environment ends: its object goes, the token still holds the memory.
+        drop(shared);
+        let held = process.release_idle();
+        assert_eq!((held.blocks, held.bytes), (2, 1024 + 2048), "live and shared memory stay");
+        assert_eq!(context.counts().live.len(), 2);
+        // Another environment opens the token: the memory is intact and usable.
+        let opened = process.shares().open_token(&token.text(), UsmKind::Device, 2000).unwrap();
+        assert_eq!(opened.nbytes(), 2000);
+        drop((live, opened));
+        assert_eq!(process.release_idle(), StillHeld::default());
+        assert!(context.counts().live.is_empty());
     }
 }
