@@ -475,7 +475,11 @@ error_table! {
         #[error("the program has no kernel named '{name}' (it has: {available})")]
         KernelNotFound { name: String, available: String } => KernelNotFound,
         /// `given` arguments for a kernel that takes `expected`.
-        #[error("kernel '{kernel}' takes {expected} arguments, {given} were given")]
+        #[error(
+            "kernel '{kernel}' takes {expected} argument{}, {given} {} given",
+            if *.expected == 1 { "" } else { "s" },
+            if *.given == 1 { "was" } else { "were" }
+        )]
         KernelArgCount { kernel: String, expected: u32, given: u64 } => KernelArgCount,
         /// Argument `index` of `kernel` does not fit its parameter; `message` says how.
         #[error("argument {index} of kernel '{kernel}': {message}")]
@@ -615,6 +619,15 @@ pub type Result<T, E = MemoryError> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_argument_count_reads_as_english_for_one_and_for_many() {
+        let count = |expected, given| MemoryError::KernelArgCount { kernel: "k".into(), expected, given }.to_string();
+        assert_eq!(count(1, 1), "kernel 'k' takes 1 argument, 1 was given");
+        assert_eq!(count(2, 1), "kernel 'k' takes 2 arguments, 1 was given");
+        assert_eq!(count(1, 0), "kernel 'k' takes 1 argument, 0 were given");
+        assert_eq!(count(3, 2), "kernel 'k' takes 3 arguments, 2 were given");
+    }
 
     #[test]
     fn codes_are_unique_and_named_after_their_text() {

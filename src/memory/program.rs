@@ -137,7 +137,7 @@ impl KernelArgument {
     fn describe(&self) -> String {
         match self {
             KernelArgument::Memory(memory) => memory.describe(),
-            KernelArgument::Scalar { ty, .. } => format!("a {} scalar", ty.name()),
+            KernelArgument::Scalar { ty, .. } => format!("a scalar of type {}", ty.name()),
             KernelArgument::Local(n) => format!("{n} bytes of local memory"),
         }
     }
@@ -374,7 +374,7 @@ fn launch_args(queue: &Arc<dyn Queue>, info: &KernelInfo, args: &[KernelArgument
                 if let Some(declared) = ScalarType::of_declared(type_name) {
                     if !accepts(type_name, declared, *ty) {
                         return Err(wrong(format!(
-                            "the kernel declares '{type_name}' (kernelArg.{}), and was given a {} scalar",
+                            "the kernel declares '{type_name}' (kernelArg.{}), and was given a scalar of type {}",
                             declared.name(),
                             ty.name()
                         )));
