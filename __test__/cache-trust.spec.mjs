@@ -201,3 +201,33 @@ ln -s libucp.so.0 "$target/libucx/lib/libucp.so"
   t.true(loaded.ran, `a fresh install passes the checks: ${loaded.available.message}`);
   t.notRegex(loaded.available.message, /refused/);
 });
+
+// The CUDA driver too: cudarc's loader tried `libcuda.so` by bare name first, which an empty
+// element of LD_LIBRARY_PATH resolves in the working directory; the addon now finds
+// libcuda.so.1 by absolute path only. A machine with a real driver finds that one first.
+const systemCuda = /\slibcuda\.so\.1\s/.test(spawnSync('ldconfig', ['-p'], { encoding: 'utf8' }).stdout || '');
+const cudaSkip = skip || (systemCuda ? ' [a system CUDA driver is found first: skipped]' : '');
+(cudaSkip === '' ? test.serial : test.serial.skip)(`the CUDA driver is never loaded from the working directory${cudaSkip}`, (t) => {
+  const work = tempDir(t);
+  const untrusted = path.join(work, 'untrusted');
+  mkdirSync(untrusted);
+  for (const name of ['libcuda.so', 'libcuda.so.1']) compilePlanted(path.join(untrusted, name));
+  const mark = path.join(work, 'ran');
+  const script = `
+    const { getDevices } = require(${JSON.stringify(INDEX)});
+    process.stdout.write(JSON.stringify(getDevices().map((d) => d.filterString)));`;
+  for (const value of ['/nonexistent:', ':', '.']) {
+    const child = spawnSync(process.execPath, ['-e', script], {
+      cwd: untrusted, env: childEnv({ LD_LIBRARY_PATH: value, PLANTED_MARK: mark }), encoding: 'utf8', timeout: 120_000,
+    });
+    t.is(child.status, 0, child.stderr);
+    t.false(existsSync(mark), `LD_LIBRARY_PATH=${JSON.stringify(value)}: the working directory's libcuda ran`);
+    t.true(JSON.parse(child.stdout).every((name) => !name.startsWith('cuda')), 'no CUDA device from a planted library');
+  }
+  // The control: the same library on an absolute element is the one the search finds.
+  const control = spawnSync(process.execPath, ['-e', script], {
+    cwd: work, env: childEnv({ LD_LIBRARY_PATH: untrusted, PLANTED_MARK: mark }), encoding: 'utf8', timeout: 120_000,
+  });
+  t.is(control.status, 0, control.stderr);
+  t.true(existsSync(mark), 'an absolute LD_LIBRARY_PATH element is searched');
+});

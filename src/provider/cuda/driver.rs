@@ -28,8 +28,10 @@
 //! take a `CUmemLocation` (CUDA 12.2 and newer; CUDA 13's `cuda.h` maps the plain names to
 //! these same symbols), `cuIpcOpenMemHandle_v2`, `cuMemHostRegister_v2`.
 //!
-//! Everything else comes from cudarc: finding and loading the library
-//! (`sys::is_culib_present`, `sys::culib`), the handle types and the enum constants.
+//! The library is found by absolute path (`provider::system_lib`) and loaded here, never by
+//! a bare name as cudarc's `sys::culib` would (its first candidate, `libcuda.so`, resolves
+//! in the working directory when `LD_LIBRARY_PATH` has an empty element). Everything else
+//! comes from cudarc: the handle types and the enum constants.
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::fmt;
@@ -278,18 +280,34 @@ pub(super) struct Driver {
 
 static DRIVER: OnceLock<Driver> = OnceLock::new();
 
+/// The driver library's soname, as NVIDIA installs it.
+const LIBCUDA: &str = "libcuda.so.1";
+
 fn no_driver_message() -> String {
     // Most machines that meet this have no NVIDIA hardware: say so briefly, not as a fault.
-    "no NVIDIA driver here (libcuda.so.1 not found; NVIDIA GPUs need it, on LD_LIBRARY_PATH if it is \
-     not in a system folder)"
-        .to_string()
+    format!(
+        "no NVIDIA driver here ({LIBCUDA} not found; NVIDIA GPUs need it, on LD_LIBRARY_PATH if it is \
+         not in a system folder{})",
+        crate::provider::system_lib::skipped_note()
+    )
 }
 
-/// Whether a CUDA driver library can be loaded.
+/// The driver library, loaded once per process from the absolute path the loader's search
+/// would find (`system_lib::find`), or `None` where there is none.
+fn driver_library() -> Option<&'static libloading::Library> {
+    static LIBRARY: OnceLock<Option<libloading::Library>> = OnceLock::new();
+    LIBRARY
+        .get_or_init(|| {
+            let path = crate::provider::system_lib::find(LIBCUDA)?;
+            // SAFETY: loading libcuda runs only its own initialisers, as any CUDA program does.
+            unsafe { libloading::Library::new(path) }.ok()
+        })
+        .as_ref()
+}
+
+/// Whether a CUDA driver library is there (it is then loaded, and stays so).
 pub(super) fn library_present() -> bool {
-    // SAFETY: only dlopen()s the candidate names of the driver library and closes them
-    // again; it calls no function of the library.
-    unsafe { cudarc::driver::sys::is_culib_present() }
+    driver_library().is_some()
 }
 
 /// Loads libcuda (once per process) and resolves its entry points. `Err` when there is no
@@ -298,15 +316,8 @@ pub(super) fn open() -> crate::error::Result<&'static Driver> {
     if let Some(d) = DRIVER.get() {
         return Ok(d);
     }
-    if !library_present() {
-        return Err(MemoryError::CudaDriver { message: no_driver_message() });
-    }
-    // cudarc's `culib()` panics when no candidate loads; it was just found present, and
-    // catch_unwind covers the library vanishing in between.
-    // SAFETY: loading libcuda runs only its own initialisers, as any CUDA program does.
-    let lib = std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::culib() })
-        .map_err(|_| MemoryError::CudaDriver { message: no_driver_message() })?;
-    // SAFETY: `lib` is the CUDA driver library loaded by cudarc.
+    let lib = driver_library().ok_or_else(|| MemoryError::CudaDriver { message: no_driver_message() })?;
+    // SAFETY: `lib` is the CUDA driver library, found by its soname.
     let table = unsafe { Table::resolve(lib) }.map_err(|e| MemoryError::CudaDriver {
         message: format!("{e}; the NVIDIA driver is too old for this addon (CUDA 12 or newer needed)"),
     })?;
