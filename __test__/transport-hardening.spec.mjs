@@ -171,7 +171,8 @@ ucxTest('#7 connect is bounded: a timeout option, ERR_UCX_CONNECT_TIMEOUT, and b
     t.is(error.code, 'ERR_UCX_CONNECT_TIMEOUT', error.message);
     t.regex(error.message, /300 ms/);
     for (const bad of [0, -1, NaN, 'soon', 2 ** 31]) {
-      await t.throwsAsync(ucx.connect({ host: '127.0.0.1', port: 1, timeout: bad }), { code: /ERR_INVALID_ARG_(VALUE|TYPE)/ });
+      const refused = await t.throwsAsync(ucx.connect({ host: '127.0.0.1', port: 1, timeout: bad }));
+      t.is(refused.code, 'ERR_INVALID_ARG_VALUE', `timeout ${String(bad)}`);
     }
   } finally {
     silent.close();
@@ -226,22 +227,9 @@ ucxTest('#15 a UCX configuration UCX refuses is ERR_UCX_CONFIG naming the variab
   t.true(out.available, 'UCX is there');
   t.is(out.code, 'ERR_UCX_CONFIG');
   t.regex(out.message, /UCX_TLS=nonsense/);
-  t.notRegex(run.stderr, /UCX {2}(ERROR|WARN)/, 'no UCX log lines beside the coded error');
+  // UCX logs to stdout unless UCX_LOG_FILE says otherwise: both streams are looked at.
+  t.notRegex(`${run.stdout}${run.stderr}`, /UCX {2}(ERROR|WARN)/, 'no UCX log lines beside the coded error');
   // The user's own UCX_LOG_LEVEL is kept: UCX then logs as asked.
   const loud = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...env, UCX_LOG_LEVEL: 'warn' }, timeout: 120000 });
-  t.regex(loud.stderr, /UCX {2}(ERROR|WARN)/, 'the control: UCX logs when the user asks');
-});
-
-ucxTest('#15 a refused connection is a coded error without UCX log lines on stderr', (t) => {
-  const script = `const { ucx } = require(${INDEX});
-    const probe = ucx.listen({ host: '127.0.0.1', port: 0 });
-    const port = probe.port;
-    probe.close();
-    ucx.connect({ host: '127.0.0.1', port }).then(() => console.log('"connected"'), (e) => console.log(JSON.stringify(e.code)));`;
-  const env = { ...process.env, UCX_TLS: 'tcp,self' };
-  delete env.UCX_LOG_LEVEL;
-  const run = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env, timeout: 120000 });
-  t.is(run.status, 0, run.stderr);
-  t.is(JSON.parse(run.stdout.trim().split('\n').at(-1)), 'ERR_UCX_CONNECTION_REFUSED');
-  t.notRegex(run.stderr, /UCX {2}(ERROR|WARN)/);
+  t.regex(`${loud.stdout}${loud.stderr}`, /UCX {2}(ERROR|WARN)/, 'the control: UCX logs when the user asks');
 });
