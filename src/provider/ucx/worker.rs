@@ -243,7 +243,8 @@ fn config_error(ucp: &Ucp, operation: &str, status: Status) -> String {
     let set: Vec<String> = std::env::vars_os()
         .filter_map(|(name, value)| {
             let name = name.into_string().ok()?;
-            name.starts_with("UCX_").then(|| format!("{name}={}", value.to_string_lossy().chars().take(80).collect::<String>()))
+            name.starts_with("UCX_")
+                .then(|| format!("{name}={}", value.to_string_lossy().chars().take(80).collect::<String>()))
         })
         .collect();
     let (a, b, c) = ucp.version;
