@@ -97,8 +97,7 @@ const RECORD_SLOTS = 5;
 const RECORDS = 256;
 const RECORD_DONE = 1;
 
-// While a listener is open (or a connect is in flight), the worker is also progressed
-// every LISTEN_POLL_MS: UCX's async thread, which accepts connections, drops a handler it
+// While a listener is open, the worker is also progressed every LISTEN_POLL_MS: UCX's async thread, which accepts connections, drops a handler it
 // could not run while this thread was inside UCX (a progress, a close) into a "missed"
 // queue that only a progress empties, and neither arming the event fd nor anything else
 // wakes the loop for it: an idle listener slept through such a connection request until
@@ -158,8 +157,8 @@ function handle(state, event) {
     if (listener === undefined) endpoint.close({ force: true }).catch(() => {});
     else deliverAccepted(listener, endpoint);
   } else if (event.failed !== undefined) {
-    const endpoint = state.endpoints.get(event.failed);
-    if (endpoint !== undefined) state.endpoints.delete(event.failed);
+    // The binding saw the endpoint fail: its pending operations reject (ERR_UCX_PEER_FAILED).
+    state.endpoints.delete(event.failed);
   }
 }
 
