@@ -1209,7 +1209,7 @@ export declare class UcxEndpoint {
    * `destination`; a larger message rejects with `ERR_UCX_TRUNCATED`.
    */
   recv(destination: UcxBuffer, options?: { tag?: bigint | number; tagMask?: bigint | number }): Promise<UcxReceived>
-  /** A peer's remote key bytes (`UcxMemoryMap#remoteKey`), for put/get over this endpoint. */
+  /** A peer's remote key bytes (`UcxMemoryMap#remoteKey`), for put/get over this endpoint (`ERR_UCX_RMA_DISABLED` without `DPCTL_MEMORY_UCX_RMA=1`). */
   unpackRemoteKey(bytes: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): UcxRemoteKey
   /** Writes `source` at `offset` (default 0) of the remote memory; resolves when `source` may be reused. */
   put(source: UcxBuffer, key: UcxRemoteKey, options?: { offset?: number }): Promise<void>
