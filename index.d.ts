@@ -108,6 +108,9 @@ export type ErrorCodeValue =
   | 'ERR_UCX_ENDPOINT_CLOSED'
   | 'ERR_UCX_RKEY_INVALID'
   | 'ERR_UCX_WRONG_THREAD'
+  | 'ERR_UCX_RMA_DISABLED'
+  | 'ERR_UCX_CONNECT_TIMEOUT'
+  | 'ERR_UCX_CONFIG'
   | 'ERR_PEER_ACCESS_UNSUPPORTED'
   | 'ERR_NVRTC_UNAVAILABLE'
 
@@ -182,6 +185,9 @@ export declare const ErrorCode: {
   readonly UcxEndpointClosed: 'ERR_UCX_ENDPOINT_CLOSED'
   readonly UcxRkeyInvalid: 'ERR_UCX_RKEY_INVALID'
   readonly UcxWrongThread: 'ERR_UCX_WRONG_THREAD'
+  readonly UcxRmaDisabled: 'ERR_UCX_RMA_DISABLED'
+  readonly UcxConnectTimeout: 'ERR_UCX_CONNECT_TIMEOUT'
+  readonly UcxConfig: 'ERR_UCX_CONFIG'
   readonly PeerAccessUnsupported: 'ERR_PEER_ACCESS_UNSUPPORTED'
   readonly NvrtcUnavailable: 'ERR_NVRTC_UNAVAILABLE'
 }
@@ -1228,7 +1234,7 @@ export declare class UcxEndpoint {
    * `destination`; a larger message rejects with `ERR_UCX_TRUNCATED`.
    */
   recv(destination: UcxBuffer, options?: { tag?: bigint | number; tagMask?: bigint | number }): Promise<UcxReceived>
-  /** A peer's remote key bytes (`UcxMemoryMap#remoteKey`), for put/get over this endpoint. */
+  /** A peer's remote key bytes (`UcxMemoryMap#remoteKey`), for put/get over this endpoint (`ERR_UCX_RMA_DISABLED` without `DPCTL_MEMORY_UCX_RMA=1`). */
   unpackRemoteKey(bytes: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): UcxRemoteKey
   /** Writes `source` at `offset` (default 0) of the remote memory; resolves when `source` may be reused. */
   put(source: UcxBuffer, key: UcxRemoteKey, options?: { offset?: number }): Promise<void>
@@ -1236,7 +1242,12 @@ export declare class UcxEndpoint {
   get(destination: UcxBuffer, key: UcxRemoteKey, options?: { offset?: number }): Promise<void>
   /** Resolves when every operation posted on this endpoint has completed at the peer. */
   flush(): Promise<void>
-  /** Closes the endpoint: sends are flushed first (unless `force`), then what is still pending rejects with `ERR_UCX_ENDPOINT_CLOSED`; never rejects. */
+  /**
+   * Closes the endpoint. Unless `force`, the sends, puts and gets in flight complete first
+   * (a send once the peer received it), then a flush; operations after `close()` are
+   * refused. What is still pending then (receives) rejects with `ERR_UCX_ENDPOINT_CLOSED`.
+   * `force` (also during a graceful close) closes at once. Never rejects.
+   */
   close(options?: { force?: boolean }): Promise<void>
 }
 
@@ -1252,7 +1263,10 @@ export declare class UcxListener {
   close(): void
 }
 
-/** A memory object registered for remote access (made by `ucx.mapMemory()`); holds the memory until `unmap()`. */
+/**
+ * A memory object registered for remote access (made by `ucx.mapMemory()`); holds the
+ * memory until `unmap()`, and after it until the endpoints open at the unmap have closed.
+ */
 export declare class UcxMemoryMap {
   private constructor()
   /** The remote key's bytes, to send to a peer. */
@@ -1274,11 +1288,15 @@ export interface UcxInfo {
   library: string
   /** Whether this UCX moves CUDA device memory (its CUDA transports loaded). */
   cudaMemory: boolean
+  /** Whether one-sided access is on (`DPCTL_MEMORY_UCX_RMA=1` when the worker was made). */
+  rma: boolean
   inFlight: number
   ucxRequests: number
   endpoints: number
   listeners: number
   maps: number
+  /** Unmapped memory still held until the endpoints open at its unmap have closed. */
+  unmappedHeld: number
   rkeys: number
 }
 
@@ -1288,9 +1306,16 @@ export declare const ucx: {
   available(): { available: boolean; message: string }
   /** Listens on `host` (default `'0.0.0.0'`) and `port` (default 0: any). */
   listen(options?: { host?: string; port?: number }): UcxListener
-  /** Connects to an IP address and port; resolves when the connection is up. */
-  connect(options: { host: string; port: number }): Promise<UcxEndpoint>
-  /** Registers a memory object for remote access by peers. */
+  /**
+   * Connects to an IP address and port; resolves when the connection is up, rejects with
+   * `ERR_UCX_CONNECT_TIMEOUT` after `timeout` ms (default 30000).
+   */
+  connect(options: { host: string; port: number; timeout?: number }): Promise<UcxEndpoint>
+  /**
+   * Registers a memory object for remote access by peers. One-sided access is opt-in:
+   * without `DPCTL_MEMORY_UCX_RMA=1` (read when the thread's worker is made) this throws
+   * `ERR_UCX_RMA_DISABLED`.
+   */
   mapMemory(memory: _Memory): UcxMemoryMap
   info(): UcxInfo
   /** @internal The worker's token (the wrong-thread tests). */

@@ -17,6 +17,9 @@ import { pattern, mismatch } from './fixtures/ucx-peer.mjs';
 const require = createRequire(import.meta.url);
 const { ucx, UcxEndpoint, UcxListener, MemoryUSMHost, MemoryUSMShared, MemoryUSMDevice, getDevices } = require('../index.js');
 const PEER = fileURLToPath(new URL('./fixtures/ucx-peer.mjs', import.meta.url));
+// The one-sided tests map memory: one-sided access is opt-in, read when this thread's
+// worker is made (at first use, below) and by the peers, which inherit the environment.
+process.env.DPCTL_MEMORY_UCX_RMA = '1';
 const { available, message: WHY } = ucx.available();
 // Serial: tags are matched across the process's worker, and the tests count what is in flight.
 const ucxTest = available ? test.serial : test.skip;
@@ -129,7 +132,7 @@ ucxTest('in one process over loopback: tagged messages of host, shared and devic
   t.is(ucx.info().inFlight, 0);
 });
 
-ucxTest("closing an endpoint rejects what is pending on it with ERR_UCX_ENDPOINT_CLOSED, and its peer's with ERR_UCX_PEER_FAILED", async (t) => {
+ucxTest("closing an endpoint (forced, or graceful then forced) rejects what is pending on it with ERR_UCX_ENDPOINT_CLOSED, and its peer's with ERR_UCX_PEER_FAILED", async (t) => {
   // In a thread of its own: the sends below leave unexpected messages in its UCX worker's
   // queue (tags are matched per worker), which end with the thread.
   const script = `const { ucx } = require(${JSON.stringify(require.resolve('../index.js'))});
@@ -146,7 +149,14 @@ ucxTest("closing an endpoint rejects what is pending on it with ERR_UCX_ENDPOINT
         const recv = codeOf(server.recv(new Uint8Array(4096), { tag: 0x51n }));
         const send = codeOf(server.send(new Uint8Array(64 * 2 ** 20), { tag: 0x52n }));
         const peerSend = codeOf(client.send(new Uint8Array(64 * 2 ** 20), { tag: 0x53n }));
-        await server.close({ force });
+        if (force) await server.close({ force });
+        else {
+          // A graceful close waits for its send, which nothing receives: a forced close
+          // meanwhile ends the wait (and the send).
+          const closing = server.close();
+          await server.close({ force: true });
+          await closing;
+        }
         outcomes.push({ force, recv: await recv, send: await send, peerSend: await peerSend });
         await client.close();
       }

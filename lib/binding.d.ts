@@ -369,8 +369,8 @@ export function runtimeDiagnostics(): string
 /** `{ available, message }` as JSON: whether UCX loads here, and from where (or what to install). */
 export function ucxAvailable(): string
 
-/** Starts this thread's worker (once) with `drain`, the JS function the worker's fd wakes, and the spin window in microseconds (0: the fd alone); returns the worker's token. */
-export function ucxStart(drain: () => void, spinUs: number): number
+/** Starts this thread's worker (once) with `drain`, the JS function the worker's fd wakes, the spin window in microseconds (0: the fd alone), and whether one-sided access is on (`DPCTL_MEMORY_UCX_RMA=1`); returns the worker's token. */
+export function ucxStart(drain: () => void, spinUs: number, rma: boolean): number
 
 /** What the worker's library is, whether it moves CUDA memory, and its counts, as JSON: `{ library, cudaMemory, inFlight, endpoints, listeners, maps, rkeys }`. */
 export function ucxInfo(token: number): string

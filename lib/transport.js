@@ -10,13 +10,11 @@
 // drops the object's reference and the memory goes when UCX is done with it.
 const { native } = require('./native.js');
 const { ErrorCode, typeError, rangeError, makeError, fromNative, invalidThis } = require('./errors.js');
-const { display, hostArg } = require('./values.js');
+const { display, hostArg, arrayState, readOptions } = require('./values.js');
 const memory = require('./memory.js');
 
 const { isMemory, memorySource } = memory;
-const { Object, Map, Promise, JSON, BigInt, Number, Error, setImmediate } = globalThis;
-const { isArray } = Array;
-const keys = Object.keys;
+const { Object, Map, Set, Promise, JSON, BigInt, Number, Error, setImmediate, setTimeout, clearTimeout, setInterval, clearInterval } = globalThis;
 const inspect = Symbol.for('nodejs.util.inspect.custom');
 const TAG_LIMIT = (1n << 64n) - 1n;
 const ALL_TAG_BITS = TAG_LIMIT;
@@ -39,14 +37,21 @@ function unavailableError() {
 function ensureWorker() {
   if (worker !== null) return worker;
   if (!available().available) throw unavailableError();
-  const state = { token: 0, ops: new Map(), listeners: new Map(), endpoints: new Map(), scheduled: false, records: new Float64Array(1 + RECORD_SLOTS * RECORDS) };
+  const state = { token: 0, ops: new Map(), listeners: new Map(), endpoints: new Map(), scheduled: false, records: new Float64Array(1 + RECORD_SLOTS * RECORDS), watchdog: null };
   try {
-    state.token = native.ucxStart(() => drain(state), SPIN_US);
+    state.token = native.ucxStart(() => drain(state), SPIN_US, rmaEnabled());
   } catch (error) {
     throw fromNative(error);
   }
   worker = state;
   return state;
+}
+
+// One-sided access (mapMemory, put/get) is opt-in: over software transports (TCP, shared
+// memory) UCX writes wherever a peer's request says, so a worker made with it lets any
+// connected peer read and write this whole process. Read when the thread's worker is made.
+function rmaEnabled() {
+  return process.env.DPCTL_MEMORY_UCX_RMA === '1';
 }
 
 /** Calls the binding, turning its errors into this realm's. */
@@ -92,6 +97,25 @@ const RECORD_SLOTS = 5;
 const RECORDS = 256;
 const RECORD_DONE = 1;
 
+// While a listener is open, the worker is also progressed every LISTEN_POLL_MS: UCX's async thread, which accepts connections, drops a handler it
+// could not run while this thread was inside UCX (a progress, a close) into a "missed"
+// queue that only a progress empties, and neither arming the event fd nor anything else
+// wakes the loop for it: an idle listener slept through such a connection request until
+// something else made its worker progress. The poll bounds that wait; it is unref'd (the
+// listener keeps the loop alive itself) and costs one empty progress per period.
+const LISTEN_POLL_MS = 50;
+
+function watchdog(state) {
+  const wanted = state.listeners.size > 0;
+  if (wanted && state.watchdog === null) {
+    state.watchdog = setInterval(() => drain(state), LISTEN_POLL_MS);
+    state.watchdog.unref();
+  } else if (!wanted && state.watchdog !== null) {
+    clearInterval(state.watchdog);
+    state.watchdog = null;
+  }
+}
+
 /** Progresses the worker and settles what completed. */
 function drain(state) {
   const records = state.records;
@@ -131,10 +155,10 @@ function handle(state, event) {
     const listener = state.listeners.get(event.listener);
     const endpoint = new UcxEndpoint(INTERNAL, state, event.accepted, 'a client');
     if (listener === undefined) endpoint.close({ force: true }).catch(() => {});
-    else listener._accepted(endpoint);
+    else deliverAccepted(listener, endpoint);
   } else if (event.failed !== undefined) {
-    const endpoint = state.endpoints.get(event.failed);
-    if (endpoint !== undefined) endpoint._failed();
+    // The binding saw the endpoint fail: its pending operations reject (ERR_UCX_PEER_FAILED).
+    state.endpoints.delete(event.failed);
   }
 }
 
@@ -156,21 +180,17 @@ function operation(state, post, operands) {
   return id === 0 ? Promise.resolve() : pending(state, id, operands);
 }
 
+const asGiven = (value) => value;
+
+/** The options `names` of `what` (a plain object; a revoked Proxy or an array is refused). */
 function optionsObject(options, what, names) {
   if (options === undefined) return {};
-  if (typeof options !== 'object' || options === null || isArray(options)) {
+  if (typeof options !== 'object' || options === null || arrayState(options) !== false) {
     throw typeError(`${what} options must be a plain object, not ${display(options)}`);
   }
-  const out = {};
-  const given = keys(options);
-  for (let i = 0; i < given.length; i++) {
-    const name = given[i];
-    if (!names.includes(name)) {
-      throw typeError(`unknown option '${String(name).slice(0, 64)}': the options of ${what} are ${names.join(', ')}`);
-    }
-    out[name] = options[name];
-  }
-  return out;
+  const readers = { __proto__: null };
+  for (let i = 0; i < names.length; i++) readers[names[i]] = asGiven;
+  return readOptions(options, readers, (name) => `unknown option '${name}': the options of ${what} are ${names.join(', ')}`);
 }
 
 /** A 64-bit tag: a bigint or a non-negative safe integer. */
@@ -214,12 +234,25 @@ function fastOperand(value, what) {
   return isMemory(value) ? memorySource(value).handle : hostArg(value, what);
 }
 
+// Module-private (set in the classes' static blocks): what one class of this file asks
+// of another's private state, out of reach of other code.
+/** Hands an accepted endpoint to its listener's next `accept()`. */
+let deliverAccepted;
+/** The binding's id of a remote key of this module, or undefined for anything else. */
+let remoteKeyId;
+
 /** The other side of a connection: tagged messages, remote memory access, close. */
 class UcxEndpoint {
   #state;
   #id;
   #peer;
   #closed = null;
+  /** Whether the close is forced (or a graceful one was made forced meanwhile). */
+  #forced = false;
+  /** The Promise of the binding's close, once asked for. */
+  #closing = null;
+  /** Sends, puts and gets in flight: a graceful close waits for them. */
+  #outgoing = new Set();
 
   /** Not constructible: `ucx.connect()` and `UcxListener#accept()` make endpoints. */
   constructor(token, state, id, peer) {
@@ -237,6 +270,22 @@ class UcxEndpoint {
     return self;
   }
 
+  /** An operation on an endpoint whose close() was called is refused. */
+  static #open(self, member) {
+    UcxEndpoint.#live(self, member);
+    if (self.#closed !== null) throw makeError('Error', 'this endpoint is closed', ErrorCode.UcxEndpointClosed);
+    return self;
+  }
+
+  /** Records an outgoing op's Promise until it settles (a graceful close waits for it). */
+  #track(promise) {
+    const outgoing = this.#outgoing;
+    outgoing.add(promise);
+    const done = () => outgoing.delete(promise);
+    promise.then(done, done);
+    return promise;
+  }
+
   /** The address this endpoint connected to ('a client' for an accepted one). */
   get peer() {
     return UcxEndpoint.#live(this, 'peer').#peer;
@@ -244,12 +293,12 @@ class UcxEndpoint {
 
   /** Sends `source` (a memory object, or a host buffer) as one message with `tag`. */
   send(source, options) {
-    const self = UcxEndpoint.#live(this, 'send');
     try {
+      const self = UcxEndpoint.#open(this, 'send');
       const { tag } = optionsObject(options, 'send', ['tag']);
       const tagValue = tagArg(tag, 'tag', 0n);
       const id = call(native.ucxSend, self.#state.token, self.#id, fastOperand(source, 'source'), tagValue);
-      return id === 0 ? Promise.resolve() : pending(self.#state, id, source);
+      return id === 0 ? Promise.resolve() : self.#track(pending(self.#state, id, source));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -261,8 +310,8 @@ class UcxEndpoint {
    * endpoint of the thread's worker, as in UCX.
    */
   recv(destination, options) {
-    const self = UcxEndpoint.#live(this, 'recv');
     try {
+      const self = UcxEndpoint.#open(this, 'recv');
       const { tag, tagMask } = optionsObject(options, 'recv', ['tag', 'tagMask']);
       const tagValue = tagArg(tag, 'tag', 0n);
       const mask = tagArg(tagMask, 'tagMask', ALL_TAG_BITS);
@@ -282,7 +331,7 @@ class UcxEndpoint {
 
   /** A peer's remote key (the bytes of its `UcxMemoryMap#remoteKey`), for put/get over this endpoint. */
   unpackRemoteKey(bytes) {
-    const self = UcxEndpoint.#live(this, 'unpackRemoteKey');
+    const self = UcxEndpoint.#open(this, 'unpackRemoteKey');
     const [id, nbytes] = call(native.ucxUnpack, self.#state.token, self.#id, hostArg(bytes, 'remote key'));
     return new UcxRemoteKey(INTERNAL, self.#state, id, nbytes);
   }
@@ -298,15 +347,15 @@ class UcxEndpoint {
   }
 
   #rma(member, write, buffer, key, options) {
-    const self = UcxEndpoint.#live(this, member);
     try {
+      const self = UcxEndpoint.#open(this, member);
       const { offset } = optionsObject(options, member, ['offset']);
       const at = offset === undefined ? 0 : offset;
       if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 0) throw rangeError(`offset must be a non-negative integer, not ${display(at)}`, ErrorCode.InvalidArgValue);
-      if (!(key instanceof UcxRemoteKey)) throw typeError(`key must be a UcxRemoteKey, not ${display(key)}`);
+      const rkey = remoteKeyId(key);
+      if (rkey === undefined) throw typeError(`key must be a UcxRemoteKey, not ${display(key)}`);
       const [handle, host] = operandArg(buffer, write ? 'source' : 'destination');
-      const rkey = key._id();
-      return operation(self.#state, () => native.ucxRma(self.#state.token, write, rkey, at, handle, host), [buffer, key]);
+      return self.#track(operation(self.#state, () => native.ucxRma(self.#state.token, write, rkey, at, handle, host), [buffer, key]));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -314,54 +363,75 @@ class UcxEndpoint {
 
   /** Resolves when every operation posted on this endpoint has completed at the peer. */
   flush() {
-    const self = UcxEndpoint.#live(this, 'flush');
     try {
-      return operation(self.#state, () => native.ucxFlush(self.#state.token, self.#id), null);
+      return UcxEndpoint.#open(this, 'flush').#flushNow();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  #flushNow() {
+    try {
+      return operation(this.#state, () => native.ucxFlush(this.#state.token, this.#id), null);
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
   /**
-   * Closes the endpoint: sends are flushed first (unless `force`); what is still pending
-   * then (receives, sends the flush did not finish) rejects with ERR_UCX_ENDPOINT_CLOSED.
-   * Idempotent: resolves when it is closed.
+   * Closes the endpoint. Unless `force`, what was sent completes first: the sends, puts
+   * and gets in flight (a send completes once the peer took it: a graceful close waits
+   * for the peer's receive), then a flush; later operations are refused at once. What is
+   * still pending then (receives) rejects with ERR_UCX_ENDPOINT_CLOSED. `force` (also
+   * while a graceful close waits) closes at once, and what was in flight rejects.
+   * Idempotent: resolves when it is closed; never rejects.
    */
   close(options) {
     const self = UcxEndpoint.#live(this, 'close');
-    if (self.#closed !== null) return self.#closed;
     let force;
     try {
       force = optionsObject(options, 'close', ['force']).force === true;
     } catch (error) {
       return Promise.reject(error);
     }
-    const state = self.#state;
-    // A graceful close is a flush, then UCX's forced close: UCX's own flushing close can
-    // leave the connection's sockets open after both sides closed.
-    const flushed = force ? Promise.resolve() : self.flush().catch(() => {});
-    self.#closed = flushed.then(() => {
-      let id;
-      try {
-        id = call(native.ucxClose, state.token, self.#id, true);
-      } catch {
-        return undefined;
+    if (self.#closed !== null) {
+      if (force && !self.#forced) {
+        self.#forced = true;
+        self.#closeNow();
       }
-      if (id < 0) return undefined;
-      return new Promise((resolve) => {
-        // A close completes even when the peer is gone: it never rejects.
-        state.ops.set(id, { resolve: () => resolve(), reject: () => resolve(), operands: null, tag: null, exact: false });
-        schedule(state);
-      });
-    }).then(() => {
+      return self.#closed;
+    }
+    self.#forced = force;
+    const state = self.#state;
+    // A graceful close waits for what was sent (UCX's flush completes RMA, not a
+    // rendezvous send still waiting for the peer's receive, and a close cancels those),
+    // then flushes, then closes with UCX's forced close: UCX's own flushing close can
+    // leave the connection's sockets open after both sides closed.
+    const done = () => {};
+    const sent = force ? Promise.resolve() : Promise.all([...self.#outgoing].map((p) => p.then(done, done)));
+    const flushed = sent.then(() => (self.#forced ? undefined : self.#flushNow().catch(done)));
+    self.#closed = flushed.then(() => self.#closeNow()).then(() => {
       state.endpoints.delete(self.#id);
     });
     return self.#closed;
   }
 
-  /** The binding saw the endpoint fail: its pending operations reject (ERR_UCX_PEER_FAILED). */
-  _failed() {
-    this.#state.endpoints.delete(this.#id);
+  /** The binding's close (forced: what is pending on it rejects), once. */
+  #closeNow() {
+    if (this.#closing !== null) return this.#closing;
+    const state = this.#state;
+    let id;
+    try {
+      id = call(native.ucxClose, state.token, this.#id, true);
+    } catch {
+      id = -1;
+    }
+    this.#closing = id < 0 ? Promise.resolve() : new Promise((resolve) => {
+      // A close completes even when the peer is gone: it never rejects.
+      state.ops.set(id, { resolve: () => resolve(), reject: () => resolve(), operands: null, tag: null, exact: false });
+      schedule(state);
+    });
+    return this.#closing;
   }
 
   toString() {
@@ -391,6 +461,7 @@ class UcxListener {
     this.#host = host;
     this.#port = port;
     state.listeners.set(id, this);
+    watchdog(state);
   }
 
   static #live(self, member) {
@@ -416,9 +487,11 @@ class UcxListener {
     return new Promise((resolve, reject) => self.#waiting.push({ resolve, reject }));
   }
 
-  _accepted(endpoint) {
-    if (this.#waiting.length > 0) this.#waiting.shift().resolve(endpoint);
-    else this.#queue.push(endpoint);
+  static {
+    deliverAccepted = (listener, endpoint) => {
+      if (listener.#waiting.length > 0) listener.#waiting.shift().resolve(endpoint);
+      else listener.#queue.push(endpoint);
+    };
   }
 
   /** Stops listening; waiting `accept()`s reject with ERR_UCX_ENDPOINT_CLOSED. Idempotent. */
@@ -428,6 +501,7 @@ class UcxListener {
     self.#open = false;
     call(native.ucxCloseListener, self.#state.token, self.#id);
     self.#state.listeners.delete(self.#id);
+    watchdog(self.#state);
     const waiting = self.#waiting.splice(0);
     for (let i = 0; i < waiting.length; i++) waiting[i].reject(makeError('Error', 'this listener is closed', ErrorCode.UcxEndpointClosed));
   }
@@ -506,8 +580,9 @@ class UcxRemoteKey {
     return this.#nbytes;
   }
 
-  _id() {
-    return this.#id;
+  static {
+    // `#id in` never runs a Proxy's traps (a revoked one is simply not a key).
+    remoteKeyId = (key) => (typeof key === 'object' && key !== null && #id in key ? key.#id : undefined);
   }
 
   /** Destroys the key: later put/get through it reject with ERR_UCX_RKEY_INVALID. Idempotent. */
@@ -529,18 +604,44 @@ function listen(options) {
   return new UcxListener(INTERNAL, state, id, address, bound);
 }
 
-/** Connects to `{ host, port }`; resolves with the `UcxEndpoint` once the connection is up. */
+/** How long `ucx.connect` waits for the connection by default (ms). */
+const CONNECT_TIMEOUT_MS = 30000;
+
+function timeoutArg(value) {
+  if (value === undefined) return CONNECT_TIMEOUT_MS;
+  if (typeof value !== 'number' || !(value > 0) || value > 2 ** 31 - 1) {
+    throw rangeError(`timeout must be a number of milliseconds 1 .. 2^31 - 1, not ${display(value)}`, ErrorCode.InvalidArgValue);
+  }
+  return value;
+}
+
+/**
+ * Connects to `{ host, port, timeout }`; resolves with the `UcxEndpoint` once the
+ * connection is up, or rejects with ERR_UCX_CONNECT_TIMEOUT after `timeout` ms (30 s by
+ * default; the endpoint is then closed).
+ */
 function connect(options) {
   try {
-    const { host, port } = optionsObject(options, 'ucx.connect', ['host', 'port']);
+    const { host, port, timeout } = optionsObject(options, 'ucx.connect', ['host', 'port', 'timeout']);
     const address = hostString(host, 'host');
     if (port === undefined) throw typeError('ucx.connect needs a port');
     const wanted = portArg(port, 0);
+    const ms = timeoutArg(timeout);
     const state = ensureWorker();
     const [id, op] = call(native.ucxConnect, state.token, address, wanted);
     const endpoint = new UcxEndpoint(INTERNAL, state, id, `${address}:${wanted}`);
     return new Promise((resolve, reject) => {
-      state.ops.set(op, { resolve: () => resolve(endpoint), reject, operands: null, tag: null, exact: false });
+      const timer = setTimeout(() => {
+        if (!state.ops.has(op)) return;
+        state.ops.delete(op);
+        endpoint.close({ force: true }).catch(() => {});
+        reject(makeError('Error', `cannot connect to ${address}:${wanted}: no connection within ${ms} ms (the timeout option of ucx.connect)`, ErrorCode.UcxConnectTimeout));
+      }, ms);
+      const settled = (then) => (value) => {
+        clearTimeout(timer);
+        then(value);
+      };
+      state.ops.set(op, { resolve: settled(() => resolve(endpoint)), reject: settled(reject), operands: null, tag: null, exact: false });
       schedule(state);
     });
   } catch (error) {

@@ -1,13 +1,17 @@
 #!/usr/bin/env node
 // The UCX transport's leak checks, at full size (npm test runs a short version in
 // __test__/transport.spec.mjs): 1,000 transfers in flight at once, then 10^4 connect/close
-// cycles, in one process over loopback; then the worker's counts, the open fds and RSS
-// against their baselines. Exits 1 when something is left over.
-//   node scripts/ucx-soak.js [cycles=10000] [inFlight=1000] [size=65536]
+// cycles, in one process over loopback; then back-to-back cycles of connect + 8-byte send +
+// graceful close to an idle listener in another process (__test__/fixtures/ucx-hostile.mjs:
+// every connection must be accepted, every send delivered before its close); then the
+// worker's counts, the open fds and RSS against their baselines. Exits 1 when something is
+// left over or a connection is not made.
+//   node scripts/ucx-soak.js [cycles=10000] [inFlight=1000] [size=65536] [crossCycles=2000]
 // The large sizes (1 B .. 1 GiB, two processes) are scripts/ucx-large.js.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
+const { fork } = require('node:child_process');
 const { ucx } = require(path.resolve(__dirname, '..'));
 
 const fds = () => fs.readdirSync('/proc/self/fd').length;
@@ -44,8 +48,26 @@ async function cycles(count) {
   listener.close();
 }
 
+/** `count` cycles of connect + 8-byte send + close to a listener in another process. */
+async function crossCycles(count) {
+  const fixture = path.resolve(__dirname, '..', '__test__', 'fixtures', 'ucx-hostile.mjs');
+  const child = fork(fixture, ['listener', '127.0.0.1'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  try {
+    const { port, error } = await new Promise((resolve) => child.once('message', resolve));
+    if (error) throw new Error(`the listener process: ${error}`);
+    for (let i = 0; i < count; i++) {
+      const endpoint = await ucx.connect({ host: '127.0.0.1', port });
+      await endpoint.send(new Uint8Array(8), { tag: 1n });
+      await endpoint.close();
+      if (i % 1000 === 999) console.log(`ucx-soak: ${i + 1} cycles to another process, fds ${fds()}`);
+    }
+  } finally {
+    child.kill();
+  }
+}
+
 async function main() {
-  const [cycleCount = 10000, inFlightCount = 1000, size = 65536] = process.argv.slice(2).filter((a) => !a.startsWith('--')).map(Number);
+  const [cycleCount = 10000, inFlightCount = 1000, size = 65536, crossCount = 2000] = process.argv.slice(2).filter((a) => !a.startsWith('--')).map(Number);
   // Warm-up: the worker, its transports and the first connection exist before the baseline.
   await inFlight(10, 1024);
   await cycles(20);
@@ -54,6 +76,8 @@ async function main() {
   await inFlight(inFlightCount, size);
   console.log(`ucx-soak: ${inFlightCount} transfers of ${size} B in flight at once: done`);
   await cycles(cycleCount);
+  await crossCycles(crossCount);
+  console.log(`ucx-soak: ${crossCount} connect + send + close cycles to an idle listener in another process: all accepted`);
   await new Promise((r) => setTimeout(r, 200));
   const end = { fds: fds(), rss: rssMiB(), info: ucx.info() };
   console.log(`ucx-soak: end fds ${end.fds}, RSS ${end.rss.toFixed(1)} MiB, worker ${JSON.stringify(end.info)}`);

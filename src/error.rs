@@ -259,6 +259,12 @@ error_table! {
         UcxRkeyInvalid = "ERR_UCX_RKEY_INVALID" as Error,
         /// A transport object of another thread's worker.
         UcxWrongThread = "ERR_UCX_WRONG_THREAD" as Error,
+        /// `ucx.mapMemory` in a process that did not opt in to one-sided access.
+        UcxRmaDisabled = "ERR_UCX_RMA_DISABLED" as Error,
+        /// `ucx.connect` that was not up within its timeout (made in lib/transport.js).
+        UcxConnectTimeout = "ERR_UCX_CONNECT_TIMEOUT" as Error,
+        /// UCX is there but its configuration (a `UCX_*` variable) is unusable.
+        UcxConfig = "ERR_UCX_CONFIG" as Error,
         // Peer access (issue 22).
         /// Peer access between devices whose backends have none (OpenCL, mixed backends),
         /// between a device and itself, or that the runtime says the pair cannot have.
@@ -526,6 +532,12 @@ error_table! {
         /// A transport object of another thread's worker.
         #[error("this UCX {what} belongs to another thread's worker: each thread has its own (UCX workers are single-threaded)")]
         UcxWrongThread { what: String } => UcxWrongThread,
+        /// Memory mapped for one-sided access in a worker made without it.
+        #[error("one-sided access (ucx.mapMemory) is off in this process: a peer of a worker with it on can read and write this process's memory over software transports (TCP, shared memory), so it is opt-in: set DPCTL_MEMORY_UCX_RMA=1 before the thread first uses UCX (README \"Across machines (UCX)\")")]
+        UcxRmaDisabled => UcxRmaDisabled,
+        /// UCX refused its configuration: what it said.
+        #[error("{message}")]
+        UcxConfig { message: String } => UcxConfig,
         // Peer access (issue 22).
         /// Peer access between devices of two backends (dpctl's message).
         #[error("Device with backend {backend} cannot peer access device with backend {peer_backend}")]

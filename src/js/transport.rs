@@ -69,6 +69,11 @@ struct State {
     rkeys: HashMap<u64, (u64, RemoteKey)>,
     /// Memory mapped for remote access, held until unmapped.
     maps: HashMap<u64, (UsmMemory, Vec<u8>)>,
+    /// Memory unmapped while endpoints were open, held (neither freed nor reused) until
+    /// each of them has closed: a peer that had the key may still write it meanwhile
+    /// (UCX's software transports check no key), and the memory must not be another
+    /// allocation's by then. Dropped after the worker, so nothing writes it as it goes.
+    unmapped: Vec<(UsmMemory, Vec<u64>)>,
     listeners: HashSet<u64>,
     /// The spin window: while operations are in flight and the worker did something this
     /// recently, `ucxProgress` keeps progressing instead of arming the fd (zero: never).
@@ -133,6 +138,15 @@ fn with_state<R>(env: &Env, token: f64, f: impl FnOnce(&mut State) -> Result<R, 
 }
 
 impl State {
+    /// One-sided access is opt-in (`Worker::rma`).
+    fn rma(&self) -> Result<(), MemoryError> {
+        if self.worker.rma() {
+            Ok(())
+        } else {
+            Err(MemoryError::UcxRmaDisabled)
+        }
+    }
+
     fn endpoint(&self, id: u64) -> Result<&EndpointInfo, MemoryError> {
         match self.endpoints.get(&id) {
             Some(info) if !info.closed && self.worker.has_endpoint(id) => Ok(info),
@@ -159,6 +173,18 @@ impl State {
         let rec = self.book.finish(op)?;
         self.update_activity();
         Some((if rec.kind == OpKind::Recv { done.length } else { rec.nbytes }, rec.held))
+    }
+
+    /// Lets go of unmapped memory whose endpoints have all closed (their close completed).
+    fn release_unmapped(&mut self) {
+        if self.unmapped.is_empty() {
+            return;
+        }
+        let (worker, book) = (&self.worker, &self.book);
+        for (_, endpoints) in self.unmapped.iter_mut() {
+            endpoints.retain(|ep| worker.has_endpoint(*ep) || !book.of_endpoint(*ep, OpKind::Close).is_empty());
+        }
+        self.unmapped.retain(|(_, endpoints)| !endpoints.is_empty());
     }
 
     /// Keeps the loop alive while anything is pending or a listener is open.
@@ -197,15 +223,22 @@ pub fn ucx_available() -> String {
     json::object(&[("available", available.to_string()), ("message", json::string(&message))])
 }
 
-/// Starts this thread's worker (once) with `drain`, the JS function the fd wakes, and the
-/// spin window in microseconds (0: the fd alone); returns the worker's token.
+/// Starts this thread's worker (once) with `drain`, the JS function the fd wakes, the
+/// spin window in microseconds (0: the fd alone), and whether one-sided access is on
+/// (`DPCTL_MEMORY_UCX_RMA`, read by lib/); returns the worker's token.
 #[napi]
-pub fn ucx_start(env: &Env, drain: Unknown, spin_us: f64) -> napi::Result<f64> {
+pub fn ucx_start(env: &Env, drain: Unknown, spin_us: f64, rma: bool) -> napi::Result<f64> {
     let existing = STATE.with(|cell| cell.try_borrow().ok().and_then(|s| s.as_ref().map(|s| s.token)));
     if let Some(token) = existing {
         return Ok(token as f64);
     }
-    let worker = Worker::new().map_err(|message| MemoryError::UcxUnavailable { message }).or_throw(env)?;
+    // Once UCX loaded, a worker it will not make is its configuration's doing.
+    let worker = Worker::new(rma)
+        .map_err(|message| match ucx::available() {
+            Ok(_) => MemoryError::UcxConfig { message },
+            Err(_) => MemoryError::UcxUnavailable { message },
+        })
+        .or_throw(env)?;
     let watch = FdWatch::new(env, worker.event_fd(), &drain)
         .map_err(|message| MemoryError::Ucx { operation: "watching the worker's event fd".into(), message })
         .or_throw(env)?;
@@ -222,6 +255,7 @@ pub fn ucx_start(env: &Env, drain: Unknown, spin_us: f64) -> napi::Result<f64> {
             endpoints: HashMap::new(),
             rkeys: HashMap::new(),
             maps: HashMap::new(),
+            unmapped: Vec::new(),
             listeners: HashSet::new(),
             spin: Duration::from_nanos((spin_us.clamp(0.0, 1e6) * 1e3) as u64),
             busy_at: Instant::now(),
@@ -243,8 +277,9 @@ pub fn ucx_start(env: &Env, drain: Unknown, spin_us: f64) -> napi::Result<f64> {
     Ok(token as f64)
 }
 
-/// What the worker's library is, whether it moves CUDA memory, and its counts:
-/// `{ library, cudaMemory, inFlight, endpoints, listeners, maps, rkeys }`.
+/// What the worker's library is, whether it moves CUDA memory, whether one-sided access
+/// is on, and its counts: `{ library, cudaMemory, rma, inFlight, endpoints, listeners,
+/// maps, rkeys }`.
 #[napi]
 pub fn ucx_info(env: &Env, token: f64) -> napi::Result<String> {
     with_state(env, token, |s| {
@@ -252,11 +287,13 @@ pub fn ucx_info(env: &Env, token: f64) -> napi::Result<String> {
         Ok(json::object(&[
             ("library", json::string(&s.worker.describe_library())),
             ("cudaMemory", s.worker.supports_cuda_memory().to_string()),
+            ("rma", s.worker.rma().to_string()),
             ("inFlight", s.book.len().to_string()),
             ("ucxRequests", s.worker.in_flight().to_string()),
             ("endpoints", open.to_string()),
             ("listeners", s.listeners.len().to_string()),
             ("maps", s.maps.len().to_string()),
+            ("unmappedHeld", s.unmapped.len().to_string()),
             ("rkeys", s.rkeys.len().to_string()),
         ]))
     })
@@ -331,6 +368,7 @@ fn ucx_progress(env: &Env, token: f64, records: &Unknown) -> napi::Result<f64> {
         if !s.backlog.is_empty() {
             next = 2;
         }
+        s.release_unmapped();
         s.update_activity();
         Ok(())
     })?;
@@ -751,6 +789,7 @@ fn tagged(
 pub fn ucx_map_memory(env: &Env, token: f64, memory_id: f64) -> napi::Result<f64> {
     let memory = memory(env, memory_id)?;
     with_state(env, token, |s| {
+        s.rma()?;
         // SAFETY: `maps` holds the memory until it is unmapped.
         let (id, packed) =
             unsafe { s.worker.map(memory.address(), memory.nbytes() as usize) }.map_err(|e| ucx_error(&e))?;
@@ -770,12 +809,17 @@ pub fn ucx_map_key(env: &Env, token: f64, map_id: f64) -> napi::Result<Buffer> {
     })
 }
 
-/// Unmaps a map and lets go of its memory.
+/// Unmaps a map: its registration goes at once (transports that check keys refuse later
+/// accesses), its memory once every endpoint open now has closed (see `State::unmapped`).
 #[napi]
 pub fn ucx_unmap(env: &Env, token: f64, map_id: f64) -> napi::Result<()> {
     with_state(env, token, |s| {
         s.worker.unmap(map_id as u64);
-        s.maps.remove(&(map_id as u64));
+        if let Some((memory, _)) = s.maps.remove(&(map_id as u64)) {
+            let open: Vec<u64> = s.endpoints.keys().copied().filter(|ep| s.worker.has_endpoint(*ep)).collect();
+            s.unmapped.push((memory, open));
+            s.release_unmapped();
+        }
         Ok(())
     })
 }
@@ -790,6 +834,7 @@ pub fn ucx_unpack(env: &Env, token: f64, endpoint: f64, bytes: Unknown) -> napi:
     host.with_bytes(|src| crate::host::host_memcpy(crate::runtime::WriteBytes::of_slice(&mut copy), src.as_read()));
     let key = RemoteKey::from_bytes(&copy).or_throw(env)?;
     with_state(env, token, |s| {
+        s.rma()?;
         s.endpoint(endpoint)?;
         let id = s.worker.unpack_rkey(endpoint, &key.packed).map_err(|e| MemoryError::UcxRkeyInvalid {
             message: format!("UCX cannot unpack this remote key: {}", e.text),

@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 pub type Status = i8;
 pub const UCS_OK: Status = 0;
 pub const UCS_ERR_INVALID_PARAM: Status = -5;
+pub const UCS_ERR_NO_ELEM: Status = -12;
 pub const UCS_ERR_BUSY: Status = -15;
 pub const UCS_ERR_CANCELED: Status = -16;
 pub const UCS_ERR_NOT_CONNECTED: Status = -24;
@@ -355,13 +356,30 @@ pub fn ops_bring_registration(version: (u32, u32, u32)) -> bool {
 
 fn load() -> Result<Ucp, String> {
     let events_turned_off_here = keep_memory_hooks_off();
+    let log_quieted_here = keep_log_quiet();
     let found = super::locate::locate();
     let loaded = found.and_then(|found| open(&found));
     if events_turned_off_here {
         // Read by libucs as it loaded (or never needed).
         std::env::remove_var("UCX_MEM_EVENTS");
     }
+    if log_quieted_here {
+        std::env::remove_var("UCX_LOG_LEVEL");
+    }
     loaded
+}
+
+/// Keeps UCX's own log (`UCX ERROR ...`, `UCX WARN ...` on stderr) to fatal errors unless
+/// the user set `UCX_LOG_LEVEL`; true when this set it, which [`load`] takes back out of
+/// the environment once libucs has read it. Every failure this transport sees comes to JS
+/// as a coded error saying the same (a refused connection, a configuration UCX refuses, a
+/// peer gone); UCX's lines beside it only repeat it, out of the program's control.
+fn keep_log_quiet() -> bool {
+    if std::env::var_os("UCX_LOG_LEVEL").is_some() {
+        return false;
+    }
+    std::env::set_var("UCX_LOG_LEVEL", "fatal");
+    true
 }
 
 /// Loads the UCX `found` names.

@@ -182,6 +182,8 @@ pub struct Worker {
     /// call the handler until the close completes.
     closing: HashMap<u64, Box<ObjArg>>,
     next_id: u64,
+    /// Whether the context was made with `UCP_FEATURE_RMA` (see [`Worker::rma`]).
+    rma: bool,
 }
 
 /// A `sockaddr_in`/`sockaddr_in6` for `addr`.
@@ -234,6 +236,29 @@ fn socket_addr_from(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
     }
 }
 
+/// What a worker that UCX (loaded) would not make says: UCX's text, and the `UCX_*`
+/// variables of the environment, which are what is likely wrong (a transport or device
+/// that is not here, a value UCX does not read).
+fn config_error(ucp: &Ucp, operation: &str, status: Status) -> String {
+    let set: Vec<String> = std::env::vars_os()
+        .filter_map(|(name, value)| {
+            let name = name.into_string().ok()?;
+            name.starts_with("UCX_")
+                .then(|| format!("{name}={}", value.to_string_lossy().chars().take(80).collect::<String>()))
+        })
+        .collect();
+    let (a, b, c) = ucp.version;
+    let settings = if set.is_empty() {
+        "no UCX_* variable is set (a ucx.conf, or this machine's devices?)".to_string()
+    } else {
+        format!("check the UCX_* variables set: {}", set.join(", "))
+    };
+    format!(
+        "UCX {a}.{b}.{c} is installed but refused its configuration ({operation}: {}): {settings}; `ucx_info -d` lists the transports and devices UCX can use",
+        ucp.describe(status)
+    )
+}
+
 /// UCX settings this transport changes from UCX's defaults, unless the environment sets
 /// them (`UCX_<NAME>` wins): a dead peer is noticed within seconds, not minutes.
 const DEFAULTS: &[(&str, &str)] = &[("KEEPALIVE_INTERVAL", "1s"), ("KEEPALIVE_NUM_EPS", "inf")];
@@ -243,15 +268,16 @@ impl Worker {
         UcxError { operation, status, text: self.ucp.describe(status) }
     }
 
-    /// A context and a worker for this thread, with its event fd.
-    pub fn new() -> Result<Worker, String> {
+    /// A context and a worker for this thread, with its event fd; one-sided access (RMA)
+    /// only with `rma` (see [`Worker::rma`]).
+    pub fn new(rma: bool) -> Result<Worker, String> {
         let ucp = ucp::ucp().map_err(str::to_string)?;
         let t = &ucp.table;
         let mut config: ucp::Config = ptr::null_mut();
         // SAFETY: NULL prefix and file: UCX's defaults and `UCX_*` variables.
         let status = unsafe { (t.ucp_config_read)(ptr::null(), ptr::null(), &mut config) };
         if status != ucp::UCS_OK {
-            return Err(format!("ucp_config_read: {}", ucp.describe(status)));
+            return Err(config_error(ucp, "ucp_config_read", status));
         }
         for (name, value) in DEFAULTS {
             if std::env::var_os(format!("UCX_{name}")).is_none() {
@@ -261,10 +287,25 @@ impl Worker {
                 let _ = unsafe { (t.ucp_config_modify)(config, n.as_ptr(), v.as_ptr()) };
             }
         }
+        if !rma {
+            // UCX's TCP transport writes a put request's bytes at whatever address it names
+            // (UCP's RMA feature does not gate it), and with it on, a peer's put through a
+            // key it made up lands here. Off, UCX does not offer TCP puts to peers: their
+            // puts go as UCP messages this context has no handler for, and are dropped.
+            // (Rendezvous sends then move large messages as fragments instead.)
+            // SAFETY: a live config and two C strings.
+            let status = unsafe { (t.ucp_config_modify)(config, c"TCP_PUT_ENABLE".as_ptr(), c"n".as_ptr()) };
+            // A UCX without its TCP transport has no such setting, and nothing to turn off.
+            if status != ucp::UCS_OK && status != ucp::UCS_ERR_NO_ELEM {
+                // SAFETY: the config read above, released once.
+                unsafe { (t.ucp_config_release)(config) };
+                return Err(format!("turning UCX's TCP puts off (UCX_TCP_PUT_ENABLE=n): {}", ucp.describe(status)));
+            }
+        }
         let name = c"dpctl-memory";
         let params = ucp::Params {
             field_mask: ucp::UCP_PARAM_FIELD_FEATURES | ucp::UCP_PARAM_FIELD_NAME,
-            features: ucp::UCP_FEATURE_TAG | ucp::UCP_FEATURE_RMA | ucp::UCP_FEATURE_WAKEUP,
+            features: ucp::UCP_FEATURE_TAG | ucp::UCP_FEATURE_WAKEUP | if rma { ucp::UCP_FEATURE_RMA } else { 0 },
             request_size: 0,
             request_init: None,
             request_cleanup: None,
@@ -282,7 +323,7 @@ impl Worker {
         // SAFETY: the config was read above and is released once.
         unsafe { (t.ucp_config_release)(config) };
         if status != ucp::UCS_OK {
-            return Err(format!("ucp_init: {}", ucp.describe(status)));
+            return Err(config_error(ucp, "ucp_init", status));
         }
         let wparams = ucp::WorkerParams {
             field_mask: ucp::UCP_WORKER_PARAM_FIELD_THREAD_MODE,
@@ -299,7 +340,7 @@ impl Worker {
         if status != ucp::UCS_OK {
             // SAFETY: the context made above, cleaned up once.
             unsafe { (t.ucp_cleanup)(context) };
-            return Err(format!("ucp_worker_create: {}", ucp.describe(status)));
+            return Err(config_error(ucp, "ucp_worker_create", status));
         }
         let mut efd: c_int = -1;
         // SAFETY: a live worker of a context made with UCP_FEATURE_WAKEUP.
@@ -326,7 +367,15 @@ impl Worker {
             op_maps: HashMap::new(),
             closing: HashMap::new(),
             next_id: 1,
+            rma,
         })
+    }
+
+    /// Whether one-sided access (maps, remote keys, put/get) is on. Off, the context has no
+    /// `UCP_FEATURE_RMA` and TCP's put handler is off (`TCP_PUT_ENABLE=n`), so a peer's
+    /// put or get through a key it made up reaches nothing here.
+    pub fn rma(&self) -> bool {
+        self.rma
     }
 
     /// The UCX in use: its version and where it was loaded from.
