@@ -204,9 +204,10 @@ for (const kind of KINDS) {
     t.is(out.inUseEnd, 0, 'nothing is left in use');
   });
 
-  for (const [request, note] of [
-    [200 * MiB, 'a pooled size (224 MiB class)'],
-    [512 * MiB, 'a large pooled size (512 MiB class), given the cache back and retried too'],
+  // `pooled`: the size class the pool allocates for the request, what must fit.
+  for (const [request, pooled, note] of [
+    [200 * MiB, 224 * MiB, 'a pooled size (224 MiB class)'],
+    [512 * MiB, 512 * MiB, 'a large pooled size (512 MiB class), given the cache back and retried too'],
   ]) {
     register(`${kind}: with the cap taken by cached blocks, a ${request / MiB} MiB allocation succeeds after the pool gives them back (${note})`, (t) => {
       const { child, out } = runChild({ kind, mode: 'retry', request });
@@ -214,8 +215,10 @@ for (const kind of KINDS) {
       isAllocationError(t, out.refusal, 'filling the cap');
       t.true(out.cachedBefore >= out.count * BLOCK, `the ${out.count} freed blocks are cached (${out.cachedBefore / MiB} MiB)`);
       // The premise: without the cached blocks released, the request cannot fit.
-      t.true(out.freeBefore < request, `only ${(out.freeBefore / MiB).toFixed(0)} MiB of address space is free, less than the request`);
-      t.true(out.freeBefore + out.cachedBefore >= request + 32 * MiB, 'and it fits once the cache is given back');
+      // (Measured against the block the pool allocates: each Node version lays out its own
+      // address space, and some give a few MiB back after the fill.)
+      t.true(out.freeBefore < pooled, `only ${(out.freeBefore / MiB).toFixed(0)} MiB of address space is free, less than the ${pooled / MiB} MiB block the request needs`);
+      t.true(out.freeBefore + out.cachedBefore >= pooled + 32 * MiB, 'and it fits once the cache is given back');
       t.is(out.request, 'ok', `the ${request / MiB} MiB allocation was refused although the pool held ${out.cachedBefore / MiB} MiB it could give back: ${JSON.stringify(out.request)}`);
       if (out.request === 'ok') {
         t.true(out.pointerOk);
