@@ -52,10 +52,22 @@ const include = nodeInclude();
 const cc = compiler();
 const cxx = cxxCompiler();
 const why = !include ? "Node's headers (node_api.h) are not on this machine" : !cc ? 'no C compiler' : undefined;
+// The folders the test addons are built in: removed when the file's tests are done (a
+// loaded addon's file may go; its mapping stays), so nothing is left in the temp folder.
+const builtIn = [];
+test.after.always(() => {
+  for (const dir of builtIn) rmSync(dir, { recursive: true, force: true });
+});
+function buildFolder(prefix) {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  builtIn.push(dir);
+  return dir;
+}
+
 let example;
 function build() {
   if (example) return example;
-  const out = path.join(mkdtempSync(path.join(tmpdir(), 'dpctl-memory-handoff-')), 'handoff.node');
+  const out = path.join(buildFolder('dpctl-memory-handoff-'), 'handoff.node');
   execFileSync(cc, ['-shared', '-fPIC', '-O2', '-Wall', '-Werror', '-Wno-unused-function', `-I${include}`, `-I${path.join(ROOT, 'include')}`,
     path.join(ROOT, 'examples', 'handoff', 'addon.c'), '-o', out, '-ldl'], { stdio: 'pipe' });
   example = require(out);
@@ -68,7 +80,7 @@ const FIXTURE = path.join(ROOT, '__test__', 'fixtures', 'handoff');
 let fixturePath;
 function buildFixture() {
   if (fixturePath) return require(fixturePath);
-  const dir = mkdtempSync(path.join(tmpdir(), 'dpctl-memory-handoff-fixture-'));
+  const dir = buildFolder('dpctl-memory-handoff-fixture-');
   const flags = ['-fPIC', '-pthread', '-O2', '-Wall', '-Werror', `-I${include}`, `-I${path.join(ROOT, 'include')}`];
   execFileSync(cc, ['-c', ...flags, path.join(FIXTURE, 'take.c'), '-o', path.join(dir, 'take.o')], { stdio: 'pipe' });
   execFileSync(cxx, ['-c', ...flags, path.join(FIXTURE, 'give.cc'), '-o', path.join(dir, 'give.o')], { stdio: 'pipe' });
