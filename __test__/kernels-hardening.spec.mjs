@@ -287,3 +287,39 @@ onCpu(title('an event of another context as a dependency is ERR_KERNEL_QUEUE_MIS
   t.is(new Int32Array(m.buffer)[0], 7);
   m.free();
 });
+
+// An adversarial review after the fixes above: a global range of 2^64 work items or more
+// wrapped to a count the OpenCL CPU device divided by (SIGFPE); a SPIR-V module with an
+// instruction of word count 0 left the build spinning forever; a NUL in an OpenCL C
+// source dropped what followed it without a word. Children: a crash or a hang is the bug.
+onCpu(title('a global range of 2^64 work items or more is ERR_INVALID_RANGE, not SIGFPE'), (t) => {
+  const run = child(`
+    const m = new MemoryUSMShared(64, { queue });
+    const k = program.getKernel('one');
+    report([[2 ** 32, 2 ** 32, 1], [2 ** 32, 2 ** 32, 2], [2 ** 32, 2 ** 32, 2 ** 32]].map((g) => caught(() => queue.submit(k, [m], g))));`);
+  t.is(run.signal, null, run.stderr);
+  t.is(run.status, 0, run.stderr);
+  for (const error of run.result) {
+    t.is(error?.code, 'ERR_INVALID_RANGE');
+    t.regex(error.message, /2\^64 work items or more/);
+  }
+});
+
+onCpu(title('a malformed SPIR-V module and an OpenCL C source with a NUL are build errors, never a hang or a silent cut'), (t) => {
+  const run = child(`
+    const module = (...instructions) => new Uint32Array([0x07230203, 0x00010000, 0, 100, 0, ...instructions]);
+    report({
+      zero: caught(() => addon.createProgramFromSpirv(queue, module(0, 0, 0))),
+      past: caught(() => addon.createProgramFromSpirv(queue, module((4 << 16) | 17, 1))),
+      short: caught(() => addon.createProgramFromSpirv(queue, new Uint8Array(22))),
+      nul: caught(() => createProgramFromSource(queue, '__kernel void a(__global int *x) { x[0] = 1; }\\0__kernel void b(__global int *x) { x[0] = 2; }')),
+    });`);
+  t.is(run.signal, null, `a hang guard killed it, or it crashed: ${run.stderr}`);
+  t.is(run.status, 0, run.stderr);
+  const { zero, past, short, nul } = run.result;
+  for (const [error, text] of [[zero, /word count of 0/], [past, /runs past/], [short, /22 bytes/], [nul, /NUL character at offset 46/]]) {
+    t.is(error?.name, 'SyclProgramCompilationError', JSON.stringify(error));
+    t.is(error.code, 'ERR_PROGRAM_COMPILATION');
+    t.regex(error.message, text);
+  }
+});

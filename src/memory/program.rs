@@ -21,7 +21,8 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use crate::error::{MemoryError, Result};
 use crate::memory::usm::UsmMemory;
 use crate::runtime::program::{
-    ArgKind, Built, Event, Kernel, KernelInfo, LaunchArg, NdRange, Program, ProgramSource, QueueProperties,
+    ArgKind, BuildFailure, Built, Event, Kernel, KernelInfo, LaunchArg, NdRange, Program, ProgramSource,
+    QueueProperties,
 };
 use crate::runtime::{Queue, UsmKind};
 
@@ -231,7 +232,64 @@ pub fn build(queue: &Arc<dyn Queue>, source: ProgramSource<'_>, options: &str) -
             message: format!("the runtime of '{}' cannot build programs", device.info().name),
         });
     };
+    if let Some(failure) = malformed(&source) {
+        return Ok(Err(failure));
+    }
     builder.build(&device, source, options)
+}
+
+/// What no compiler should be handed: an OpenCL C source with a NUL (the runtime reads the
+/// text only up to it, and would drop what follows without a word), and a SPIR-V module
+/// whose instructions do not tile its words (the OpenCL CPU device's reader loops forever
+/// on an instruction of word count 0). A build failure, as the compiler's own would be.
+fn malformed(source: &ProgramSource<'_>) -> Option<BuildFailure> {
+    let failure = |summary: String| Some(BuildFailure { log: summary.clone(), summary });
+    match source {
+        ProgramSource::OpenClC(text) => {
+            text.find('\0').and_then(|at| failure(format!("the OpenCL C source has a NUL character at offset {at}")))
+        }
+        ProgramSource::SpirV(bytes) => spirv_problem(bytes).and_then(failure),
+        _ => None,
+    }
+}
+
+/// Why `bytes` is not a well-formed SPIR-V module's word stream, if it is not: a whole
+/// number of 32-bit words, the 5-word header with the magic number (either byte order),
+/// then instructions whose word counts (the high half of each first word) are at least 1
+/// and end within the module.
+fn spirv_problem(bytes: &[u8]) -> Option<String> {
+    const MAGIC: u32 = 0x0723_0203;
+    const HEADER_WORDS: usize = 5;
+    if bytes.len() % 4 != 0 || bytes.len() < 4 * HEADER_WORDS {
+        return Some(format!(
+            "a SPIR-V module is a whole number of 32-bit words, at least 5; this is {} bytes",
+            bytes.len()
+        ));
+    }
+    let little = |i: usize| u32::from_le_bytes([bytes[4 * i], bytes[4 * i + 1], bytes[4 * i + 2], bytes[4 * i + 3]]);
+    let swapped = match little(0) {
+        MAGIC => false,
+        magic if magic.swap_bytes() == MAGIC => true,
+        magic => {
+            return Some(format!(
+                "not a SPIR-V module: its first word is {magic:#010x}, not the magic number {MAGIC:#010x}"
+            ))
+        }
+    };
+    let word = |i: usize| if swapped { little(i).swap_bytes() } else { little(i) };
+    let words = bytes.len() / 4;
+    let mut at = HEADER_WORDS;
+    while at < words {
+        let count = (word(at) >> 16) as usize;
+        if count == 0 || at + count > words {
+            return Some(format!(
+                "the SPIR-V instruction at word {at} has a word count of {count}, which {} the module's {words} words",
+                if count == 0 { "cannot end in" } else { "runs past" }
+            ));
+        }
+        at += count;
+    }
+    None
 }
 
 /// The kernel `name` of `program`, or `ERR_KERNEL_NOT_FOUND` naming what it has.
@@ -254,6 +312,11 @@ pub fn nd_range(info: Option<&KernelInfo>, global: &[u64], local: Option<&[u64]>
     }
     if let Some(zero) = global.iter().position(|&n| n == 0) {
         return bad(format!("the global range [{}] is empty in dimension {zero}", join(global)));
+    }
+    // The runtimes count work items in 64 bits: a count that wraps reaches them as a small
+    // one, or as 0, which the OpenCL CPU device divides by.
+    if global.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n)).is_none() {
+        return bad(format!("the global range [{}] has 2^64 work items or more", join(global)));
     }
     let mut range = NdRange { dims: global.len() as u32, global: [1; 3], local: None };
     range.global[..global.len()].copy_from_slice(global);
@@ -767,6 +830,40 @@ mod tests {
             compile_work_group_size: [0; 3],
             trailing_local: false,
         }
+    }
+
+    #[test]
+    fn a_global_range_of_2_to_the_64_work_items_or_more_is_refused() {
+        let two_32 = 1u64 << 32;
+        for global in [[two_32, two_32, 1], [two_32, two_32, 2], [two_32, two_32, two_32]] {
+            assert!(matches!(nd_range(None, &global, None), Err(MemoryError::InvalidRange { .. })), "{global:?}");
+        }
+        assert!(nd_range(None, &[two_32, two_32 - 1], None).is_ok(), "just below 2^64 is the runtime's to run");
+    }
+
+    #[test]
+    fn malformed_sources_never_reach_a_compiler() {
+        let header =
+            |magic: u32| [magic, 0x0001_0000, 0, 8, 0].iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+        let with = |magic: u32, words: &[u32]| {
+            let mut bytes = header(magic);
+            bytes.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+            bytes
+        };
+        // OpCapability Shader: word count 2, opcode 17.
+        let capability = (2u32 << 16) | 17;
+        assert!(spirv_problem(&with(0x0723_0203, &[capability, 1])).is_none());
+        assert!(
+            spirv_problem(&with(0x0302_2307, &[capability.swap_bytes(), 1u32.swap_bytes()])).is_none(),
+            "big-endian"
+        );
+        assert!(spirv_problem(&with(0x0723_0203, &[0])).unwrap().contains("word count of 0"));
+        assert!(spirv_problem(&with(0x0723_0203, &[capability])).unwrap().contains("runs past"));
+        assert!(spirv_problem(&with(0x1234_5678, &[])).unwrap().contains("magic number"));
+        assert!(spirv_problem(&[0u8; 22]).unwrap().contains("22 bytes"));
+        let nul = malformed(&ProgramSource::OpenClC("kernel void a() {}\0kernel void b() {}"));
+        assert!(nul.is_some_and(|f| f.summary.contains("NUL character at offset 18")));
+        assert!(malformed(&ProgramSource::OpenClC("kernel void a() {}")).is_none());
     }
 
     #[test]
