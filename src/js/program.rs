@@ -345,6 +345,42 @@ pub fn queue_barrier(env: &Env, queue_id: f64, deps: &[f64]) -> napi::Result<f64
     insert_event(env, event, None)
 }
 
+/// `queue.writeValue(mem, value, { offset, dependsOn })`: `lo`/`hi` the value's words
+/// (`wide`: 64 bits). The event is returned at once; the memory is held until the write
+/// landed (the completion thread lets go of it, no Promise and no JS call).
+#[napi]
+#[allow(clippy::too_many_arguments)]
+pub fn queue_write_value(
+    env: &Env,
+    queue_id: f64,
+    dst_id: f64,
+    offset: f64,
+    lo: u32,
+    hi: u32,
+    wide: bool,
+    deps: &[f64],
+) -> napi::Result<f64> {
+    let queue = queue(env, queue_id)?;
+    let dst = live_memory(env, dst_id)?;
+    let deps = events(env, deps)?;
+    let value = if wide {
+        model::ProgressValue::U64(u64::from(hi) << 32 | u64::from(lo))
+    } else {
+        model::ProgressValue::U32(lo)
+    };
+    let submission = model::write_value(&queue, &dst, offset as u64, value, &deps).or_throw(env)?;
+    let pending = match pending(env) {
+        Ok(pending) => pending,
+        Err(error) => {
+            // The write is queued already: its memory stays held until it landed.
+            let _ = submission.wait();
+            return Err(error);
+        }
+    };
+    let event = submission.when_done(crate::js::state::process().completions(), &pending, |_| {});
+    insert_event(env, event, None)
+}
+
 /// The Promise of an asynchronous submission's event, once (`undefined` after): the
 /// event lets go of it here.
 #[napi]

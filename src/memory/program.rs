@@ -545,6 +545,62 @@ pub fn fill_async(
     Ok(Submission { event, operands: Operands { _held: vec![dst.clone()] } })
 }
 
+/// What `write_value` writes: 32 or 64 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressValue {
+    U32(u32),
+    U64(u64),
+}
+
+impl ProgressValue {
+    fn bytes(self) -> Vec<u8> {
+        match self {
+            ProgressValue::U32(v) => v.to_le_bytes().to_vec(),
+            ProgressValue::U64(v) => v.to_le_bytes().to_vec(),
+        }
+    }
+}
+
+/// Writes `value` at `offset` bytes into `dst` (host or shared memory, so that JS threads
+/// can watch it with `Atomics`) once everything submitted to `queue` before it and `deps`
+/// are done. Aligned to its size, as `Atomics` needs and a single store of the runtime
+/// can give.
+pub fn write_value(
+    queue: &Arc<dyn Queue>,
+    dst: &UsmMemory,
+    offset: u64,
+    value: ProgressValue,
+    deps: &[Arc<dyn Event>],
+) -> Result<Submission> {
+    let bytes = value.bytes();
+    let size = bytes.len() as u64;
+    if !matches!(dst.usm_type(None), UsmKind::Host | UsmKind::Shared) {
+        return Err(MemoryError::ValueTargetNotHost { what: dst.describe() });
+    }
+    if offset.checked_add(size).is_none_or(|end| end > dst.nbytes()) {
+        return Err(MemoryError::InvalidRange {
+            message: format!(
+                "writeValue: {size} bytes at offset {offset} do not fit in {} of {} bytes",
+                dst.describe(),
+                dst.nbytes()
+            ),
+        });
+    }
+    let address = dst.address() + offset;
+    if address % size != 0 {
+        return Err(MemoryError::ValueMisaligned { address, size });
+    }
+    if dst.read_only() {
+        return Err(MemoryError::ReadOnlyWrite { address: dst.address() });
+    }
+    check_reachable(queue, &[dst])?;
+    let runner = submissions(queue)?;
+    // SAFETY: the `size` bytes lie inside a memory object of the queue's context, held by
+    // the Submission until the event completes.
+    let event = unsafe { runner.write_value(address, &bytes, deps) }?;
+    Ok(Submission { event, operands: Operands { _held: vec![dst.clone()] } })
+}
+
 /// A barrier after `deps` (everything so far when empty).
 pub fn barrier(queue: &Arc<dyn Queue>, deps: &[Arc<dyn Event>]) -> Result<Submission> {
     let event = submissions(queue)?.barrier(deps)?;
@@ -872,6 +928,47 @@ mod tests {
         assert_eq!(told.load(std::sync::atomic::Ordering::SeqCst), 3);
         assert_eq!(pending.unfinished(), 0);
         pending.wait_all(); // nothing left: returns at once
+    }
+
+    #[test]
+    fn a_value_is_written_into_host_memory_aligned_inside_after_everything_before() {
+        use crate::runtime::fake::{FakeContext, FakeDevice, FakeEvent, FakeOp};
+        let context = FakeContext::new(1, FakeDevice::new(1 << 20, 1 << 20));
+        let queue = context.queue();
+        let pool = crate::memory::pool::test_pool();
+        let host = UsmMemory::allocate(pool, &queue, UsmKind::Host, 64, 0).unwrap();
+        let shared = UsmMemory::allocate(pool, &queue, UsmKind::Shared, 64, 0).unwrap();
+        let device = UsmMemory::allocate(pool, &queue, UsmKind::Device, 64, 0).unwrap();
+        let refused = |memory: &UsmMemory, offset: u64, value: ProgressValue| {
+            write_value(&queue, memory, offset, value, &[]).err().unwrap()
+        };
+        assert!(matches!(refused(&device, 0, ProgressValue::U32(1)), MemoryError::ValueTargetNotHost { .. }));
+        assert!(matches!(refused(&host, 64, ProgressValue::U32(1)), MemoryError::InvalidRange { .. }));
+        assert!(matches!(refused(&host, 60, ProgressValue::U64(1)), MemoryError::InvalidRange { .. }));
+        assert!(matches!(refused(&host, u64::MAX - 1, ProgressValue::U32(1)), MemoryError::InvalidRange { .. }));
+        assert!(matches!(refused(&host, 2, ProgressValue::U32(1)), MemoryError::ValueMisaligned { size: 4, .. }));
+        assert!(matches!(refused(&shared, 4, ProgressValue::U64(1)), MemoryError::ValueMisaligned { size: 8, .. }));
+        assert!(context.counts().ops.is_empty(), "nothing refused reached the runtime");
+
+        write_value(&queue, &host, 60, ProgressValue::U32(0x0102_0304), &[]).unwrap().wait().unwrap();
+        let dep: Arc<dyn Event> = Arc::new(FakeEvent);
+        write_value(&queue, &shared, 8, ProgressValue::U64(u64::MAX - 1), &[dep]).unwrap().wait().unwrap();
+        // The provider's default: a barrier after everything so far, then a one-element
+        // fill after it and the caller's dependencies.
+        assert_eq!(
+            context.counts().ops,
+            vec![
+                FakeOp::Barrier { deps: 0 },
+                FakeOp::Fill { dst: host.address() + 60, pattern: vec![4, 3, 2, 1], count: 1, deps: 1 },
+                FakeOp::Barrier { deps: 0 },
+                FakeOp::Fill {
+                    dst: shared.address() + 8,
+                    pattern: (u64::MAX - 1).to_le_bytes().to_vec(),
+                    count: 1,
+                    deps: 2
+                },
+            ]
+        );
     }
 
     #[test]
