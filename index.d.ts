@@ -1140,6 +1140,14 @@ export type WorkRange = number | readonly [number] | readonly [number, number] |
 /** What a later operation may depend on: an event, or the Promise of an async operation. */
 export type Dependency = SyclEvent | Promise<SyclEvent>
 
+/** The options of `queue.writeValue`. */
+export interface WriteValueOptions {
+  /** Bytes into the memory (a multiple of the value's size); 0 when not given. */
+  offset?: number
+  /** What the write waits for besides the queue's earlier work. */
+  dependsOn?: readonly Dependency[] | null
+}
+
 /** A submission's event (dpctl's `SyclEvent`). */
 export declare class SyclEvent implements CloneGuarded {
   private constructor()
@@ -1201,6 +1209,25 @@ export interface SyclQueue {
   /** Fills `count` elements (all of `dst` when not given) with a typed scalar, and waits. */
   fill(dst: KernelArgument, pattern: KernelArg, count?: number, dependsOn?: readonly Dependency[] | null): SyclEvent
   fillAsync(dst: KernelArgument, pattern: KernelArg, count?: number, dependsOn?: readonly Dependency[] | null): Promise<SyclEvent>
+  /**
+   * Writes `value` at byte `offset` of host or shared memory once everything submitted to
+   * this queue before it, and `dependsOn`, are done: GPU progress JS threads can watch
+   * with `Atomics` on `dst.sharedBuffer` (README "Waiting on GPU progress"). A number is
+   * written as 32 bits (an integer in -2147483648..4294967295), a bigint as 64
+   * (-(2n**63n)..2n**64n-1n); the offset is a multiple of the value's size. Returns the
+   * event at once (no Promise, no JS callback); the memory is held until the write
+   * landed. Device memory: `ERR_NOT_HOST_ACCESSIBLE`; a misaligned offset:
+   * `ERR_INVALID_ALIGNMENT`; one past the end: `ERR_INVALID_RANGE`; a bad value:
+   * `ERR_INVALID_FILL_VALUE`.
+   *
+   * ```js
+   * const flag = new Int32Array(progress.sharedBuffer);
+   * q.submitAsync(kernel, args, n);
+   * q.writeValue(progress, 1);               // lands once the kernel finished
+   * while (Atomics.load(flag, 0) !== 1) await Atomics.waitAsync(flag, 0, 0, 1).value;
+   * ```
+   */
+  writeValue(dst: KernelArgument, value: number | bigint, options?: WriteValueOptions | null): SyclEvent
   /** An event after `dependsOn` (after everything submitted so far when not given). */
   submitBarrier(dependsOn?: readonly Dependency[] | null): SyclEvent
   /** Whether the queue was made with `property: 'in_order'`. */
