@@ -1097,6 +1097,7 @@ export type KernelScalarType =
   | 'uint64'
   | 'float32'
   | 'float64'
+  | 'float16'
 
 /** One typed kernel argument (made by `kernelArg`). */
 export declare class KernelArg implements CloneGuarded {
@@ -1124,6 +1125,11 @@ export declare const kernelArg: {
   readonly uint64: (value: number | bigint) => KernelArg
   readonly float32: (value: number) => KernelArg
   readonly float64: (value: number) => KernelArg
+  /** A `half`, rounded as a `Float16Array` element rounds it: on a Node with
+   * `Float16Array` (24 and later; `ERR_KERNEL_ARG_TYPE` elsewhere). A kernel parameter of
+   * that type needs a device with half precision (OpenCL's `cl_khr_fp16`, aspect `fp16`:
+   * `ERR_KERNEL_ARG_TYPE` otherwise); as a `fill` pattern it is two bytes on any device. */
+  readonly float16: (value: number) => KernelArg
   /** `nbytes` of work-group local memory: an OpenCL `__local` parameter; on CUDA, given
    * after the kernel's parameters, the launch's dynamic shared memory (`extern __shared__`). */
   readonly local: (nbytes: number) => KernelArg
@@ -1224,6 +1230,8 @@ export interface SyclQueue {
    * const flag = new Int32Array(progress.sharedBuffer);
    * q.submitAsync(kernel, args, n);
    * q.writeValue(progress, 1);               // lands once the kernel finished
+   * // The device notifies no waiter: wait in slices (and hold the event loop with a
+   * // timer meanwhile, which a pending waitAsync does not; README, examples/progress.mjs).
    * while (Atomics.load(flag, 0) !== 1) await Atomics.waitAsync(flag, 0, 0, 1).value;
    * ```
    */

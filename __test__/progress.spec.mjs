@@ -6,6 +6,9 @@
 // in gpu-kernels.spec.mjs where a CUDA device exists.
 import test from 'ava';
 import { Worker } from 'node:worker_threads';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { setImmediate as tick } from 'node:timers/promises';
 import { addon, DEVICES, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared, SyclQueue } from './helpers/addon.mjs';
 import { throwsExactly } from './helpers/expect.mjs';
@@ -249,4 +252,28 @@ onCpu(title('bad writes are refused with coded errors before anything is queued'
   device.free();
   host.free();
   throwsExactly(t, () => queue.writeValue(host, 1), Error, 'ERR_USM_FREED');
+});
+
+const EXAMPLE = fileURLToPath(new URL('../examples/progress.mjs', import.meta.url));
+const README = fileURLToPath(new URL('../README.md', import.meta.url));
+
+test("the README's progress example is examples/progress.mjs's code, word for word", (t) => {
+  const readme = readFileSync(README, 'utf8');
+  const at = readme.indexOf('**Waiting on GPU progress');
+  t.true(at > 0, 'the README has the section');
+  const block = /```js\n([\s\S]*?)\n\s*```/.exec(readme.slice(at))[1];
+  const code = block.split('\n').map((line) => line.replace(/^ {2}/, '')).join('\n');
+  t.true(readFileSync(EXAMPLE, 'utf8').includes(code), 'every line of the block is in the example, in order');
+});
+
+onCpu(title('examples/progress.mjs runs as written: each counter value comes after its kernel'), (t) => {
+  const child = spawnSync(process.execPath, [EXAMPLE, cpu?.filterString ?? 'opencl:cpu'], { encoding: 'utf8', timeout: 240_000 });
+  t.is(child.status, 0, child.stderr);
+  const lines = child.stdout.trim().split('\n').map((line) => JSON.parse(line));
+  t.is(lines.length, 3);
+  for (const [i, line] of lines.entries()) {
+    t.is(line.kernel, i + 1);
+    t.true(line.counter >= i + 1);
+    t.true(line.complete, `kernel ${i + 1} had finished when the counter said ${line.counter}`);
+  }
 });

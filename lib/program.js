@@ -13,7 +13,7 @@ const devices = require('./device.js');
 const memory = require('./memory.js');
 
 const { SyclQueue, isQueue, queueHandle, sameContext, INTERNAL } = devices;
-const { Error, Object, Number, BigInt, Float64Array, Uint32Array, Uint8Array, DataView, ArrayBuffer, FinalizationRegistry, WeakMap, Promise, Symbol, Reflect, JSON, String, Math } = globalThis;
+const { Error, Object, Number, BigInt, Float64Array, Uint32Array, Uint16Array, Uint8Array, DataView, ArrayBuffer, FinalizationRegistry, WeakMap, Promise, Symbol, Reflect, JSON, String, Math } = globalThis;
 const { isSafeInteger, isInteger } = Number;
 const freeze = Object.freeze;
 const defineProperty = Object.defineProperty;
@@ -107,7 +107,9 @@ class SyclProgramCompilationError extends Error {
 // ---------------------------------------------------------------------------------------
 
 /** Scalar types in the order of the binding's `ScalarType::ALL`. */
-const SCALAR_TYPES = ['int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'float32', 'float64'];
+const SCALAR_TYPES = ['int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'float32', 'float64', 'float16'];
+/** Bytes of each scalar type, by index. */
+const SCALAR_SIZES = [1, 1, 2, 2, 4, 4, 8, 8, 4, 8, 2];
 const INT_LIMITS = {
   int8: [-128, 127],
   uint8: [0, 255],
@@ -216,6 +218,21 @@ function floatScalar(type, value) {
   return new KernelArg(INTERNAL, 1, 9, scratch.getUint32(0, true), scratch.getUint32(4, true), value);
 }
 
+// Halves are rounded by Float16Array where this Node has one (feature-detected, at load).
+const half = typeof globalThis.Float16Array === 'function' ? new globalThis.Float16Array(1) : undefined;
+const halfBits = half === undefined ? undefined : new Uint16Array(half.buffer);
+
+/** A `half` (OpenCL C, with the device's cl_khr_fp16): the value rounded as a Float16Array
+ * element rounds it. */
+function halfScalar(value) {
+  if (half === undefined || halfBits === undefined) {
+    throw typeError(`kernelArg.float16 needs Float16Array, which Node ${process.version} lacks (Node 24 and later have it)`, ErrorCode.KernelArgType);
+  }
+  if (typeof value !== 'number') throw typeError(`kernelArg.float16 takes a number, not ${typeName(value)}`, ErrorCode.KernelArgType);
+  half[0] = value;
+  return new KernelArg(INTERNAL, 1, 10, halfBits[0], 0, value);
+}
+
 /**
  * Typed kernel arguments: a JS number does not say whether a kernel takes `int` or
  * `float`, so each scalar says it here (checked against the kernel's declared parameter
@@ -232,6 +249,9 @@ const kernelArg = freeze({
   uint64: (value) => wideScalar('uint64', value),
   float32: (value) => floatScalar('float32', value),
   float64: (value) => floatScalar('float64', value),
+  /** A `half`, rounded as a Float16Array element (Node 24+; a coded error elsewhere); a
+   * kernel parameter of that type needs a device with half precision (cl_khr_fp16). */
+  float16: (value) => halfScalar(value),
   /** `nbytes` of work-group local memory: an OpenCL `__local` parameter; on CUDA, after the
    * kernel's parameters, the launch's dynamic shared memory. */
   local(nbytes) {
@@ -711,7 +731,7 @@ function memcpyOn(queue, method, dst, src, nbytes, deps, asynchronous) {
 function patternBytes(pattern, method) {
   if (isKernelArg(pattern) && argFacts(pattern)[0] === 1) {
     const [, type, lo, hi] = argFacts(pattern);
-    const size = [1, 1, 2, 2, 4, 4, 8, 8, 4, 8][type];
+    const size = SCALAR_SIZES[type];
     const bytes = new Uint8Array(size);
     const view = new DataView(bytes.buffer);
     if (size === 8) {

@@ -38,11 +38,13 @@ pub enum ScalarType {
     Uint64,
     Float32,
     Float64,
+    /// IEEE half (OpenCL C `half`, which needs the device's `cl_khr_fp16`).
+    Float16,
 }
 
 impl ScalarType {
     /// Every type, in the order of their codes (the JS layer sends the index).
-    pub const ALL: [ScalarType; 10] = [
+    pub const ALL: [ScalarType; 11] = [
         ScalarType::Int8,
         ScalarType::Uint8,
         ScalarType::Int16,
@@ -53,6 +55,7 @@ impl ScalarType {
         ScalarType::Uint64,
         ScalarType::Float32,
         ScalarType::Float64,
+        ScalarType::Float16,
     ];
 
     /// The JS name (`kernelArg.int32`).
@@ -68,6 +71,7 @@ impl ScalarType {
             ScalarType::Uint64 => "uint64",
             ScalarType::Float32 => "float32",
             ScalarType::Float64 => "float64",
+            ScalarType::Float16 => "float16",
         }
     }
 
@@ -75,7 +79,7 @@ impl ScalarType {
     pub fn size(self) -> u32 {
         match self {
             ScalarType::Int8 | ScalarType::Uint8 => 1,
-            ScalarType::Int16 | ScalarType::Uint16 => 2,
+            ScalarType::Int16 | ScalarType::Uint16 | ScalarType::Float16 => 2,
             ScalarType::Int32 | ScalarType::Uint32 | ScalarType::Float32 => 4,
             ScalarType::Int64 | ScalarType::Uint64 | ScalarType::Float64 => 8,
         }
@@ -83,7 +87,7 @@ impl ScalarType {
 
     /// Whether it is an integer type.
     pub fn is_integer(self) -> bool {
-        !matches!(self, ScalarType::Float32 | ScalarType::Float64)
+        !matches!(self, ScalarType::Float16 | ScalarType::Float32 | ScalarType::Float64)
     }
 
     /// The type a parameter's declared type (OpenCL C, or a PTX parameter type) stands
@@ -102,6 +106,7 @@ impl ScalarType {
             "ulong" | "unsigned long" | "uint64_t" | "size_t" | "uintptr_t" | ".u64" | ".b64" => ScalarType::Uint64,
             "float" | ".f32" => ScalarType::Float32,
             "double" | ".f64" => ScalarType::Float64,
+            "half" | ".f16" => ScalarType::Float16,
             _ => return None,
         })
     }
@@ -379,6 +384,13 @@ fn launch_args(queue: &Arc<dyn Queue>, info: &KernelInfo, args: &[KernelArgument
                             ty.name()
                         )));
                     }
+                }
+                if *ty == ScalarType::Float16 && !queue.device().info().aspects.iter().any(|a| a == "fp16") {
+                    return Err(wrong(format!(
+                        "a float16 scalar needs a device with half precision (OpenCL's cl_khr_fp16, aspect \
+                         'fp16'), which '{}' lacks",
+                        queue.device().info().name
+                    )));
                 }
                 out.push(LaunchArg::Scalar { size: ty.size(), bits: *bits });
             }
@@ -996,7 +1008,7 @@ mod tests {
         for (spec, index) in [
             ([9.0, 0.0, 0.0], 0),           // an unknown kind
             ([1.5, 0.0, 0.0], 0),           // a fraction of a kind
-            ([1.0, 0.0, 10.0], 0),          // an unknown scalar type
+            ([1.0, 0.0, 11.0], 0),          // an unknown scalar type
             ([1.0, 0.0, f64::NAN], 0),      // no type at all
             ([2.0, 0.0, 0.0], 0),           // no local bytes
             ([2.0, -16.0, 0.0], 0),         // negative
@@ -1041,6 +1053,25 @@ mod tests {
         k.local_mem_size = 1024;
         let own = launch_args(&queue, &k, &[KernelArgument::Local(32 << 10), KernelArgument::Local(32 << 10)]);
         assert!(matches!(own, Err(MemoryError::LocalMemoryTooLarge { index: 1, available: 64512, .. })));
+    }
+
+    #[test]
+    fn a_float16_scalar_needs_a_device_with_half_precision() {
+        use crate::runtime::fake::{FakeContext, FakeDevice};
+        let half = vec![ArgInfo { kind: ArgKind::Value, type_name: "half".into() }];
+        let arg = [KernelArgument::Scalar { ty: ScalarType::Float16, bits: 0x3c00 }];
+        // The fake device reports no aspects: no fp16.
+        let without = FakeContext::new(1, FakeDevice::new(1 << 20, 1 << 20)).queue();
+        let refused = launch_args(&without, &info(half.clone()), &arg).err().unwrap();
+        assert!(matches!(&refused, MemoryError::KernelArgType { index: 0, message, .. } if message.contains("cl_khr_fp16")));
+        let mut facts = crate::runtime::Device::info(FakeDevice::new(1 << 20, 1 << 20).as_ref()).clone();
+        facts.aspects = vec!["fp16".into()];
+        let with = FakeContext::new(2, FakeDevice::of(facts)).queue();
+        assert_eq!(launch_args(&with, &info(half), &arg).unwrap(), vec![LaunchArg::Scalar { size: 2, bits: 0x3c00 }]);
+        // A half parameter takes no other 16-bit scalar.
+        let int16 = [KernelArgument::Scalar { ty: ScalarType::Uint16, bits: 0x3c00 }];
+        let halfs = vec![ArgInfo { kind: ArgKind::Value, type_name: "half".into() }];
+        assert!(matches!(launch_args(&with, &info(halfs), &int16), Err(MemoryError::KernelArgType { .. })));
     }
 
     #[test]
