@@ -779,7 +779,8 @@ function byteValue(value, method) {
 
 /** The words of a `writeValue` value and whether it is 64 bits: a number is 32 bits (an
  * integer that an Int32Array or a Uint32Array holds), a bigint 64 (one a BigInt64Array or
- * a BigUint64Array holds); negative ones are written in two's complement. */
+ * a BigUint64Array holds); negative ones are written in two's complement.
+ * @returns {[number, number, boolean]} */
 function progressValue(value) {
   if (typeof value === 'number') {
     if (!isInteger(value) || value < -2147483648 || value > 4294967295) {

@@ -599,7 +599,7 @@ pub fn write_value(
         });
     }
     let address = dst.address() + offset;
-    if address % size != 0 {
+    if !address.is_multiple_of(size) {
         return Err(MemoryError::ValueMisaligned { address, size });
     }
     if dst.read_only() {
@@ -1063,7 +1063,9 @@ mod tests {
         // The fake device reports no aspects: no fp16.
         let without = FakeContext::new(1, FakeDevice::new(1 << 20, 1 << 20)).queue();
         let refused = launch_args(&without, &info(half.clone()), &arg).err().unwrap();
-        assert!(matches!(&refused, MemoryError::KernelArgType { index: 0, message, .. } if message.contains("cl_khr_fp16")));
+        assert!(
+            matches!(&refused, MemoryError::KernelArgType { index: 0, message, .. } if message.contains("cl_khr_fp16"))
+        );
         let mut facts = crate::runtime::Device::info(FakeDevice::new(1 << 20, 1 << 20).as_ref()).clone();
         facts.aspects = vec!["fp16".into()];
         let with = FakeContext::new(2, FakeDevice::of(facts)).queue();

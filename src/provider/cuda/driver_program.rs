@@ -249,9 +249,9 @@ impl CurrentContext {
         if let Ok(word) = <[u8; 4]>::try_from(value) {
             let write = self.table().cuStreamWriteValue32.ok_or_else(|| missing("cuStreamWriteValue32"))?;
             // SAFETY: forwarded to the caller; a live stream; flags 0 (the default write).
-            return self.driver.status("cuStreamWriteValue32", unsafe {
-                write(stream.raw, dst, u32::from_le_bytes(word), 0)
-            });
+            return self
+                .driver
+                .status("cuStreamWriteValue32", unsafe { write(stream.raw, dst, u32::from_le_bytes(word), 0) });
         }
         let Ok(word) = <[u8; 8]>::try_from(value) else {
             return Err(DriverError::missing("cuStreamWriteValue", "a value is 4 or 8 bytes"));
