@@ -347,7 +347,8 @@ pub fn queue_barrier(env: &Env, queue_id: f64, deps: &[f64]) -> napi::Result<f64
 
 /// `queue.writeValue(mem, value, { offset, dependsOn })`: `lo`/`hi` the value's words
 /// (`wide`: 64 bits). The event is returned at once; the memory is held until the write
-/// landed (the completion thread lets go of it, no Promise and no JS call).
+/// landed (this environment's `Pending` lets go of it at a later write that finds it
+/// done, or waits for it at the environment's teardown: no callback, no Promise).
 #[napi]
 #[allow(clippy::too_many_arguments)]
 pub fn queue_write_value(
@@ -377,7 +378,7 @@ pub fn queue_write_value(
             return Err(error);
         }
     };
-    let event = submission.when_done(crate::js::state::process().completions(), &pending, |_| {});
+    let event = submission.hold_in(&pending);
     insert_event(env, event, None)
 }
 

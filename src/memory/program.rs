@@ -14,14 +14,15 @@
 //! no work of a gone environment runs on. At process exit each provider waits for the work
 //! of the whole process itself (the SYCL shim's and the CUDA provider's exit handlers).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::error::{MemoryError, Result};
 use crate::memory::usm::UsmMemory;
 use crate::runtime::program::{
-    ArgKind, Built, Event, Kernel, KernelInfo, LaunchArg, NdRange, Program, ProgramSource, QueueProperties,
+    ArgKind, Built, Event, EventStatus, Kernel, KernelInfo, LaunchArg, NdRange, Program, ProgramSource,
+    QueueProperties,
 };
 use crate::runtime::{Queue, UsmKind};
 
@@ -659,12 +660,17 @@ impl Completions {
     }
 }
 
+/// How many operand sets `Submission::hold_in` keeps before it asks which are done.
+const HELD_BEFORE_ASKING: usize = 8;
+
 /// The asynchronous submissions of one owner (a JS environment) that have not finished,
-/// each until the completion thread let go of its operands and told its owner.
+/// each until the completion thread let go of its operands and told its owner; and the
+/// operands of work nobody is told about (`Submission::hold_in`), let go of once found done.
 #[derive(Default)]
 pub struct Pending {
     book: Mutex<PendingBook>,
     finished: Condvar,
+    held: Mutex<VecDeque<(Arc<dyn Event>, Operands)>>,
 }
 
 #[derive(Default)]
@@ -690,6 +696,12 @@ impl Pending {
         }
     }
 
+    /// How many operand sets `hold_in` keeps.
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        crate::sync::lock(&self.held).len()
+    }
+
     /// How many submissions have not finished.
     #[cfg(test)]
     fn unfinished(&self) -> usize {
@@ -700,6 +712,11 @@ impl Pending {
     /// go and their owners were told. A failure was the submitter's to hear, so none is
     /// reported here. Submissions added meanwhile are waited for too.
     pub fn wait_all(&self) {
+        let held: Vec<(Arc<dyn Event>, Operands)> = crate::sync::lock(&self.held).drain(..).collect();
+        for (event, operands) in held {
+            let _ = event.wait();
+            drop(operands);
+        }
         let events: Vec<Arc<dyn Event>> = crate::sync::lock(&self.book).events.values().cloned().collect();
         for event in events {
             let _ = event.wait();
@@ -731,6 +748,30 @@ impl Submission {
     pub fn wait_sync(self, queue: &Arc<dyn Queue>) -> Result<Option<Arc<dyn Event>>> {
         let event = self.wait()?;
         Ok(keeps_sync_events(queue).then_some(event))
+    }
+
+    /// Keeps the operands in `pending` until the work is done, with no completion callback
+    /// (which would cost more than the operation itself): once `HELD_BEFORE_ASKING` are
+    /// held, each `hold_in` first lets go of the oldest ones whose work is complete, in the
+    /// order they were held, and `Pending::wait_all` waits for the rest. Returns the event
+    /// at once.
+    pub fn hold_in(self, pending: &Pending) -> Arc<dyn Event> {
+        let Submission { event, operands } = self;
+        let done = {
+            let mut held = crate::sync::lock(&pending.held);
+            let mut done = Vec::new();
+            // Asking the runtime costs about as much as the write: ask once a few are held.
+            if held.len() >= HELD_BEFORE_ASKING {
+                while held.front().is_some_and(|(e, _)| matches!(e.status(), Ok(EventStatus::Complete))) {
+                    done.extend(held.pop_front());
+                }
+            }
+            held.push_back((Arc::clone(&event), operands));
+            done
+        };
+        // Released outside the lock (a release may trim the pool or call the runtime).
+        drop(done);
+        event
     }
 
     /// Calls `notify` on the thread of `completions` once the work is done, after letting
@@ -901,7 +942,7 @@ mod tests {
             Ok(())
         }
         fn status(&self) -> Result<crate::runtime::program::EventStatus> {
-            Ok(crate::runtime::program::EventStatus::Submitted)
+            Ok(if *crate::sync::lock(&self.complete) { EventStatus::Complete } else { EventStatus::Submitted })
         }
         fn profile(&self) -> Result<crate::runtime::program::Profile> {
             Err(MemoryError::ProfilingNotEnabled)
@@ -940,6 +981,43 @@ mod tests {
         assert_eq!(told.load(std::sync::atomic::Ordering::SeqCst), 3);
         assert_eq!(pending.unfinished(), 0);
         pending.wait_all(); // nothing left: returns at once
+    }
+
+    #[test]
+    fn held_operands_go_once_their_work_is_found_done_oldest_first_and_the_rest_at_wait_all() {
+        let queue =
+            crate::runtime::fake::FakeContext::new(1, crate::runtime::fake::FakeDevice::new(1 << 20, 1 << 20)).queue();
+        let memory = UsmMemory::allocate(crate::memory::pool::test_pool(), &queue, UsmKind::Host, 64, 0).unwrap();
+        let holders = || Arc::strong_count(memory.owner().allocation().unwrap());
+        let base = holders();
+        let pending = Arc::new(Pending::default());
+        const N: usize = HELD_BEFORE_ASKING;
+        let events: Vec<Arc<ByHand>> = (0..N + 2).map(|_| Arc::new(ByHand::default())).collect();
+        let hold = |i: usize| {
+            let submission = Submission {
+                event: Arc::clone(&events[i]) as Arc<dyn Event>,
+                operands: Operands { _held: vec![memory.clone()] },
+            };
+            submission.hold_in(&pending);
+        };
+        for i in 0..N {
+            hold(i);
+        }
+        events[1].complete();
+        hold(N);
+        assert_eq!((pending.held(), holders()), (N + 1, base + N + 1), "the oldest is not done: nothing goes");
+        events[0].complete();
+        hold(N + 1);
+        assert_eq!((pending.held(), holders()), (N, base + N), "the two oldest, done, went");
+        let waiter = {
+            let pending = Arc::clone(&pending);
+            std::thread::spawn(move || pending.wait_all())
+        };
+        for event in &events[2..] {
+            event.complete();
+        }
+        waiter.join().unwrap();
+        assert_eq!((pending.held(), holders()), (0, base), "wait_all waited for the rest and let go");
     }
 
     #[test]
