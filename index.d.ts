@@ -1221,8 +1221,9 @@ export interface SyclQueue {
    * with `Atomics` on `dst.sharedBuffer` (README "Waiting on GPU progress"). A number is
    * written as 32 bits (an integer in -2147483648..4294967295), a bigint as 64
    * (-(2n**63n)..2n**64n-1n); the offset is a multiple of the value's size. Returns the
-   * event at once (no Promise, no JS callback); the memory is held until the write
-   * landed. Device memory: `ERR_NOT_HOST_ACCESSIBLE`; a misaligned offset:
+   * event at once (no Promise, no callback); the memory is held until the write landed
+   * (let go of at a later `writeValue` of this thread that finds it done, or when the
+   * thread's environment ends). Device memory: `ERR_NOT_HOST_ACCESSIBLE`; a misaligned offset:
    * `ERR_INVALID_ALIGNMENT`; one past the end: `ERR_INVALID_RANGE`; a bad value:
    * `ERR_INVALID_FILL_VALUE`.
    *
