@@ -21,8 +21,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use crate::error::{MemoryError, Result};
 use crate::memory::usm::UsmMemory;
 use crate::runtime::program::{
-    ArgKind, Built, Event, EventStatus, Kernel, KernelInfo, LaunchArg, NdRange, Program, ProgramSource,
-    QueueProperties,
+    ArgKind, Built, Event, EventStatus, Kernel, KernelInfo, LaunchArg, NdRange, Program, ProgramSource, QueueProperties,
 };
 use crate::runtime::{Queue, UsmKind};
 
