@@ -278,3 +278,26 @@ onCpu(title('examples/progress.mjs runs as written: each counter value comes aft
     t.true(line.complete, `kernel ${i + 1} had finished when the counter said ${line.counter}`);
   }
 });
+
+onCpu(title('a worker that ends with writes in flight waits for them: the process exits cleanly'), (t) => {
+  const index = fileURLToPath(new URL('../index.js', import.meta.url));
+  const script = `
+    const { Worker } = require('node:worker_threads');
+    const code = ${JSON.stringify(`
+      const { SyclQueue, MemoryUSMHost, MemoryUSMShared, createProgramFromSource, kernelArg } = require(${JSON.stringify(index)});
+      const queue = new SyclQueue(${JSON.stringify(cpu?.filterString ?? 'opencl:cpu')});
+      const kernel = createProgramFromSource(queue, ${JSON.stringify(SOURCE)}).getKernel('slow');
+      const out = new MemoryUSMShared(${N * 4}, { queue });
+      const flag = new MemoryUSMHost(4, { queue });
+      queue.submitAsync(kernel, [out, kernelArg.uint32(${ROUNDS}), kernelArg.float32(0)], ${N});
+      for (let i = 1; i <= 20; i++) queue.writeValue(flag, i);
+      flag.free();
+      out.free();
+      process.exit(0);`)};
+    const worker = new Worker(code, { eval: true });
+    worker.on('error', (e) => { console.error(e); process.exitCode = 3; });
+    worker.on('exit', (code) => console.log('worker exit ' + code));`;
+  const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 240_000 });
+  t.is(child.status, 0, child.stderr);
+  t.is(child.stdout.trim(), 'worker exit 0');
+});
