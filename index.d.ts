@@ -1097,6 +1097,7 @@ export type KernelScalarType =
   | 'uint64'
   | 'float32'
   | 'float64'
+  | 'float16'
 
 /** One typed kernel argument (made by `kernelArg`). */
 export declare class KernelArg implements CloneGuarded {
@@ -1124,6 +1125,11 @@ export declare const kernelArg: {
   readonly uint64: (value: number | bigint) => KernelArg
   readonly float32: (value: number) => KernelArg
   readonly float64: (value: number) => KernelArg
+  /** A `half`, rounded as a `Float16Array` element rounds it: on a Node with
+   * `Float16Array` (24 and later; `ERR_KERNEL_ARG_TYPE` elsewhere). A kernel parameter of
+   * that type needs a device with half precision (OpenCL's `cl_khr_fp16`, aspect `fp16`:
+   * `ERR_KERNEL_ARG_TYPE` otherwise); as a `fill` pattern it is two bytes on any device. */
+  readonly float16: (value: number) => KernelArg
   /** `nbytes` of work-group local memory: an OpenCL `__local` parameter; on CUDA, given
    * after the kernel's parameters, the launch's dynamic shared memory (`extern __shared__`). */
   readonly local: (nbytes: number) => KernelArg
@@ -1139,6 +1145,14 @@ export type WorkRange = number | readonly [number] | readonly [number, number] |
 
 /** What a later operation may depend on: an event, or the Promise of an async operation. */
 export type Dependency = SyclEvent | Promise<SyclEvent>
+
+/** The options of `queue.writeValue`. */
+export interface WriteValueOptions {
+  /** Bytes into the memory (a multiple of the value's size); 0 when not given. */
+  offset?: number
+  /** What the write waits for besides the queue's earlier work. */
+  dependsOn?: readonly Dependency[] | null
+}
 
 /** A submission's event (dpctl's `SyclEvent`). */
 export declare class SyclEvent implements CloneGuarded {
@@ -1201,6 +1215,28 @@ export interface SyclQueue {
   /** Fills `count` elements (all of `dst` when not given) with a typed scalar, and waits. */
   fill(dst: KernelArgument, pattern: KernelArg, count?: number, dependsOn?: readonly Dependency[] | null): SyclEvent
   fillAsync(dst: KernelArgument, pattern: KernelArg, count?: number, dependsOn?: readonly Dependency[] | null): Promise<SyclEvent>
+  /**
+   * Writes `value` at byte `offset` of host or shared memory once everything submitted to
+   * this queue before it, and `dependsOn`, are done: GPU progress JS threads can watch
+   * with `Atomics` on `dst.sharedBuffer` (README "Waiting on GPU progress"). A number is
+   * written as 32 bits (an integer in -2147483648..4294967295), a bigint as 64
+   * (-(2n**63n)..2n**64n-1n); the offset is a multiple of the value's size. Returns the
+   * event at once (no Promise, no callback); the memory is held until the write landed
+   * (let go of at a later `writeValue` of this thread that finds it done, or when the
+   * thread's environment ends). Device memory: `ERR_NOT_HOST_ACCESSIBLE`; a misaligned offset:
+   * `ERR_INVALID_ALIGNMENT`; one past the end: `ERR_INVALID_RANGE`; a bad value:
+   * `ERR_INVALID_FILL_VALUE`.
+   *
+   * ```js
+   * const flag = new Int32Array(progress.sharedBuffer);
+   * q.submitAsync(kernel, args, n);
+   * q.writeValue(progress, 1);               // lands once the kernel finished
+   * // The device notifies no waiter: wait in slices (and hold the event loop with a
+   * // timer meanwhile, which a pending waitAsync does not; README, examples/progress.mjs).
+   * while (Atomics.load(flag, 0) !== 1) await Atomics.waitAsync(flag, 0, 0, 1).value;
+   * ```
+   */
+  writeValue(dst: KernelArgument, value: number | bigint, options?: WriteValueOptions | null): SyclEvent
   /** An event after `dependsOn` (after everything submitted so far when not given). */
   submitBarrier(dependsOn?: readonly Dependency[] | null): SyclEvent
   /** Whether the queue was made with `property: 'in_order'`. */

@@ -276,3 +276,48 @@ onGpu(title('fills of 1, 2, 4 and 8-byte patterns at aligned and unaligned addre
   }
   base.free();
 });
+
+// queue.writeValue on CUDA: cuStreamWriteValue32/64 into host memory (cuMemHostAlloc), a
+// one-element memset into managed memory (which stream memory operations do not take).
+// Each value is read with Atomics.load from the memory's buffer (every Node), and each
+// kernel before it on the stream had written its output when it was seen.
+onGpu(title('writeValue on CUDA: a counter in host and shared memory advanced after each kernel, 32 and 64 bits'), async (t) => {
+  const q = new SyclQueue(gpu);
+  const saxpy = createProgramFromPtx(q, PTX).getKernel('saxpy');
+  const n = 1 << 22;
+  const x = new MemoryUSMDevice(n * 4, { queue: q });
+  x.copyFromHost(new Float32Array(n).fill(1));
+  for (const Kind of [MemoryUSMHost, MemoryUSMShared]) {
+    const ys = [0, 1, 2].map(() => new MemoryUSMShared(n * 4, { queue: q }));
+    const counter = new Kind(16, { queue: q });
+    counter.memset(0);
+    for (const y of ys) y.memset(0);
+    const words = new Int32Array(counter.buffer);
+    const wide = new BigInt64Array(counter.buffer);
+    for (let k = 0; k < 3; k++) {
+      // y = (k + 1) * 1 + 0
+      q.submitAsync(saxpy, [ys[k], x, kernelArg.float32(k + 1), kernelArg.uint32(n)], [n], [256]);
+      q.writeValue(counter, k + 1);
+      q.writeValue(counter, 2n ** 40n + BigInt(k + 1), { offset: 8 });
+    }
+    const guard = Date.now() + 120_000;
+    let seen = 0;
+    while (seen < 3 && Date.now() < guard) {
+      const now = Atomics.load(words, 0);
+      if (now !== seen) {
+        for (let j = 0; j < now; j++) {
+          const view = new Float32Array(ys[j].buffer);
+          t.true(view[0] === j + 1 && view[n - 1] === j + 1, `${Kind.name}: kernel ${j} complete at counter ${now}`);
+        }
+        seen = now;
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    t.is(seen, 3, `${Kind.name}: the counter reached 3`);
+    q.submitBarrier().wait();
+    t.is(Atomics.load(wide, 1), 2n ** 40n + 3n, `${Kind.name}: the 64-bit value`);
+    for (const y of ys) y.free();
+    counter.free();
+  }
+  x.free();
+});

@@ -313,6 +313,9 @@ export function programHasKernel(programId: number, name: string): boolean
 /** The kernel `name` of a program (`ERR_KERNEL_NOT_FOUND` when it has none). */
 export function programKernel(programId: number, name: string): number
 
+/** `queue.writeValue(mem, value, { offset, dependsOn })`: `lo`/`hi` the value's words
+ * (`wide`: 64 bits); the event's id, at once. */
+export function queueWriteValue(queueId: number, dstId: number, offset: number, lo: number, hi: number, wide: boolean, deps: Float64Array): number
 /** `queue.submitBarrier(deps?)`: an event after `deps` (after everything so far when empty). */
 export function queueBarrier(queueId: number, deps: Float64Array): number
 

@@ -8,12 +8,12 @@
 // kernel) reachable until a submission's Promise settles.
 const { native } = require('./native.js');
 const { ErrorCode, BINDING, makeError, typeError, rangeError, fromNative, invalidThis, CLONE_GUARD } = require('./errors.js');
-const { display, typeName, stringArg, hostArg, isArray, isRevoked, listOf } = require('./values.js');
+const { display, typeName, stringArg, hostArg, isArray, isRevoked, listOf, arrayState, readOptions } = require('./values.js');
 const devices = require('./device.js');
 const memory = require('./memory.js');
 
 const { SyclQueue, isQueue, queueHandle, sameContext, INTERNAL } = devices;
-const { Error, Object, Number, BigInt, Float64Array, Uint32Array, Uint8Array, DataView, ArrayBuffer, FinalizationRegistry, WeakMap, Promise, Symbol, Reflect, JSON, String, Math } = globalThis;
+const { Error, Object, Number, BigInt, Float64Array, Uint32Array, Uint16Array, Uint8Array, DataView, ArrayBuffer, FinalizationRegistry, WeakMap, Promise, Symbol, Reflect, JSON, String, Math } = globalThis;
 const { isSafeInteger, isInteger } = Number;
 const freeze = Object.freeze;
 const defineProperty = Object.defineProperty;
@@ -107,7 +107,9 @@ class SyclProgramCompilationError extends Error {
 // ---------------------------------------------------------------------------------------
 
 /** Scalar types in the order of the binding's `ScalarType::ALL`. */
-const SCALAR_TYPES = ['int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'float32', 'float64'];
+const SCALAR_TYPES = ['int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'float32', 'float64', 'float16'];
+/** Bytes of each scalar type, by index. */
+const SCALAR_SIZES = [1, 1, 2, 2, 4, 4, 8, 8, 4, 8, 2];
 const INT_LIMITS = {
   int8: [-128, 127],
   uint8: [0, 255],
@@ -216,6 +218,21 @@ function floatScalar(type, value) {
   return new KernelArg(INTERNAL, 1, 9, scratch.getUint32(0, true), scratch.getUint32(4, true), value);
 }
 
+// Halves are rounded by Float16Array where this Node has one (feature-detected, at load).
+const half = typeof globalThis.Float16Array === 'function' ? new globalThis.Float16Array(1) : undefined;
+const halfBits = half === undefined ? undefined : new Uint16Array(half.buffer);
+
+/** A `half` (OpenCL C, with the device's cl_khr_fp16): the value rounded as a Float16Array
+ * element rounds it. */
+function halfScalar(value) {
+  if (half === undefined || halfBits === undefined) {
+    throw typeError(`kernelArg.float16 needs Float16Array, which Node ${process.version} lacks (Node 24 and later have it)`, ErrorCode.KernelArgType);
+  }
+  if (typeof value !== 'number') throw typeError(`kernelArg.float16 takes a number, not ${typeName(value)}`, ErrorCode.KernelArgType);
+  half[0] = value;
+  return new KernelArg(INTERNAL, 1, 10, halfBits[0], 0, value);
+}
+
 /**
  * Typed kernel arguments: a JS number does not say whether a kernel takes `int` or
  * `float`, so each scalar says it here (checked against the kernel's declared parameter
@@ -232,6 +249,9 @@ const kernelArg = freeze({
   uint64: (value) => wideScalar('uint64', value),
   float32: (value) => floatScalar('float32', value),
   float64: (value) => floatScalar('float64', value),
+  /** A `half`, rounded as a Float16Array element (Node 24+; a coded error elsewhere); a
+   * kernel parameter of that type needs a device with half precision (cl_khr_fp16). */
+  float16: (value) => halfScalar(value),
   /** `nbytes` of work-group local memory: an OpenCL `__local` parameter; on CUDA, after the
    * kernel's parameters, the launch's dynamic shared memory. */
   local(nbytes) {
@@ -711,7 +731,7 @@ function memcpyOn(queue, method, dst, src, nbytes, deps, asynchronous) {
 function patternBytes(pattern, method) {
   if (isKernelArg(pattern) && argFacts(pattern)[0] === 1) {
     const [, type, lo, hi] = argFacts(pattern);
-    const size = [1, 1, 2, 2, 4, 4, 8, 8, 4, 8][type];
+    const size = SCALAR_SIZES[type];
     const bytes = new Uint8Array(size);
     const view = new DataView(bytes.buffer);
     if (size === 8) {
@@ -757,6 +777,44 @@ function byteValue(value, method) {
   return new Uint8Array([value]);
 }
 
+/** The words of a `writeValue` value and whether it is 64 bits: a number is 32 bits (an
+ * integer that an Int32Array or a Uint32Array holds), a bigint 64 (one a BigInt64Array or
+ * a BigUint64Array holds); negative ones are written in two's complement.
+ * @returns {[number, number, boolean]} */
+function progressValue(value) {
+  if (typeof value === 'number') {
+    if (!isInteger(value) || value < -2147483648 || value > 4294967295) {
+      throw rangeError(`writeValue: a number is written as 32 bits: an integer in -2147483648..4294967295, not ${display(value)} (give a bigint for 64 bits)`, ErrorCode.InvalidFillValue);
+    }
+    return [value >>> 0, 0, false];
+  }
+  if (typeof value === 'bigint') {
+    if (value < -(2n ** 63n) || value >= U64) throw rangeError(`writeValue: a bigint is written as 64 bits: one in -(2n**63n)..2n**64n-1n, not ${value}n`, ErrorCode.InvalidFillValue);
+    const bits = value < 0n ? value + U64 : value;
+    return [Number(bits & 0xffffffffn), Number(bits >> 32n), true];
+  }
+  throw typeError(`writeValue: the value must be a number (written as 32 bits) or a bigint (64 bits), not ${typeName(value)}`, ErrorCode.InvalidArgType);
+}
+
+const WRITE_VALUE_OPTIONS = {
+  offset: (value) => {
+    if (value === undefined) return 0;
+    if (typeof value !== 'number' || !isSafeInteger(value) || value < 0) throw rangeError(`writeValue: the offset must be a non-negative integer (bytes), not ${display(value)}`, ErrorCode.InvalidRange);
+    return value;
+  },
+  dependsOn: (value) => value,
+};
+
+/** `{ offset, dependsOn }` of `writeValue`: own enumerable properties only, unknown names refused. */
+function writeValueOptions(options) {
+  if (options === undefined || options === null) return { offset: 0, dependsOn: undefined };
+  if (typeof options !== 'object' || arrayState(options) !== false) {
+    throw typeError(`writeValue options must be a plain object such as { offset, dependsOn }, not ${typeName(options)}`, ErrorCode.InvalidArgType);
+  }
+  const read = readOptions(options, WRITE_VALUE_OPTIONS, (name) => `unknown option '${name}': writeValue takes { offset, dependsOn }`);
+  return { offset: read.offset ?? 0, dependsOn: read.dependsOn };
+}
+
 /** The queue's own operations and submissions, as dpctl's `SyclQueue` has them. */
 const queueMethods = {
   /** Runs `kernel` over `globalRange` (work-groups of `localRange`) after `dependsOn`, and
@@ -797,6 +855,27 @@ const queueMethods = {
     if (!isQueue(this)) throw invalidThis('SyclQueue', 'fillAsync');
     const bytes = patternBytes(pattern, 'fillAsync');
     return fillOn(this, 'fillAsync', dst, bytes, elementCount(count, 'fillAsync', dst, bytes.length), dependsOn, true);
+  },
+  /** Writes `value` (a number: 32 bits; a bigint: 64) at byte `offset` of host or shared
+   * memory once everything submitted to this queue before it, and `dependsOn`, are done,
+   * for `Atomics` on `dst.sharedBuffer` (README "Waiting on GPU progress"). Returns its
+   * event at once: no Promise, no JS callback. */
+  writeValue(dst, value, options) {
+    if (!isQueue(this)) throw invalidThis('SyclQueue', 'writeValue');
+    const [lo, hi, wide] = progressValue(value);
+    const { offset, dependsOn } = writeValueOptions(options);
+    const handle = queueHandle(this);
+    const id = withScratch((taken) => {
+      const depIds = dependencies(dependsOn, 'writeValue', taken, this);
+      const to = memoryOperand(dst, 'writeValue', 'the destination');
+      try {
+        return call(() => native.queueWriteValue(handle, to.handle, offset, lo, hi, wide, depIds));
+      } finally {
+        // The binding's model holds the memory until the write landed.
+        if (to.temporary) native.memFree(to.handle);
+      }
+    });
+    return new SyclEvent(INTERNAL, id, this);
   },
   /** An event after `dependsOn` (after everything submitted so far when not given). */
   submitBarrier(dependsOn) {

@@ -350,6 +350,12 @@ error_table! {
         /// `buffer` of device memory.
         #[error("USM device memory is not host accessible: copy it with copyToHost() instead")]
         NotHostAccessible => NotHostAccessible,
+        /// `queue.writeValue` into memory no JS thread can read (device memory).
+        #[error("writeValue writes into USM host or shared memory, which JS threads can read, not {what}")]
+        ValueTargetNotHost { what: String } => NotHostAccessible,
+        /// `queue.writeValue` at an address that is no multiple of the value's size.
+        #[error("writeValue: a {size}-byte value must be {size}-byte aligned (for Atomics), and {address:#x} is not")]
+        ValueMisaligned { address: u64, size: u64 } => InvalidAlignment,
         /// A write into the memory at `address`, made from a read-only interface.
         #[error(
             "USM memory at {address:#x} comes from a read-only __sycl_usm_array_interface__ and cannot be written"

@@ -345,6 +345,43 @@ pub fn queue_barrier(env: &Env, queue_id: f64, deps: &[f64]) -> napi::Result<f64
     insert_event(env, event, None)
 }
 
+/// `queue.writeValue(mem, value, { offset, dependsOn })`: `lo`/`hi` the value's words
+/// (`wide`: 64 bits). The event is returned at once; the memory is held until the write
+/// landed (this environment's `Pending` lets go of it at a later write that finds it
+/// done, or waits for it at the environment's teardown: no callback, no Promise).
+#[napi]
+#[allow(clippy::too_many_arguments)]
+pub fn queue_write_value(
+    env: &Env,
+    queue_id: f64,
+    dst_id: f64,
+    offset: f64,
+    lo: u32,
+    hi: u32,
+    wide: bool,
+    deps: &[f64],
+) -> napi::Result<f64> {
+    let queue = queue(env, queue_id)?;
+    let dst = live_memory(env, dst_id)?;
+    let deps = events(env, deps)?;
+    let value = if wide {
+        model::ProgressValue::U64(u64::from(hi) << 32 | u64::from(lo))
+    } else {
+        model::ProgressValue::U32(lo)
+    };
+    let submission = model::write_value(&queue, &dst, offset as u64, value, &deps).or_throw(env)?;
+    let pending = match pending(env) {
+        Ok(pending) => pending,
+        Err(error) => {
+            // The write is queued already: its memory stays held until it landed.
+            let _ = submission.wait();
+            return Err(error);
+        }
+    };
+    let event = submission.hold_in(&pending);
+    insert_event(env, event, None)
+}
+
 /// The Promise of an asynchronous submission's event, once (`undefined` after): the
 /// event lets go of it here.
 #[napi]

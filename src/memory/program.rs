@@ -14,14 +14,14 @@
 //! no work of a gone environment runs on. At process exit each provider waits for the work
 //! of the whole process itself (the SYCL shim's and the CUDA provider's exit handlers).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::error::{MemoryError, Result};
 use crate::memory::usm::UsmMemory;
 use crate::runtime::program::{
-    ArgKind, BuildFailure, Built, Event, Kernel, KernelInfo, LaunchArg, NdRange, Program, ProgramSource,
+    ArgKind, BuildFailure, Built, Event, EventStatus, Kernel, KernelInfo, LaunchArg, NdRange, Program, ProgramSource,
     QueueProperties,
 };
 use crate::runtime::{Queue, UsmKind};
@@ -39,11 +39,13 @@ pub enum ScalarType {
     Uint64,
     Float32,
     Float64,
+    /// IEEE half (OpenCL C `half`, which needs the device's `cl_khr_fp16`).
+    Float16,
 }
 
 impl ScalarType {
     /// Every type, in the order of their codes (the JS layer sends the index).
-    pub const ALL: [ScalarType; 10] = [
+    pub const ALL: [ScalarType; 11] = [
         ScalarType::Int8,
         ScalarType::Uint8,
         ScalarType::Int16,
@@ -54,6 +56,7 @@ impl ScalarType {
         ScalarType::Uint64,
         ScalarType::Float32,
         ScalarType::Float64,
+        ScalarType::Float16,
     ];
 
     /// The JS name (`kernelArg.int32`).
@@ -69,6 +72,7 @@ impl ScalarType {
             ScalarType::Uint64 => "uint64",
             ScalarType::Float32 => "float32",
             ScalarType::Float64 => "float64",
+            ScalarType::Float16 => "float16",
         }
     }
 
@@ -76,7 +80,7 @@ impl ScalarType {
     pub fn size(self) -> u32 {
         match self {
             ScalarType::Int8 | ScalarType::Uint8 => 1,
-            ScalarType::Int16 | ScalarType::Uint16 => 2,
+            ScalarType::Int16 | ScalarType::Uint16 | ScalarType::Float16 => 2,
             ScalarType::Int32 | ScalarType::Uint32 | ScalarType::Float32 => 4,
             ScalarType::Int64 | ScalarType::Uint64 | ScalarType::Float64 => 8,
         }
@@ -84,7 +88,7 @@ impl ScalarType {
 
     /// Whether it is an integer type.
     pub fn is_integer(self) -> bool {
-        !matches!(self, ScalarType::Float32 | ScalarType::Float64)
+        !matches!(self, ScalarType::Float16 | ScalarType::Float32 | ScalarType::Float64)
     }
 
     /// The type a parameter's declared type (OpenCL C, or a PTX parameter type) stands
@@ -103,6 +107,7 @@ impl ScalarType {
             "ulong" | "unsigned long" | "uint64_t" | "size_t" | "uintptr_t" | ".u64" | ".b64" => ScalarType::Uint64,
             "float" | ".f32" => ScalarType::Float32,
             "double" | ".f64" => ScalarType::Float64,
+            "half" | ".f16" => ScalarType::Float16,
             _ => return None,
         })
     }
@@ -260,7 +265,7 @@ fn malformed(source: &ProgramSource<'_>) -> Option<BuildFailure> {
 fn spirv_problem(bytes: &[u8]) -> Option<String> {
     const MAGIC: u32 = 0x0723_0203;
     const HEADER_WORDS: usize = 5;
-    if bytes.len() % 4 != 0 || bytes.len() < 4 * HEADER_WORDS {
+    if !bytes.len().is_multiple_of(4) || bytes.len() < 4 * HEADER_WORDS {
         return Some(format!(
             "a SPIR-V module is a whole number of 32-bit words, at least 5; this is {} bytes",
             bytes.len()
@@ -443,6 +448,13 @@ fn launch_args(queue: &Arc<dyn Queue>, info: &KernelInfo, args: &[KernelArgument
                         )));
                     }
                 }
+                if *ty == ScalarType::Float16 && !queue.device().info().aspects.iter().any(|a| a == "fp16") {
+                    return Err(wrong(format!(
+                        "a float16 scalar needs a device with half precision (OpenCL's cl_khr_fp16, aspect \
+                         'fp16'), which '{}' lacks",
+                        queue.device().info().name
+                    )));
+                }
                 out.push(LaunchArg::Scalar { size: ty.size(), bits: *bits });
             }
             KernelArgument::Local(nbytes) => {
@@ -608,6 +620,62 @@ pub fn fill_async(
     Ok(Submission { event, operands: Operands { _held: vec![dst.clone()] } })
 }
 
+/// What `write_value` writes: 32 or 64 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressValue {
+    U32(u32),
+    U64(u64),
+}
+
+impl ProgressValue {
+    fn bytes(self) -> Vec<u8> {
+        match self {
+            ProgressValue::U32(v) => v.to_le_bytes().to_vec(),
+            ProgressValue::U64(v) => v.to_le_bytes().to_vec(),
+        }
+    }
+}
+
+/// Writes `value` at `offset` bytes into `dst` (host or shared memory, so that JS threads
+/// can watch it with `Atomics`) once everything submitted to `queue` before it and `deps`
+/// are done. Aligned to its size, as `Atomics` needs and a single store of the runtime
+/// can give.
+pub fn write_value(
+    queue: &Arc<dyn Queue>,
+    dst: &UsmMemory,
+    offset: u64,
+    value: ProgressValue,
+    deps: &[Arc<dyn Event>],
+) -> Result<Submission> {
+    let bytes = value.bytes();
+    let size = bytes.len() as u64;
+    if !matches!(dst.usm_type(None), UsmKind::Host | UsmKind::Shared) {
+        return Err(MemoryError::ValueTargetNotHost { what: dst.describe() });
+    }
+    if offset.checked_add(size).is_none_or(|end| end > dst.nbytes()) {
+        return Err(MemoryError::InvalidRange {
+            message: format!(
+                "writeValue: {size} bytes at offset {offset} do not fit in {} of {} bytes",
+                dst.describe(),
+                dst.nbytes()
+            ),
+        });
+    }
+    let address = dst.address() + offset;
+    if !address.is_multiple_of(size) {
+        return Err(MemoryError::ValueMisaligned { address, size });
+    }
+    if dst.read_only() {
+        return Err(MemoryError::ReadOnlyWrite { address: dst.address() });
+    }
+    check_reachable(queue, &[dst])?;
+    let runner = submissions(queue)?;
+    // SAFETY: the `size` bytes lie inside a memory object of the queue's context, held by
+    // the Submission until the event completes.
+    let event = unsafe { runner.write_value(address, &bytes, deps) }?;
+    Ok(Submission { event, operands: Operands { _held: vec![dst.clone()] } })
+}
+
 /// A barrier after `deps` (everything so far when empty).
 pub fn barrier(queue: &Arc<dyn Queue>, deps: &[Arc<dyn Event>]) -> Result<Submission> {
     let event = submissions(queue)?.barrier(deps)?;
@@ -654,12 +722,17 @@ impl Completions {
     }
 }
 
+/// How many operand sets `Submission::hold_in` keeps before it asks which are done.
+const HELD_BEFORE_ASKING: usize = 8;
+
 /// The asynchronous submissions of one owner (a JS environment) that have not finished,
-/// each until the completion thread let go of its operands and told its owner.
+/// each until the completion thread let go of its operands and told its owner; and the
+/// operands of work nobody is told about (`Submission::hold_in`), let go of once found done.
 #[derive(Default)]
 pub struct Pending {
     book: Mutex<PendingBook>,
     finished: Condvar,
+    held: Mutex<VecDeque<(Arc<dyn Event>, Operands)>>,
 }
 
 #[derive(Default)]
@@ -685,6 +758,12 @@ impl Pending {
         }
     }
 
+    /// How many operand sets `hold_in` keeps.
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        crate::sync::lock(&self.held).len()
+    }
+
     /// How many submissions have not finished.
     #[cfg(test)]
     fn unfinished(&self) -> usize {
@@ -695,6 +774,11 @@ impl Pending {
     /// go and their owners were told. A failure was the submitter's to hear, so none is
     /// reported here. Submissions added meanwhile are waited for too.
     pub fn wait_all(&self) {
+        let held: Vec<(Arc<dyn Event>, Operands)> = crate::sync::lock(&self.held).drain(..).collect();
+        for (event, operands) in held {
+            let _ = event.wait();
+            drop(operands);
+        }
         let events: Vec<Arc<dyn Event>> = crate::sync::lock(&self.book).events.values().cloned().collect();
         for event in events {
             let _ = event.wait();
@@ -726,6 +810,30 @@ impl Submission {
     pub fn wait_sync(self, queue: &Arc<dyn Queue>) -> Result<Option<Arc<dyn Event>>> {
         let event = self.wait()?;
         Ok(keeps_sync_events(queue).then_some(event))
+    }
+
+    /// Keeps the operands in `pending` until the work is done, with no completion callback
+    /// (which would cost more than the operation itself): once `HELD_BEFORE_ASKING` are
+    /// held, each `hold_in` first lets go of the oldest ones whose work is complete, in the
+    /// order they were held, and `Pending::wait_all` waits for the rest. Returns the event
+    /// at once.
+    pub fn hold_in(self, pending: &Pending) -> Arc<dyn Event> {
+        let Submission { event, operands } = self;
+        let done = {
+            let mut held = crate::sync::lock(&pending.held);
+            let mut done = Vec::new();
+            // Asking the runtime costs about as much as the write: ask once a few are held.
+            if held.len() >= HELD_BEFORE_ASKING {
+                while held.front().is_some_and(|(e, _)| matches!(e.status(), Ok(EventStatus::Complete))) {
+                    done.extend(held.pop_front());
+                }
+            }
+            held.push_back((Arc::clone(&event), operands));
+            done
+        };
+        // Released outside the lock (a release may trim the pool or call the runtime).
+        drop(done);
+        event
     }
 
     /// Calls `notify` on the thread of `completions` once the work is done, after letting
@@ -930,7 +1038,7 @@ mod tests {
             Ok(())
         }
         fn status(&self) -> Result<crate::runtime::program::EventStatus> {
-            Ok(crate::runtime::program::EventStatus::Submitted)
+            Ok(if *crate::sync::lock(&self.complete) { EventStatus::Complete } else { EventStatus::Submitted })
         }
         fn profile(&self) -> Result<crate::runtime::program::Profile> {
             Err(MemoryError::ProfilingNotEnabled)
@@ -972,6 +1080,84 @@ mod tests {
     }
 
     #[test]
+    fn held_operands_go_once_their_work_is_found_done_oldest_first_and_the_rest_at_wait_all() {
+        let queue =
+            crate::runtime::fake::FakeContext::new(1, crate::runtime::fake::FakeDevice::new(1 << 20, 1 << 20)).queue();
+        let memory = UsmMemory::allocate(crate::memory::pool::test_pool(), &queue, UsmKind::Host, 64, 0).unwrap();
+        let holders = || Arc::strong_count(memory.owner().allocation().unwrap());
+        let base = holders();
+        let pending = Arc::new(Pending::default());
+        const N: usize = HELD_BEFORE_ASKING;
+        let events: Vec<Arc<ByHand>> = (0..N + 2).map(|_| Arc::new(ByHand::default())).collect();
+        let hold = |i: usize| {
+            let submission = Submission {
+                event: Arc::clone(&events[i]) as Arc<dyn Event>,
+                operands: Operands { _held: vec![memory.clone()] },
+            };
+            submission.hold_in(&pending);
+        };
+        for i in 0..N {
+            hold(i);
+        }
+        events[1].complete();
+        hold(N);
+        assert_eq!((pending.held(), holders()), (N + 1, base + N + 1), "the oldest is not done: nothing goes");
+        events[0].complete();
+        hold(N + 1);
+        assert_eq!((pending.held(), holders()), (N, base + N), "the two oldest, done, went");
+        let waiter = {
+            let pending = Arc::clone(&pending);
+            std::thread::spawn(move || pending.wait_all())
+        };
+        for event in &events[2..] {
+            event.complete();
+        }
+        waiter.join().unwrap();
+        assert_eq!((pending.held(), holders()), (0, base), "wait_all waited for the rest and let go");
+    }
+
+    #[test]
+    fn a_value_is_written_into_host_memory_aligned_inside_after_everything_before() {
+        use crate::runtime::fake::{FakeContext, FakeDevice, FakeEvent, FakeOp};
+        let context = FakeContext::new(1, FakeDevice::new(1 << 20, 1 << 20));
+        let queue = context.queue();
+        let pool = crate::memory::pool::test_pool();
+        let host = UsmMemory::allocate(pool, &queue, UsmKind::Host, 64, 0).unwrap();
+        let shared = UsmMemory::allocate(pool, &queue, UsmKind::Shared, 64, 0).unwrap();
+        let device = UsmMemory::allocate(pool, &queue, UsmKind::Device, 64, 0).unwrap();
+        let refused = |memory: &UsmMemory, offset: u64, value: ProgressValue| {
+            write_value(&queue, memory, offset, value, &[]).err().unwrap()
+        };
+        assert!(matches!(refused(&device, 0, ProgressValue::U32(1)), MemoryError::ValueTargetNotHost { .. }));
+        assert!(matches!(refused(&host, 64, ProgressValue::U32(1)), MemoryError::InvalidRange { .. }));
+        assert!(matches!(refused(&host, 60, ProgressValue::U64(1)), MemoryError::InvalidRange { .. }));
+        assert!(matches!(refused(&host, u64::MAX - 1, ProgressValue::U32(1)), MemoryError::InvalidRange { .. }));
+        assert!(matches!(refused(&host, 2, ProgressValue::U32(1)), MemoryError::ValueMisaligned { size: 4, .. }));
+        assert!(matches!(refused(&shared, 4, ProgressValue::U64(1)), MemoryError::ValueMisaligned { size: 8, .. }));
+        assert!(context.counts().ops.is_empty(), "nothing refused reached the runtime");
+
+        write_value(&queue, &host, 60, ProgressValue::U32(0x0102_0304), &[]).unwrap().wait().unwrap();
+        let dep: Arc<dyn Event> = Arc::new(FakeEvent);
+        write_value(&queue, &shared, 8, ProgressValue::U64(u64::MAX - 1), &[dep]).unwrap().wait().unwrap();
+        // The provider's default: a barrier after everything so far, then a one-element
+        // fill after it and the caller's dependencies.
+        assert_eq!(
+            context.counts().ops,
+            vec![
+                FakeOp::Barrier { deps: 0 },
+                FakeOp::Fill { dst: host.address() + 60, pattern: vec![4, 3, 2, 1], count: 1, deps: 1 },
+                FakeOp::Barrier { deps: 0 },
+                FakeOp::Fill {
+                    dst: shared.address() + 8,
+                    pattern: (u64::MAX - 1).to_le_bytes().to_vec(),
+                    count: 1,
+                    deps: 2
+                },
+            ]
+        );
+    }
+
+    #[test]
     fn an_argument_spec_is_read_only_where_every_slot_was_filled() {
         let queue =
             crate::runtime::fake::FakeContext::new(1, crate::runtime::fake::FakeDevice::new(1 << 20, 1 << 20)).queue();
@@ -996,7 +1182,7 @@ mod tests {
         for (spec, index) in [
             ([9.0, 0.0, 0.0], 0),           // an unknown kind
             ([1.5, 0.0, 0.0], 0),           // a fraction of a kind
-            ([1.0, 0.0, 10.0], 0),          // an unknown scalar type
+            ([1.0, 0.0, 11.0], 0),          // an unknown scalar type
             ([1.0, 0.0, f64::NAN], 0),      // no type at all
             ([2.0, 0.0, 0.0], 0),           // no local bytes
             ([2.0, -16.0, 0.0], 0),         // negative
@@ -1041,6 +1227,27 @@ mod tests {
         k.local_mem_size = 1024;
         let own = launch_args(&queue, &k, &[KernelArgument::Local(32 << 10), KernelArgument::Local(32 << 10)]);
         assert!(matches!(own, Err(MemoryError::LocalMemoryTooLarge { index: 1, available: 64512, .. })));
+    }
+
+    #[test]
+    fn a_float16_scalar_needs_a_device_with_half_precision() {
+        use crate::runtime::fake::{FakeContext, FakeDevice};
+        let half = vec![ArgInfo { kind: ArgKind::Value, type_name: "half".into() }];
+        let arg = [KernelArgument::Scalar { ty: ScalarType::Float16, bits: 0x3c00 }];
+        // The fake device reports no aspects: no fp16.
+        let without = FakeContext::new(1, FakeDevice::new(1 << 20, 1 << 20)).queue();
+        let refused = launch_args(&without, &info(half.clone()), &arg).err().unwrap();
+        assert!(
+            matches!(&refused, MemoryError::KernelArgType { index: 0, message, .. } if message.contains("cl_khr_fp16"))
+        );
+        let mut facts = crate::runtime::Device::info(FakeDevice::new(1 << 20, 1 << 20).as_ref()).clone();
+        facts.aspects = vec!["fp16".into()];
+        let with = FakeContext::new(2, FakeDevice::of(facts)).queue();
+        assert_eq!(launch_args(&with, &info(half), &arg).unwrap(), vec![LaunchArg::Scalar { size: 2, bits: 0x3c00 }]);
+        // A half parameter takes no other 16-bit scalar.
+        let int16 = [KernelArgument::Scalar { ty: ScalarType::Uint16, bits: 0x3c00 }];
+        let halfs = vec![ArgInfo { kind: ArgKind::Value, type_name: "half".into() }];
+        assert!(matches!(launch_args(&with, &info(halfs), &int16), Err(MemoryError::KernelArgType { .. })));
     }
 
     #[test]

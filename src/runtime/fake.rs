@@ -136,6 +136,15 @@ pub struct Counts {
     pub opens: u64,
     pub closes: u64,
     pub bad_closes: u64,
+    /// The queue's asynchronous operations, in submission order (`Submissions`).
+    pub ops: Vec<FakeOp>,
+}
+
+/// An asynchronous operation a fake queue was given (it moves no bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FakeOp {
+    Fill { dst: Address, pattern: Vec<u8>, count: u64, deps: usize },
+    Barrier { deps: usize },
 }
 
 /// Shared between wrappers of one fake context (like the SYCL provider's `Arc`s).
@@ -305,6 +314,67 @@ impl Queue for FakeQueue {
     }
     fn wait(&self) -> Result<()> {
         Ok(())
+    }
+    fn submissions(&self) -> Option<&dyn crate::runtime::program::Submissions> {
+        Some(self)
+    }
+}
+
+/// The event of a fake operation: done at once.
+pub struct FakeEvent;
+
+impl crate::runtime::program::Event for FakeEvent {
+    fn wait(&self) -> Result<()> {
+        Ok(())
+    }
+    fn status(&self) -> Result<crate::runtime::program::EventStatus> {
+        Ok(crate::runtime::program::EventStatus::Complete)
+    }
+    fn profile(&self) -> Result<crate::runtime::program::Profile> {
+        Err(MemoryError::ProfilingNotEnabled)
+    }
+    fn on_complete(&self, done: crate::runtime::program::Completion) -> Result<()> {
+        done(Ok(()));
+        Ok(())
+    }
+}
+
+/// Records fills and barriers (`Counts::ops`); runs no kernels and copies nothing.
+impl crate::runtime::program::Submissions for FakeQueue {
+    unsafe fn submit(
+        &self,
+        _kernel: &dyn crate::runtime::program::Kernel,
+        _args: &[crate::runtime::program::LaunchArg],
+        _range: &crate::runtime::program::NdRange,
+        _deps: &[Arc<dyn crate::runtime::program::Event>],
+    ) -> Result<Arc<dyn crate::runtime::program::Event>> {
+        Err(MemoryError::ProgramsUnsupported { message: "the fake runtime runs no kernels".into() })
+    }
+    unsafe fn memcpy_async(
+        &self,
+        _dst: Address,
+        _src: Address,
+        _nbytes: u64,
+        _deps: &[Arc<dyn crate::runtime::program::Event>],
+    ) -> Result<Arc<dyn crate::runtime::program::Event>> {
+        Err(MemoryError::ProgramsUnsupported { message: "the fake runtime copies nothing asynchronously".into() })
+    }
+    unsafe fn fill_async(
+        &self,
+        dst: Address,
+        pattern: &[u8],
+        count: u64,
+        deps: &[Arc<dyn crate::runtime::program::Event>],
+    ) -> Result<Arc<dyn crate::runtime::program::Event>> {
+        self.context.counts().ops.push(FakeOp::Fill { dst, pattern: pattern.to_vec(), count, deps: deps.len() });
+        Ok(Arc::new(FakeEvent))
+    }
+    fn barrier(
+        &self,
+        deps: &[Arc<dyn crate::runtime::program::Event>],
+    ) -> Result<Arc<dyn crate::runtime::program::Event>> {
+        self.context.counts().ops.push(FakeOp::Barrier { deps: deps.len() });
+        Ok(Arc::new(FakeEvent))
     }
 }
 

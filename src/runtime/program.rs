@@ -270,4 +270,19 @@ pub trait Submissions: Send + Sync {
     ) -> Result<Arc<dyn Event>>;
     /// A barrier after `deps` (after everything submitted so far when empty).
     fn barrier(&self, deps: &[Arc<dyn Event>]) -> Result<Arc<dyn Event>>;
+    /// Writes `value` (4 or 8 bytes, little-endian) at `dst` once everything submitted to
+    /// this queue before it, and `deps`, are done: progress another thread can watch in
+    /// host memory. The default is a one-element fill after a barrier (everything so far)
+    /// and `deps`; a provider overrides it with a cheaper way where it has one (an
+    /// in-order queue needs no barrier; CUDA writes values on the stream).
+    ///
+    /// # Safety
+    /// `dst..dst + value.len()` is writable memory the queue can reach, valid until the
+    /// event completes.
+    unsafe fn write_value(&self, dst: Address, value: &[u8], deps: &[Arc<dyn Event>]) -> Result<Arc<dyn Event>> {
+        let mut after = deps.to_vec();
+        after.push(self.barrier(&[])?);
+        // SAFETY: this fn's contract, forwarded.
+        unsafe { self.fill_async(dst, value, 1, &after) }
+    }
 }

@@ -189,6 +189,11 @@ driver_table! {
         // this signature too.
         cuEventElapsedTime = "cuEventElapsedTime": fn(*mut f32, CUevent, CUevent);
         cuFuncSetAttribute = "cuFuncSetAttribute": fn(CUfunction, c_int, c_int);
+        // `queue.writeValue`: a value written on a stream (`CUstreamWriteValue_flags`
+        // `CU_STREAM_WRITE_VALUE_DEFAULT`, 0), the _v2 ABI of CUDA 11.7 and newer (CUDA
+        // 12's `cuda.h` maps the plain names to these).
+        cuStreamWriteValue32 = "cuStreamWriteValue32_v2": fn(CUstream, CUdeviceptr, u32, c_uint);
+        cuStreamWriteValue64 = "cuStreamWriteValue64_v2": fn(CUstream, CUdeviceptr, u64, c_uint);
     }
 }
 
@@ -491,6 +496,16 @@ impl Driver {
         // SAFETY: valid out-pointer; `attribute` is a CUdevice_attribute value and the
         // driver checks the device handle.
         let r = unsafe { (self.table.cuDeviceGetAttribute)(&mut value, attribute as c_int, device) };
+        self.status("cuDeviceGetAttribute", r)?;
+        Ok(value)
+    }
+
+    /// `cuDeviceGetAttribute` of an attribute by its number, for one cudarc's enum names
+    /// differently across CUDA versions.
+    pub(super) fn device_attribute_code(&self, device: CUdevice, attribute: c_int) -> DriverResult<i32> {
+        let mut value: c_int = 0;
+        // SAFETY: valid out-pointer; the driver checks the attribute and the device handle.
+        let r = unsafe { (self.table.cuDeviceGetAttribute)(&mut value, attribute, device) };
         self.status("cuDeviceGetAttribute", r)?;
         Ok(value)
     }

@@ -227,6 +227,40 @@ impl CurrentContext {
         self.driver.status("cuStreamWaitEvent", unsafe { wait(stream.raw, event.raw, 0) })
     }
 
+    /// Whether this driver has `cuStreamWriteValue32`/`64` (`cuStreamWriteValue{32,64}_v2`).
+    pub(in crate::provider::cuda) fn has_stream_write_value(&self) -> bool {
+        self.table().cuStreamWriteValue32.is_some() && self.table().cuStreamWriteValue64.is_some()
+    }
+
+    /// `cuStreamWriteValue32` or `cuStreamWriteValue64` (by `value`'s length, 4 or 8):
+    /// writes `value` (little-endian) at `dst` once the work queued on `stream` before it
+    /// is done, as one store of its size.
+    ///
+    /// # Safety
+    /// `dst` is aligned to the value's size, and `dst..dst + value.len()` is memory the
+    /// device can write through this address that stays allocated until `stream` has
+    /// been synchronised: not managed memory, which these calls do not take.
+    pub(in crate::provider::cuda) unsafe fn stream_write_value(
+        &self,
+        stream: &Stream,
+        dst: u64,
+        value: &[u8],
+    ) -> DriverResult<()> {
+        if let Ok(word) = <[u8; 4]>::try_from(value) {
+            let write = self.table().cuStreamWriteValue32.ok_or_else(|| missing("cuStreamWriteValue32"))?;
+            // SAFETY: forwarded to the caller; a live stream; flags 0 (the default write).
+            return self
+                .driver
+                .status("cuStreamWriteValue32", unsafe { write(stream.raw, dst, u32::from_le_bytes(word), 0) });
+        }
+        let Ok(word) = <[u8; 8]>::try_from(value) else {
+            return Err(DriverError::missing("cuStreamWriteValue", "a value is 4 or 8 bytes"));
+        };
+        let write = self.table().cuStreamWriteValue64.ok_or_else(|| missing("cuStreamWriteValue64"))?;
+        // SAFETY: forwarded to the caller; a live stream; flags 0 (the default write).
+        self.driver.status("cuStreamWriteValue64", unsafe { write(stream.raw, dst, u64::from_le_bytes(word), 0) })
+    }
+
     /// `cuLaunchHostFunc`: calls `done(user)` on a driver thread once the work queued on
     /// `stream` before it is done.
     ///

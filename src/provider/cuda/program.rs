@@ -15,7 +15,7 @@ use crate::runtime::program::{
     events_of, kernel_of, ArgInfo, ArgKind, BuildFailure, Built, Completion, Event, EventStatus, Kernel, KernelInfo,
     LaunchArg, NdRange, Profile, Program, ProgramBuilder, ProgramSource, QueueProperties, Submissions,
 };
-use crate::runtime::{Address, Device};
+use crate::runtime::{Address, Context, Device};
 
 use super::driver::program_calls::{
     Event as DriverEvent, Function, Module, FUNC_LOCAL_SIZE_BYTES, FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -567,6 +567,14 @@ impl CudaQueue {
         Ok(Arc::new(CudaEvent { event, timing, stream: Arc::clone(&self.stream), context: Arc::clone(&self.context) }))
     }
 
+    /// Whether the device takes 64-bit stream memory operations
+    /// (`CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS`, 122 in CUDA 12's `cuda.h`).
+    fn can_write_64(&self) -> bool {
+        const CAN_USE_64_BIT_STREAM_MEM_OPS: std::ffi::c_int = 122;
+        let device = &self.context.device;
+        self.context.driver.device_attribute_code(device.handle, CAN_USE_64_BIT_STREAM_MEM_OPS).is_ok_and(|v| v != 0)
+    }
+
     fn wait_for(&self, current: &CurrentContext, deps: &[Arc<dyn Event>]) -> Result<()> {
         for dep in events_of::<CudaEvent>(deps, "CUDA")? {
             current.stream_wait_event(&self.stream, &dep.event)?;
@@ -720,6 +728,29 @@ impl Submissions for CudaQueue {
         let current = self.context.current()?;
         self.wait_for(&current, deps)?;
         let timing = self.begin(&current, submit_at)?;
+        self.record(&current, timing)
+    }
+
+    unsafe fn write_value(&self, dst: Address, value: &[u8], deps: &[Arc<dyn Event>]) -> Result<Arc<dyn Event>> {
+        // A stream runs in order: the write comes after everything queued before it.
+        // cuStreamWriteValue writes host memory (cuMemHostAlloc's, mapped) as one store,
+        // with no kernel or copy engine behind it; managed memory it does not take, and a
+        // 64-bit write needs the device's CAN_USE_64_BIT_STREAM_MEM_OPS. Elsewhere a
+        // one-element memset on the stream writes it (a 64-bit value as two words).
+        let host = self.context.pointer_kind(dst) == crate::runtime::UsmKind::Host;
+        let submit_at = Instant::now();
+        let current = self.context.current()?;
+        let stream_op = host && current.has_stream_write_value() && (value.len() == 4 || self.can_write_64());
+        if !stream_op {
+            // SAFETY: this fn's contract, forwarded.
+            return unsafe { self.fill_async(dst, value, 1, deps) };
+        }
+        self.wait_for(&current, deps)?;
+        let timing = self.begin(&current, submit_at)?;
+        // SAFETY: this fn's contract (the range is writable and stays allocated until the
+        // event recorded after it completes); host memory of this context, aligned to the
+        // value's size (the model checked), not managed.
+        unsafe { current.stream_write_value(&self.stream, dst, value) }?;
         self.record(&current, timing)
     }
 }

@@ -285,6 +285,18 @@ impl Submissions for SyclQueue {
         let handle = self.handle.barrier(&deps).map_err(|e| runtime_error("submitting a barrier", e))?;
         Ok(self.event(handle))
     }
+
+    unsafe fn write_value(&self, dst: Address, value: &[u8], deps: &[Arc<dyn Event>]) -> Result<Arc<dyn Event>> {
+        // A one-element fill: the runtime copies the pattern at submission, so no host
+        // constant has to outlive the operation. An in-order queue runs it after
+        // everything before; an out-of-order one only after a barrier it depends on.
+        let mut after = deps.to_vec();
+        if !self.properties.in_order {
+            after.push(self.barrier(&[])?);
+        }
+        // SAFETY: this fn's contract, forwarded.
+        unsafe { self.fill_async(dst, value, 1, &after) }
+    }
 }
 
 /// A queue with properties on `device` of `context`.
