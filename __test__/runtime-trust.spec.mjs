@@ -269,3 +269,26 @@ asRoot(`a library in a sub-folder of lib/ that the loader searches first (lib/x8
   rmSync(path.join(lib, 'glibc-hwcaps'), { recursive: true });
   t.is(loadWith().loader, 'recorded', 'removed: the recorded library loads again');
 });
+
+// An adversarial review found the runtime's Unified Runtime loader opening the adapters it
+// knows (cuda, hip, native_cpu, offload) by bare name: with an empty element in
+// LD_LIBRARY_PATH, planted ones in the working directory ran. The addon now names the
+// cache's adapters to the loader by absolute path (UR_ADAPTERS_FORCE_LOAD).
+withCompiler(`the runtime loads no UR adapter from the working directory (LD_LIBRARY_PATH with an empty element)${compilerNote}`, (t) => {
+  const work = tempDir(t);
+  const names = ['libur_adapter_cuda.so.0', 'libur_adapter_hip.so.0', 'libur_adapter_native_cpu.so.0', 'libur_adapter_offload.so.0'];
+  for (const name of names) t.true(compilePlanted(path.join(work, name)), name);
+  const mark = path.join(work, 'ran');
+  const script = `
+    const { SyclQueue, MemoryUSMShared, getDevices } = require(${JSON.stringify(INDEX)});
+    const memory = new MemoryUSMShared(64, { queue: new SyclQueue() });
+    memory.free();
+    process.stdout.write(JSON.stringify(getDevices().map((d) => d.filterString)));`;
+  const env = { ...process.env, LD_LIBRARY_PATH: '/nonexistent:', PLANTED_MARK: mark };
+  delete env.UR_ADAPTERS_FORCE_LOAD;
+  const child = spawnSync(process.execPath, ['-e', script], { cwd: work, env, encoding: 'utf8', timeout: 120_000 });
+  t.is(child.signal, null, child.stderr);
+  t.is(child.status, 0, child.stderr);
+  t.false(existsSync(mark), 'a planted adapter ran');
+  t.true(JSON.parse(child.stdout).includes('opencl:cpu:0'), 'the cache\'s own OpenCL adapter still serves the CPU device');
+});

@@ -210,6 +210,9 @@ fn load_shim() -> Result<Shim, String> {
     };
 
     point_ocl_icd_at(&runtime.root)?;
+    if runtime.source == "cache" {
+        pin_ur_adapters(&runtime.root)?;
+    }
 
     // libimf.so of the runtime calls libm's IFUNC symbols (cosf, ...) without naming
     // libm.so.6 as NEEDED: in a process that has not loaded libm yet (a test executable;
@@ -341,16 +344,57 @@ fn point_ocl_icd_at(root: &Path) -> Result<(), String> {
         }
         None => driver,
     };
-    let name = CString::new(VAR).map_err(|e| format!("{VAR}: {e}"))?;
-    let value = CString::new(value.into_vec()).map_err(|e| format!("{VAR}: {e}"))?;
+    set_runtime_var(VAR, value)
+}
+
+/// Names the cache's Unified Runtime adapters to its loader by absolute path
+/// (`UR_ADAPTERS_FORCE_LOAD`), unless the environment chose: by default the loader
+/// `dlopen`s every adapter it knows by bare name, and an empty element of
+/// `LD_LIBRARY_PATH` makes that search the working directory, whose planted
+/// `libur_adapter_cuda.so.0` would run. Only for the runtime this package installed, whose
+/// `lib/` the trust checks have just passed; an installed oneAPI keeps its own adapters.
+fn pin_ur_adapters(root: &Path) -> Result<(), String> {
+    const VAR: &str = "UR_ADAPTERS_FORCE_LOAD";
+    if std::env::var_os(VAR).is_some() {
+        return Ok(());
+    }
+    let lib = root.join("lib");
+    let entries = std::fs::read_dir(&lib).map_err(|e| format!("{}: {e}", lib.display()))?;
+    let mut adapters: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("libur_adapter_") && name.ends_with(".so.0"))
+        })
+        .collect();
+    if adapters.is_empty() {
+        return Ok(());
+    }
+    adapters.sort();
+    let mut value = OsString::new();
+    for (i, adapter) in adapters.iter().enumerate() {
+        if i > 0 {
+            value.push(",");
+        }
+        value.push(adapter);
+    }
+    set_runtime_var(VAR, value)
+}
+
+/// Sets `var` in the C environment (`process.env` of Node is not seen by C code) for the
+/// SYCL runtime, which reads it when it loads.
+fn set_runtime_var(var: &str, value: OsString) -> Result<(), String> {
+    let name = CString::new(var).map_err(|e| format!("{var}: {e}"))?;
+    let value = CString::new(value.into_vec()).map_err(|e| format!("{var}: {e}"))?;
     // SAFETY: both strings are NUL-terminated and outlive the call (setenv copies them).
     // setenv is not synchronised with getenv in other threads; it runs once per process,
     // inside the shim's OnceLock, before the SYCL runtime (the only reader that matters)
-    // is loaded. Node's own threads do not read OCL_ICD_FILENAMES; the residual risk is
+    // is loaded. Node's own threads do not read these variables; the residual risk is
     // JS on another worker reading `process.env` at that very moment.
     let rc = unsafe { libc::setenv(name.as_ptr(), value.as_ptr(), 1) };
     if rc != 0 {
-        return Err(format!("could not set {VAR}: {:?}", std::io::Error::last_os_error()));
+        return Err(format!("could not set {var}: {:?}", std::io::Error::last_os_error()));
     }
     Ok(())
 }
