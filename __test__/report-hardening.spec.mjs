@@ -163,12 +163,19 @@ test('a snapshot with markup, a quote or a non-number where a number, kind, acti
   // index that names no stack; a time out of Date's range.
   for (const [text, expected] of [
     [JSON.stringify(snapshot()).replace('"totalBytes":1073741824', '"totalBytes":1e999'), /devices\[0\]\.totalBytes must be a number/],
-    [JSON.stringify(snapshot()).replace('"dropped":2', '"dropped":-2'), /history\.dropped must be a number \(0 or more\), not -2/],
+    [JSON.stringify(snapshot()).replace('"dropped":2', '"dropped":-2'), /history\.dropped must be a number from 0 to 2\^53, not -2/],
+    // Beyond 2^53, which charts drew as NaN (an adversarial review).
+    [JSON.stringify(snapshot()).replace('"dropped":2', '"dropped":1e308'), /history\.dropped must be a number from 0 to 2\^53, not 1e\+308/],
     [JSON.stringify(snapshot()).replace('"stack":1,"timeUs":50', '"stack":7,"timeUs":50'), /liveBlocks\[0\]\.stack must be an index below 2, not 7/],
-    [JSON.stringify(snapshot()).replace('"epochMs":1700000000000', '"epochMs":1e300'), /epochMs must be a time/],
+    [JSON.stringify(snapshot()).replace('"epochMs":1700000000000', '"epochMs":9000000000000000'), /epochMs must be a time/],
   ]) {
     t.throws(() => renderHtml(JSON.parse(text)), { message: expected });
   }
+  // A device index per event, none of them listed, made a chart series each: 2.6 GB for
+  // 20,000 of them (an adversarial review). Only listed devices are drawn.
+  const unlisted = snapshot();
+  unlisted.events[0].device = 20000;
+  t.throws(() => renderHtml(unlisted), { message: /events\[0\]\.device must be the index of a listed device, not 20000/ });
 });
 
 test('the command refuses a planted number field with its name, renders a planted string escaped, and --help exits 0', (t) => {

@@ -121,8 +121,9 @@ function checkSnapshot(snapshot, name = 'the snapshot') {
     return value;
   };
   /** A finite number, at least 0 (sizes, counts, times). */
+  // Up to 2^53: bytes and microseconds fit, and the charts' arithmetic stays finite.
   const amount = (value, where) => {
-    if (typeof value !== 'number' || !(value >= 0 && value < Infinity)) fail(where, 'a number (0 or more)', value);
+    if (typeof value !== 'number' || !(value >= 0 && value <= Number.MAX_SAFE_INTEGER)) fail(where, 'a number from 0 to 2^53', value);
   };
   const index = (value, where, below = Infinity) => {
     if (!Number.isSafeInteger(value) || value < 0 || value >= below) fail(where, below === Infinity ? 'an index (an integer, 0 or more)' : `an index below ${below}`, value);
@@ -152,7 +153,10 @@ function checkSnapshot(snapshot, name = 'the snapshot') {
     if (h.stacksUnread !== undefined) amount(h.stacksUnread, 'history.stacksUnread');
   }
   const { stacks, devices, liveBlocks, cachedBlocks, events } = snapshot;
-  const device = (value, where) => value === null || index(value, where);
+  // A block's or event's device is one the snapshot lists (each device the report draws
+  // costs a chart's series: an index per event would cost memory without bound).
+  let listed = new Set();
+  const device = (value, where) => value === null || listed.has(value) || fail(where, 'the index of a listed device', value);
   const stack = (value, where) => value === null || index(value, where, stacks.length);
   list = 'stacks';
   for (item = 0; item < stacks.length; item++) string(stacks[item], '');
@@ -173,6 +177,7 @@ function checkSnapshot(snapshot, name = 'the snapshot') {
       for (const c of COUNTERS) amount(figures[c], `.stats.${k}.${c}`);
     }
   }
+  listed = new Set(devices.map((d) => d.index));
   list = 'liveBlocks';
   for (item = 0; item < liveBlocks.length; item++) {
     const b = object(liveBlocks[item], '');
