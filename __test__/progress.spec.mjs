@@ -10,27 +10,15 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { setImmediate as tick } from 'node:timers/promises';
-import { addon, DEVICES, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared, SyclQueue } from './helpers/addon.mjs';
+import { addon, DEVICES, MemoryUSMDevice, MemoryUSMHost, MemoryUSMShared, SyclQueue, nodeHasSharedBuffers } from './helpers/addon.mjs';
 import { throwsExactly } from './helpers/expect.mjs';
 
-const { createProgramFromSource, kernelArg, ErrorCode } = addon;
+const { createProgramFromSource, kernelArg } = addon;
 
 const cpu = DEVICES.find((d) => d.backend === 'opencl' && d.deviceType === 'cpu');
 const onCpu = cpu ? test : test.skip;
 const title = (text) => (cpu ? `${text} [${cpu.filterString}]` : `${text} [no OpenCL CPU device present: skipped]`);
 
-/** Feature detection, as a user would do it: does this Node make external SharedArrayBuffers? */
-function nodeHasSharedBuffers() {
-  const probe = new MemoryUSMHost(8);
-  try {
-    return probe.sharedBuffer instanceof SharedArrayBuffer;
-  } catch (error) {
-    if (error.code === ErrorCode.SharedBufferUnsupported) return false;
-    throw error;
-  } finally {
-    probe.free();
-  }
-}
 const SHARED = nodeHasSharedBuffers();
 const onCpuShared = cpu && SHARED ? test : test.skip;
 const sharedTitle = (text) =>

@@ -8,24 +8,10 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { addon, eachDevice, queueFor, KINDS, MemoryUSMDevice, MemoryUSMHost } from './helpers/addon.mjs';
+import { eachDevice, queueFor, KINDS, MemoryUSMDevice, MemoryUSMHost, nodeHasSharedBuffers } from './helpers/addon.mjs';
 
-const { ErrorCode } = addon;
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const HOST_KINDS = KINDS.filter((k) => k.hostAccessible);
-
-/** Feature detection, as a user would do it: does this Node make the buffer? */
-function nodeHasSharedBuffers() {
-  const probe = new MemoryUSMHost(8);
-  try {
-    return probe.sharedBuffer instanceof SharedArrayBuffer;
-  } catch (error) {
-    if (error.code === ErrorCode.SharedBufferUnsupported) return false;
-    throw error;
-  } finally {
-    probe.free();
-  }
-}
 
 const SUPPORTED = nodeHasSharedBuffers();
 const whereSupported = SUPPORTED ? test : test.skip;

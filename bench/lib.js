@@ -139,4 +139,20 @@ function childResult(r, what) {
   }
 }
 
-module.exports = { KiB, MiB, sizeLabel, median, spread, measure, runCase, sectionContext, runGetters, getterRows, RESULT_MARKER, childResult };
+/** The next message of `worker`, or its error. */
+function answer(worker) {
+  return new Promise((resolve, reject) => {
+    const fail = (error) => {
+      worker.off('message', done);
+      reject(error);
+    };
+    const done = (value) => {
+      worker.off('error', fail);
+      resolve(value);
+    };
+    worker.once('message', done);
+    worker.once('error', fail);
+  });
+}
+
+module.exports = { KiB, MiB, sizeLabel, median, spread, measure, runCase, sectionContext, runGetters, getterRows, RESULT_MARKER, childResult, answer };

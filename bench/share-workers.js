@@ -12,6 +12,7 @@
 'use strict';
 const { Worker } = require('node:worker_threads');
 const addon = require('../index.js');
+const { answer } = require('./lib.js');
 
 const WORKERS = 8;
 const NBYTES = 256 << 20;
@@ -45,20 +46,6 @@ parentPort.on('message', ({ op, sab, token }) => {
   parentPort.postMessage(sum);
 });`;
 
-function answer(worker) {
-  return new Promise((resolve, reject) => {
-    const fail = (error) => {
-      worker.off('message', done);
-      reject(error);
-    };
-    const done = (value) => {
-      worker.off('error', fail);
-      resolve(value);
-    };
-    worker.once('message', done);
-    worker.once('error', fail);
-  });
-}
 const all = (workers, message) => Promise.all(workers.map((w) => {
   const got = answer(w);
   w.postMessage(message);

@@ -8,6 +8,7 @@
 const { Worker, MessageChannel } = require('node:worker_threads');
 const path = require('node:path');
 const addon = require('../index.js');
+const { answer } = require('./lib.js');
 
 const WORKER = path.join(__dirname, 'share-worker.js');
 const argRounds = process.argv.indexOf('--rounds');
@@ -22,19 +23,6 @@ const median = (xs) => {
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
-const once = (worker) =>
-  new Promise((resolve, reject) => {
-    const fail = (error) => {
-      worker.off('message', done);
-      reject(error);
-    };
-    const done = (value) => {
-      worker.off('error', fail);
-      resolve(value);
-    };
-    worker.once('message', done);
-    worker.once('error', fail);
-  });
 
 /**
  * Median ns per round trip of sharing and of posting a number instead, over `BATCHES`
@@ -51,7 +39,7 @@ async function roundTrips(window, rounds) {
         const { port1, port2 } = new MessageChannel();
         receiver.postMessage({ port: port2, mode }, [port2]);
         sender.postMessage({ port: port1, mode, rounds: batch < 0 ? rounds / 10 : rounds, window, nbytes: 4096 }, [port1]);
-        const ns = await once(sender);
+        const ns = await answer(sender);
         if (batch >= 0) times[mode].push(ns); // the first batch warms up
       }
     }
@@ -66,7 +54,7 @@ async function copyRates() {
   const m = new addon.MemoryUSMHost(COPY_BYTES);
   try {
     worker.postMessage({ op: 'copyRates', token: m.share(), rounds: 31 });
-    return await once(worker);
+    return await answer(worker);
   } finally {
     m.free();
     await worker.terminate();

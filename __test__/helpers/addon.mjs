@@ -123,3 +123,20 @@ export function freeAll(...objects) {
 
 /** CUDA devices present (backend 'cuda'). */
 export const CUDA_DEVICES = DEVICES.filter((d) => d.backend === 'cuda');
+
+/**
+ * Whether this Node makes external SharedArrayBuffers (`mem.sharedBuffer`), found as a user
+ * would: by trying, not by version. Needs a host-memory device (none: false).
+ */
+export function nodeHasSharedBuffers() {
+  if (!HAS_DEVICE) return false;
+  const probe = new MemoryUSMHost(8);
+  try {
+    return probe.sharedBuffer instanceof SharedArrayBuffer;
+  } catch (error) {
+    if (error.code === addon.ErrorCode.SharedBufferUnsupported) return false;
+    throw error;
+  } finally {
+    probe.free();
+  }
+}
