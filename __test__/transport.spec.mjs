@@ -68,12 +68,9 @@ test('the transport classes exist with or without UCX', (t) => {
   t.throws(() => new UcxEndpoint(), { instanceOf: TypeError, code: 'ERR_CONSTRUCT_CALL_REQUIRED' });
 });
 
-test('the transport without UCX throws ERR_UCX_UNAVAILABLE saying what to install', (t) => {
-  // A process that finds no UCX: no system one (none here, or the test skips), a root that does not exist, an empty cache.
-  if (spawnSync('ldconfig', ['-p'], { encoding: 'utf8' }).stdout?.includes('libucp.so.0')) {
-    t.pass('a system UCX is installed: this process would find it');
-    return;
-  }
+// A process that finds no UCX: no system one (else the test skips), a root that does not exist, an empty cache.
+const SYSTEM_UCX = spawnSync('ldconfig', ['-p'], { encoding: 'utf8' }).stdout?.includes('libucp.so.0');
+(SYSTEM_UCX ? test.skip : test)(`the transport without UCX throws ERR_UCX_UNAVAILABLE saying what to install${SYSTEM_UCX ? ' [a system UCX is installed: a process would find it: skipped]' : ''}`, (t) => {
   const script = `const { ucx } = require(${JSON.stringify(require.resolve('../index.js'))});
     try { ucx.listen({ port: 0 }); console.log('no error'); } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`;
   const out = spawnSync(process.execPath, ['-e', script], {
@@ -468,15 +465,14 @@ ucxTest('a worker thread has a worker of its own, and ends it with the thread', 
 // no host staging (UCX's cuda_ipc/cuda_copy). Needs a UCX with CUDA transports: the wheel's
 // (DPCTL_MEMORY_UCX_ROOT=<cache>/ucx-1.22.0/libucx); a system UCX without them skips visibly.
 const HAS_CUDA = getDevices().some((d) => d.backend === 'cuda');
-const gpuTest = available && HAS_CUDA ? test.serial : test.skip;
+// Whether this UCX moves CUDA memory (asked only where a CUDA device is present).
+const CUDA_UCX = available && HAS_CUDA && ucx.info().cudaMemory;
+const NO_CUDA_UCX = available && HAS_CUDA && !CUDA_UCX
+  ? ` [${ucx.info().library} has no CUDA transports; set DPCTL_MEMORY_UCX_ROOT to the libucx-cu12 wheel's prefix: skipped]` : '';
+const gpuTest = CUDA_UCX ? test.serial : test.skip;
 if (available && !HAS_CUDA) console.log('# the CUDA device-memory transport test is skipped: no CUDA device here (the GPU suite runs it)');
 
-gpuTest('CUDA device memory from one process to another (256 MiB, checked byte for byte)', async (t) => {
-  if (!ucx.info().cudaMemory) {
-    t.log(`SKIPPED (visibly): ${ucx.info().library} has no CUDA transports; set DPCTL_MEMORY_UCX_ROOT to the libucx-cu12 wheel's prefix`);
-    t.pass();
-    return;
-  }
+gpuTest(`CUDA device memory from one process to another (256 MiB, checked byte for byte)${NO_CUDA_UCX}`, async (t) => {
   const size = 256 * 2 ** 20;
   for (const tls of [undefined, 'cuda_copy,cuda_ipc,tcp,self']) {
     const env = tls ? { UCX_TLS: tls } : {};
@@ -624,15 +620,10 @@ ucxxTest('interop: a Python ucxx client connects to a Node listener; bytes both 
 
 // GPU (the H200, with the wheel's UCX and DPCTL_MEMORY_UCXX_PYTHON naming a Python with ucxx
 // and CuPy): CUDA device memory both ways, MemoryUSMDevice here, CuPy arrays there.
-const ucxxGpuTest = available && HAS_CUDA ? test.serial : test.skip;
+const ucxxGpuTest = CUDA_UCX ? test.serial : test.skip;
 if (available && !HAS_CUDA) console.log('# the ucxx interop over CUDA device memory is skipped: no CUDA device here (the GPU suite runs it)');
-ucxxGpuTest('interop over CUDA device memory: MemoryUSMDevice here, CuPy arrays in a Python ucxx client, both ways', async (t) => {
+ucxxGpuTest(`interop over CUDA device memory: MemoryUSMDevice here, CuPy arrays in a Python ucxx client, both ways${NO_CUDA_UCX}`, async (t) => {
   t.timeout(600000);
-  if (!ucx.info().cudaMemory) {
-    t.log(`SKIPPED (visibly): ${ucx.info().library} has no CUDA transports; set DPCTL_MEMORY_UCX_ROOT to the libucx-cu12 wheel's prefix`);
-    t.pass();
-    return;
-  }
   const interpreter = ucxxPython(t);
   if (interpreter === null) return;
   const listener = ucx.listen({ host: '127.0.0.1', port: 0 });

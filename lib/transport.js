@@ -208,7 +208,7 @@ const hi = (tag) => Number(tag >> 32n);
 const lo = (tag) => Number(tag & 0xffffffffn);
 
 function hostString(value, what) {
-  if (typeof value !== 'string' || value.length === 0) throw typeError(`${what} must be a non-empty string (an IP address), not ${display(value)}`);
+  if (typeof value !== 'string' || value.length === 0) throw typeError(`${what} must be a non-empty string (an IP address, or localhost), not ${display(value)}`);
   return value;
 }
 
