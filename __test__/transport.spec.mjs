@@ -514,6 +514,7 @@ function ucxxVenv() {
     return probe.status === 0 ? { python: given } : { skip: `DPCTL_MEMORY_UCXX_PYTHON=${given} has no ucxx on UCX ${UCX_VERSION}: ${(probe.stderr || '').trim().slice(-300)}` };
   }
   if (existsSync(python) && works()) return { python };
+  console.log(`# installing ucxx-cu12==${UCXX_VERSION} for the interop tests into ${dir} (about 355 MB, once)`);
   const venv = spawnSync('python3', ['-m', 'venv', dir], { encoding: 'utf8' });
   if (venv.status !== 0) return { skip: `python3 -m venv failed: ${(venv.stderr || '').trim().slice(-300)}` };
   const pip = spawnSync(`${dir}/bin/pip`, ['install', '-q', '--disable-pip-version-check', `ucxx-cu12==${UCXX_VERSION}`], { encoding: 'utf8', timeout: 540000 });
