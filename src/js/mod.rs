@@ -67,5 +67,5 @@ pub fn init(mut exports: Object, env: Env) -> napi::Result<()> {
     transport::define_fast_calls(&env, &mut exports)?;
     ipc::define_fast_calls(&env, &mut exports)?;
     let builtins = ffi::JsRef::new(&env.run_script::<_, Unknown>(BUILTINS)?)?;
-    state::install(&env, state::EnvState { builtins, handles: Default::default() })
+    state::install(&env, state::EnvState { builtins, handles: Default::default(), pending: Default::default() })
 }

@@ -8,7 +8,7 @@
 //! `u32` per argument (the scalar's bits, low word first); `model::decode_arguments` reads
 //! them.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{JsValue, Unknown};
@@ -22,7 +22,7 @@ use crate::js::json;
 use crate::js::lookup::{handles, lookup};
 use crate::js::memory::host_bytes;
 use crate::js::program_handles::EventEntry;
-use crate::js::state::registry;
+use crate::js::state::{registry, state};
 use crate::memory::program::{self as model, KernelArgument, Pending, Submission};
 use crate::memory::registry::DeviceChoice;
 use crate::runtime::program::{Event, Kernel, Program, ProgramSource};
@@ -200,27 +200,9 @@ fn arguments(env: &Env, kernel: &str, spec: &[f64], bits: &[u32]) -> napi::Resul
     model::decode_arguments(kernel, spec, bits, |id| handles.memory(id)).or_throw(env)
 }
 
-thread_local! {
-    /// The asynchronous submissions of this thread's environment (the main thread's or a
-    /// worker's: one a thread) that have not finished, made at its first one. Plain Rust
-    /// values, no JS reference: the environment's teardown takes it away.
-    static PENDING: RefCell<Option<Arc<Pending>>> = const { RefCell::new(None) };
-}
-
-/// This environment's unfinished submissions. Its teardown (a worker that ends or is
-/// terminated, the main thread's normal end) waits for them: the work a gone environment
-/// started does not run on, and its operands are let go before the environment's handles.
+/// This environment's unfinished submissions (its state's; its teardown waits for them).
 fn pending(env: &Env) -> napi::Result<Arc<Pending>> {
-    if let Some(pending) = PENDING.with(|cell| cell.borrow().clone()) {
-        return Ok(pending);
-    }
-    let made = Arc::new(Pending::default());
-    env.add_env_cleanup_hook(Arc::clone(&made), |pending| {
-        PENDING.with(|cell| cell.borrow_mut().take());
-        pending.wait_all();
-    })?;
-    PENDING.with(|cell| *cell.borrow_mut() = Some(Arc::clone(&made)));
-    Ok(made)
+    Ok(Arc::clone(&state(env)?.pending))
 }
 
 /// Settles an asynchronous submission: a Promise (kept with the event for the JS layer to

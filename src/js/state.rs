@@ -17,13 +17,14 @@
 //! runtimes, last, on stderr (`dpctl-memory exit: {...}`), for leak tests.
 
 use std::cell::RefCell;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use napi::{sys, Env};
 
 use crate::js::ffi::{self, JsRef};
 use crate::js::handles::Handles;
 use crate::memory::process::ProcessRuntime;
+use crate::memory::program::Pending;
 use crate::memory::registry::Registry;
 use crate::sync::lock;
 
@@ -34,6 +35,10 @@ pub struct EnvState {
     pub builtins: JsRef,
     /// The values behind the handles the JS layer holds.
     pub handles: RefCell<Handles>,
+    /// The environment's asynchronous submissions that have not finished: its teardown
+    /// waits for them, so the work a gone environment started does not run on, and their
+    /// operands are let go before the handles.
+    pub pending: Arc<Pending>,
 }
 
 /// What the instance data holds: the state, and which environment it is (for the list of
@@ -59,10 +64,11 @@ pub fn install(env: &Env, state: EnvState) -> napi::Result<()> {
 }
 
 /// The environment's teardown (Node calls it with the instance data).
-fn teardown(Slot { env, state: EnvState { builtins, handles } }: Slot) {
+fn teardown(Slot { env, state: EnvState { builtins, handles, pending } }: Slot) {
     // At teardown the environment releases every reference itself; deleting them here
     // could touch it after that, so the references are forgotten instead.
     std::mem::forget(builtins);
+    pending.wait_all();
     release(handles.into_inner());
     let last = {
         let mut live = lock(&LIVE);
