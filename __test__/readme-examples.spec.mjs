@@ -93,9 +93,9 @@ function localized(code, kind) {
   return code.replace(/(['"])dpctl-memory\1/g, JSON.stringify(target));
 }
 
-/** Values the block promises on its `console.log(...); // 42` lines (numbers and booleans only). */
-function promisedOutputs(code) {
-  return [...code.matchAll(/console\.log\(.*\);?[ \t]*\/\/[ \t]*(-?\d+(?:\.\d+)?|true|false)[ \t]*$/gm)].map((m) => m[1]);
+/** Values the block promises on its `console.log(...); // 42 (why)` lines (numbers and booleans only). */
+export function promisedOutputs(code) {
+  return [...code.matchAll(/console\.log\(.*\);?[ \t]*\/\/[ \t]*(-?\d+(?:\.\d+)?|true|false)(?=[ \t]*(?:\(.*)?$)/gm)].map((m) => m[1]);
 }
 
 function runBlock(block, kind, env) {
@@ -132,6 +132,7 @@ test('the checker tells CommonJS from ESM and refuses a block that mixes them', 
   t.is(moduleKind('js', 'async function f() { await 1; }'), 'cjs');
   t.truthy(moduleKind('js', "const m = require('dpctl-memory');\nawait m.x();").error);
   t.truthy(moduleKind('mjs', "const m = require('dpctl-memory');").error);
+  t.deepEqual(promisedOutputs('console.log(a[0]); // 42\nconsole.log(b); // 6 (three times)\nconsole.log(c); // [ 1, 2 ]'), ['42', '6']);
 });
 
 const cpuEnv = { ...process.env, ONEAPI_DEVICE_SELECTOR: 'opencl:cpu' };
