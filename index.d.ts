@@ -114,7 +114,11 @@ export type ErrorCodeValue =
   | 'ERR_PEER_ACCESS_UNSUPPORTED'
   | 'ERR_NVRTC_UNAVAILABLE'
 
-/** The codes by name, e.g. `ErrorCode.UsmFreed === 'ERR_USM_FREED'` (a frozen object). */
+/**
+ * The codes by name, e.g. `ErrorCode.UsmFreed === 'ERR_USM_FREED'` (a frozen object).
+ * Its keys are PascalCase names, not the codes: `ErrorCode.ERR_USM_FREED` is `undefined`
+ * in JS. Compare an error's `code` with `ErrorCode.UsmFreed` or with `'ERR_USM_FREED'`.
+ */
 export declare const ErrorCode: {
   readonly SuaiMalformed: 'ERR_SUAI_MALFORMED'
   readonly SuaiOffset: 'ERR_SUAI_OFFSET'
@@ -191,6 +195,11 @@ export declare const ErrorCode: {
   readonly PeerAccessUnsupported: 'ERR_PEER_ACCESS_UNSUPPORTED'
   readonly NvrtcUnavailable: 'ERR_NVRTC_UNAVAILABLE'
 }
+/**
+ * The type of every code (`ErrorCodeValue`), under the name of the `ErrorCode` object.
+ * The object is keyed by PascalCase names, its values are the codes:
+ * `ErrorCode.UsmFreed === 'ERR_USM_FREED'`, and `ErrorCode.ERR_USM_FREED` is `undefined`.
+ */
 export type ErrorCode = ErrorCodeValue
 
 /** Options of the error classes' constructors. */
@@ -202,18 +211,36 @@ export interface DpctlErrorOptions {
 
 /** A USM allocation failed (too large, out of memory, or refused as unsafe). */
 export declare class USMAllocationError extends Error {
+  /**
+   * An error of this class, as the library throws them (for tests and for libraries
+   * that wrap this one); it never throws itself.
+   * @param message What went wrong.
+   * @param options `cause` (as `Error`'s) and `code` (default `'ERR_USM_ALLOCATION'`).
+   */
   constructor(message?: string, options?: DpctlErrorOptions)
   /** `'ERR_USM_ALLOCATION'` unless given another. */
   code: ErrorCodeValue
 }
 /** No queue could be made: no matching device, a filter string it cannot understand, or no runtime. */
 export declare class SyclQueueCreationError extends Error {
+  /**
+   * An error of this class, as the library throws them (for tests and for libraries
+   * that wrap this one); it never throws itself.
+   * @param message What went wrong.
+   * @param options `cause` (as `Error`'s) and `code` (default `'ERR_QUEUE_CREATION'`).
+   */
   constructor(message?: string, options?: DpctlErrorOptions)
   /** `'ERR_QUEUE_CREATION'` unless given another. */
   code: ErrorCodeValue
 }
 /** No device matches the filter string, or it cannot be understood. */
 export declare class SyclDeviceCreationError extends Error {
+  /**
+   * An error of this class, as the library throws them (for tests and for libraries
+   * that wrap this one); it never throws itself.
+   * @param message What went wrong.
+   * @param options `cause` (as `Error`'s) and `code` (default `'ERR_DEVICE_NOT_FOUND'`).
+   */
   constructor(message?: string, options?: DpctlErrorOptions)
   /** `'ERR_DEVICE_NOT_FOUND'` unless given another. */
   code: ErrorCodeValue
@@ -357,11 +384,13 @@ export declare abstract class _Memory implements CloneGuarded {
   get sharedBuffer(): SharedArrayBuffer
   /**
    * The USM kind in the context of `syclobj`, or in the memory's own context.
+   * @param syclobj A queue or context to ask in (default: the memory's own context).
    * @throws `ERR_INVALID_SYCLOBJ` (a `TypeError`) when `syclobj` is neither a queue nor a context.
    */
   getUsmType(syclobj?: SyclQueue | SyclContext | null): UsmType
   /**
    * dpctl's enum value of `getUsmType()`: unknown 0, device 1, shared 2, host 3.
+   * @param syclobj As `getUsmType`'s.
    * @throws `ERR_INVALID_SYCLOBJ` as `getUsmType`.
    */
   getUsmTypeEnum(syclobj?: SyclQueue | SyclContext | null): 0 | 1 | 2 | 3
@@ -418,6 +447,7 @@ export declare abstract class _Memory implements CloneGuarded {
   /**
    * `copyToHost(dst)` off the main thread: resolves to `dst` once the copy is done. The
    * memory and `dst` stay alive until it settles, even if this object is freed meanwhile.
+   * @param dst As `copyToHost(dst)`'s: a host buffer of at least `nbytes` bytes.
    * @throws `ERR_INVALID_ARG_TYPE` at the call, as `copyToHost(dst)`.
    * @throws `ERR_DESTINATION_TOO_SMALL`: the Promise rejects at once, before any work,
    * with `copyToHost(dst)`'s error; also when a plain `ArrayBuffer` `dst` was detached
@@ -426,6 +456,7 @@ export declare abstract class _Memory implements CloneGuarded {
   copyToHostAsync<T extends HostBuffer>(dst: T): Promise<T>
   /**
    * `copyFromHost(src)` off the main thread; `src` stays alive until it settles.
+   * @param src As `copyFromHost(src)`'s: a host buffer of at most `nbytes` bytes.
    * @throws `ERR_INVALID_ARG_TYPE` at the call, as `copyFromHost(src)`.
    * @throws `ERR_SOURCE_TOO_LARGE`, `ERR_READ_ONLY`: the Promise rejects at once, before
    * anything is copied, with `copyFromHost(src)`'s error.
@@ -433,6 +464,7 @@ export declare abstract class _Memory implements CloneGuarded {
   copyFromHostAsync(src: HostBuffer): Promise<void>
   /**
    * `copyFromDevice(src)` off the main thread; both memories stay alive until it settles.
+   * @param src As `copyFromDevice(src)`'s: memory, or an object exposing the interface.
    * @throws `ERR_NOT_USM` and `ERR_SUAI_*` at the call, as `copyFromDevice(src)`.
    * @throws `ERR_SOURCE_TOO_LARGE`, `ERR_READ_ONLY`: the Promise rejects at once, before
    * any work, with `copyFromDevice(src)`'s error.
@@ -440,6 +472,7 @@ export declare abstract class _Memory implements CloneGuarded {
   copyFromDeviceAsync(src: _Memory | SyclUsmArrayInterfaceExporter): Promise<void>
   /**
    * `memset(value)` off the main thread.
+   * @param value An integer 0..255 (default 0).
    * @throws `ERR_INVALID_FILL_VALUE` at the call, as `memset(value)`.
    * @throws `ERR_READ_ONLY`: the Promise rejects at once, as `memset(value)` throws.
    */
@@ -460,6 +493,7 @@ export declare abstract class _Memory implements CloneGuarded {
    * A token that another thread (or this one) opens with `openShared(token)` into a
    * memory object of its own over the same allocation, zero-copy. The token holds the
    * allocation until it is opened, revoked or its timeout passes; it opens once.
+   * @param options `timeout`: milliseconds the token waits to be opened (default 30,000).
    * @throws `ERR_SHARE_NOT_OWNED` for memory another library's exporter owns.
    * @throws `ERR_INVALID_TIMEOUT` (a `RangeError`) for a `timeout` that is not an
    * integer from 1 to 2^31 - 1 ms; `ERR_INVALID_ARG_TYPE` for other options.
@@ -524,6 +558,14 @@ export declare class MemoryUSMDevice extends _Memory {
    * @throws `ERR_USM_FREED` when `source` is memory that was freed.
    */
   constructor(source: number | bigint | _Memory | SyclUsmArrayInterfaceExporter, options?: MemoryOptions)
+  /**
+   * As `_Memory.share`: a token that opens into a `MemoryUSMDevice`.
+   * @param options `timeout`: milliseconds the token waits to be opened (default 30,000).
+   * @throws `ERR_SHARE_NOT_OWNED` for memory another library's exporter owns.
+   * @throws `ERR_INVALID_TIMEOUT` (a `RangeError`) for a bad `timeout`; `ERR_INVALID_ARG_TYPE`
+   * for other options.
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
   share(options?: ShareOptions | null): SharedMemoryToken<'device'>
 }
 
@@ -572,6 +614,14 @@ export declare class MemoryUSMHost extends _Memory {
    * @throws `ERR_USM_FREED` when `source` is memory that was freed.
    */
   constructor(source: number | bigint | _Memory | SyclUsmArrayInterfaceExporter, options?: MemoryOptions)
+  /**
+   * As `_Memory.share`: a token that opens into a `MemoryUSMHost`.
+   * @param options `timeout`: milliseconds the token waits to be opened (default 30,000).
+   * @throws `ERR_SHARE_NOT_OWNED` for memory another library's exporter owns.
+   * @throws `ERR_INVALID_TIMEOUT` (a `RangeError`) for a bad `timeout`; `ERR_INVALID_ARG_TYPE`
+   * for other options.
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
   share(options?: ShareOptions | null): SharedMemoryToken<'host'>
 }
 
@@ -622,15 +672,26 @@ export declare class MemoryUSMShared extends _Memory {
    * @throws `ERR_USM_FREED` when `source` is memory that was freed.
    */
   constructor(source: number | bigint | _Memory | SyclUsmArrayInterfaceExporter, options?: MemoryOptions)
+  /**
+   * As `_Memory.share`: a token that opens into a `MemoryUSMShared`.
+   * @param options `timeout`: milliseconds the token waits to be opened (default 30,000).
+   * @throws `ERR_SHARE_NOT_OWNED` for memory another library's exporter owns.
+   * @throws `ERR_INVALID_TIMEOUT` (a `RangeError`) for a bad `timeout`; `ERR_INVALID_ARG_TYPE`
+   * for other options.
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
   share(options?: ShareOptions | null): SharedMemoryToken<'shared'>
   /**
    * Migrates the memory to the device (the default) or the host. `applied` is `false`
    * where the runtime does nothing (the OpenCL CPU device; SYCL has no prefetch to the host).
+   * @param options `to`: `'device'` (the default) or `'host'`.
    * @throws `ERR_INVALID_ARG_TYPE` or `ERR_INVALID_ARG_VALUE` (a `TypeError`) for bad options.
    */
   prefetch(options?: PrefetchOptions): Promise<HintResult>
   /**
    * A usage hint for the runtime's page placement; the contents never change.
+   * @param advice One of the `MemAdvice` names.
+   * @param options `location`: `'device'` (the default) or `'host'`, for the advice that takes one.
    * @throws `ERR_INVALID_ARG_TYPE` or `ERR_INVALID_ARG_VALUE` (a `TypeError`) for an
    * advice or location that is not one of the names.
    */
@@ -688,6 +749,9 @@ export declare class HostRegistration implements CloneGuarded {
   readonly byteLength: number
   /** Ends the registration (after any copy in flight that uses it). Idempotent. */
   unregister(): void
+  /**
+   * Same as `unregister()`, for `using` declarations.
+   */
   [Symbol.dispose](): void
 }
 
@@ -696,6 +760,8 @@ export declare class HostRegistration implements CloneGuarded {
  * `cuMemHostRegister`, SYCL `prepare_for_device_copy`). A copy uses the registration only
  * while the buffer it is given is the registered buffer object, not detached, with the
  * registered data pointer and length; otherwise it takes the ordinary path.
+ * @param buffer The host memory to register: an `ArrayBuffer`, `SharedArrayBuffer` or a view.
+ * @param options `queue`: whose runtime registers (default: the default device's cached queue).
  * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `buffer` is not host memory, or for bad options.
  * @throws `ERR_INVALID_SIZE` (a `RangeError`) for an empty or detached buffer.
  * @throws `ERR_HOST_RANGE_REGISTERED` when the bytes overlap a live registration.
@@ -704,6 +770,7 @@ export declare function registerHost(buffer: HostBuffer, options?: RegisterHostO
 
 /**
  * The memory `obj` exposes, in the class of its USM kind, without copying.
+ * @param obj A memory object, or any object exposing `__sycl_usm_array_interface__`.
  * @throws `ERR_NOT_USM` (a `TypeError`) when `obj` is not memory and exposes no interface.
  * @throws `ERR_UNKNOWN_USM_TYPE` when the pointer's USM kind cannot be told.
  * @throws `ERR_SUAI_*` codes when the interface is malformed or leaves its allocation.
@@ -721,6 +788,7 @@ export declare function asUsmMemory(obj: _Memory | SyclUsmArrayInterfaceExporter
  * // worker
  * parentPort.once('message', (token) => { const mine = openShared(token); ...; mine.free(); });
  * ```
+ * @param token What `mem.share()` returned (posted to this thread, or not).
  * @throws `ERR_SHARE_TOKEN_OPENED` when the token was opened before (a token opens once).
  * @throws `ERR_SHARE_TOKEN_EXPIRED` when its timeout passed before it was opened.
  * @throws `ERR_SHARE_TOKEN_REVOKED` after `revokeShared(token)`.
@@ -732,6 +800,7 @@ export declare function openShared<K extends MemoryKind>(token: SharedMemoryToke
 /**
  * Revokes a token of `mem.share()` not yet opened, giving back what it held: `true`;
  * `false` when it was already opened, revoked or expired.
+ * @param token What `mem.share()` returned.
  * @throws `ERR_SHARE_TOKEN_INVALID` (a `TypeError`) for anything that is not a token
  * `share()` made in this process.
  */
