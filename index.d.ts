@@ -831,6 +831,10 @@ export interface IPCOpenOptions {
  */
 export declare class IPCMemoryHandle implements CloneGuarded {
   /**
+   * Makes the IPC handle of `memory` and marks its allocation as exported.
+   * @param memory USM device memory that owns its whole allocation (not a view of part
+   * of one).
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `memory` is not a memory object.
    * @throws `ERR_IPC_NOT_EXPORTABLE` for memory that is not USM device memory owning its
    * whole allocation.
    * @throws `ERR_IPC_UNAVAILABLE` where the device's runtime has no IPC (every SYCL device
@@ -844,6 +848,11 @@ export declare class IPCMemoryHandle implements CloneGuarded {
   get nbytes(): number
   /**
    * Opens handle bytes another process exported.
+   * @param bytes The handle's bytes, as `toBytes()` gave them in the exporting process.
+   * @param options `nbytes` (required: what the exporter sent), and `queue` or `device`
+   * (where to open; default: the default device).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `bytes` is not a `Uint8Array`, or
+   * for missing or bad options.
    * @throws `ERR_IPC_HANDLE_LENGTH` (a `RangeError`) for bytes of the wrong length.
    * @throws `ERR_IPC_HANDLE_INVALID` for bytes the runtime cannot open.
    * @throws `ERR_IPC_HANDLE_OPEN` when the handle is already open in this process.
@@ -851,8 +860,13 @@ export declare class IPCMemoryHandle implements CloneGuarded {
    * @throws `ERR_IPC_UNAVAILABLE` where the device's runtime has no IPC.
    */
   static open(bytes: Uint8Array, options: IPCOpenOptions): MemoryIPCDevice
-  /** Whether memory on `device` (default: the default device) can be shared with other processes. */
+  /**
+   * Whether memory on `device` (default: the default device) can be shared with other processes.
+   * @param device The device to ask about (default: the default device).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `device` is not a `SyclDevice`.
+   */
   static isAvailable(device?: SyclDevice | null): boolean
+  /** `<IPCMemoryHandle of N bytes>`. */
   toString(): string
 }
 
@@ -878,6 +892,7 @@ export declare class SyclDevice implements CloneGuarded {
    * Selects a device by SYCL filter string (`backend:type:index`, every part optional:
    * `'cpu'`, `'gpu'`, `'opencl:cpu:0'`, `'cuda:gpu:1'`), or the default device (a GPU if
    * there is one).
+   * @param filter A SYCL filter string; the default device when omitted or `null`.
    * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) when nothing matches or the
    * filter string cannot be understood.
    * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `filter` is not a string.
@@ -906,11 +921,19 @@ export declare class SyclDevice implements CloneGuarded {
    * otherwise).
    */
   get localMemSize(): number
-  /** Whether the device has a SYCL aspect, e.g. `'usm_shared_allocations'`, `'fp64'`. */
+  /**
+   * Whether the device has a SYCL aspect, e.g. `'usm_shared_allocations'`, `'fp64'`.
+   * @param name The aspect's name as SYCL spells it; an unknown name is `false`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `name` is not a string.
+   */
   hasAspect(name: string): boolean
   /** The names of every aspect the device has (a new array on every read). */
   get aspects(): string[]
-  /** Whether `other` is the same device. */
+  /**
+   * Whether `other` is the same device.
+   * @param other Another device.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `other` is not a `SyclDevice`.
+   */
   equals(other: SyclDevice): boolean
   // Peer access (dpctl 0.20+), see the README's "Several GPUs".
   /**
@@ -918,22 +941,33 @@ export declare class SyclDevice implements CloneGuarded {
    * (`'access_supported'`, the default), or has native atomics on it once enabled
    * (`'atomics_supported'`). `false` for a device and itself, for two backends, and on
    * backends without peer access (only `cuda`, `hip` and `level_zero` have it).
-   * Throws `TypeError` (`ERR_INVALID_ARG_TYPE`) when `peer` is not a `SyclDevice`,
-   * `ERR_INVALID_ARG_VALUE` for another `value`.
+   * @param peer The device whose memory would be accessed.
+   * @param value `'access_supported'` (the default) or `'atomics_supported'`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `peer` is not a `SyclDevice`.
+   * @throws `ERR_INVALID_ARG_VALUE` (a `TypeError`) for another `value`.
    */
   canAccessPeer(peer: SyclDevice, value?: PeerAccessQuery): boolean
   /**
    * Lets this device (its default context's queues) access `peer`'s device memory, so
-   * copies between them go device to device. Enabling twice is no error. Throws
-   * `ERR_PEER_ACCESS_UNSUPPORTED` for a device and itself, two backends, a backend
+   * copies between them go device to device. Enabling twice is no error.
+   * @param peer The device whose memory this one is to access.
+   * @throws `ERR_PEER_ACCESS_UNSUPPORTED` for a device and itself, two backends, a backend
    * without peer access (OpenCL) and a pair whose `canAccessPeer` is false.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `peer` is not a `SyclDevice`.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses.
    */
   enablePeerAccess(peer: SyclDevice): void
   /**
    * Ends what `enablePeerAccess(peer)` began; a pair that is not enabled is left as it
-   * is (no error). Throws as `enablePeerAccess` for pairs that cannot have peer access.
+   * is (no error).
+   * @param peer The device whose memory this one accessed.
+   * @throws `ERR_PEER_ACCESS_UNSUPPORTED` as `enablePeerAccess`, for pairs that cannot
+   * have peer access.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `peer` is not a `SyclDevice`.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses.
    */
   disablePeerAccess(peer: SyclDevice): void
+  /** `<dpctl.SyclDevice [backend, type, index] at 0x…>`-like: its filter string and name. */
   toString(): string
   /** What `JSON.stringify` writes: `toString()`. */
   toJSON(): string
@@ -949,14 +983,23 @@ export declare class SyclContext implements CloneGuarded {
    * With no argument, the default context of the default device (the one default
    * queues use). With a `SyclDevice` or filter string, a new context of its own for
    * that device, as dpctl's `SyclContext(device)`.
+   * @param device A device or filter string; the default context of the default device when omitted.
    * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) when no device matches.
    * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for an argument of another type.
    */
   constructor(device?: SyclDevice | string | null)
-  /** The devices of this context (a new array on every read). */
+  /**
+   * The devices of this context (a new array on every read).
+   * @throws `ERR_SYCL_RUNTIME` when the runtime cannot list them.
+   */
   get devices(): SyclDevice[]
-  /** Whether `other` is the same context. */
+  /**
+   * Whether `other` is the same context.
+   * @param other Another context.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `other` is not a `SyclContext`.
+   */
   equals(other: SyclContext): boolean
+  /** A description of the context and its devices. */
   toString(): string
   /** What `JSON.stringify` writes: `toString()`. */
   toJSON(): string
@@ -982,19 +1025,51 @@ export declare class SyclQueue implements CloneGuarded {
    * @throws `ERR_QUEUE_CREATION` (`SyclQueueCreationError`) when no device matches, the
    * filter string cannot be understood, or no runtime is installed (the message says
    * what was searched).
-   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for arguments of other types.
+   * @param target A filter string, a device, or a context; the default device when omitted.
+   * @param device With a context: the device of it (default: its first).
+   * @param options `property`: `'in_order'`, `'enable_profiling'`, or both in an array.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for arguments of other types, or an
+   * unknown option; an unknown `property` name is `ERR_QUEUE_CREATION`.
    */
   constructor(target?: string | SyclDevice | SyclContext | null, device?: SyclDevice | string | null, options?: SyclQueueOptions)
+  /**
+   * `new SyclQueue('gpu', { property: 'in_order' })`: a queue of a filter string's
+   * device, or of a device or context, with properties.
+   * @param target A filter string, a device, or a context; the default device when omitted.
+   * @param options `property`: `'in_order'`, `'enable_profiling'`, or both in an array.
+   * @throws `ERR_QUEUE_CREATION` (`SyclQueueCreationError`) when no device matches, or for
+   * an unknown `property` name.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for arguments of other types, or an
+   * unknown option.
+   */
   constructor(target: string | SyclDevice | SyclContext | null | undefined, options: SyclQueueOptions)
+  /**
+   * `new SyclQueue({ property: 'enable_profiling' })`: a queue of the default device with
+   * properties.
+   * @param options `property`: `'in_order'`, `'enable_profiling'`, or both in an array.
+   * @throws `ERR_QUEUE_CREATION` (`SyclQueueCreationError`) when there is no default
+   * device, or for an unknown `property` name.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for an unknown option or a `property`
+   * of another type.
+   */
   constructor(options: SyclQueueOptions)
   /** The device the queue runs on. */
   get syclDevice(): SyclDevice
   /** The context of the queue (USM pointers of it are valid here). */
   get syclContext(): SyclContext
-  /** Waits for everything submitted to the queue. */
+  /**
+   * Waits for everything submitted to the queue.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime reports that work of
+   * the queue failed.
+   */
   wait(): void
-  /** Whether `other` is the same queue. */
+  /**
+   * Whether `other` is the same queue.
+   * @param other Another queue.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `other` is not a `SyclQueue`.
+   */
   equals(other: SyclQueue): boolean
+  /** A description of the queue: its device and properties. */
   toString(): string
   /** What `JSON.stringify` writes: `toString()`. */
   toJSON(): string
@@ -1003,6 +1078,7 @@ export declare class SyclQueue implements CloneGuarded {
 /**
  * Every device that dpctl-memory can use, or those matching a filter string. Empty
  * (never an error) when no runtime is installed: `getRuntimeDiagnostics()` says why.
+ * @param filter A SYCL filter string (`'gpu'`, `'cuda'`, `'opencl:cpu'`); every device when omitted.
  * @throws `ERR_INVALID_FILTER` (a `TypeError`) for a filter string that cannot be parsed.
  */
 export declare function getDevices(filter?: string | null): SyclDevice[]
