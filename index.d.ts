@@ -1191,8 +1191,19 @@ export declare class SyclProgramCompilationError extends Error {
 export declare class SyclProgram implements CloneGuarded {
   private constructor()
   readonly __dpctlMemoryCloneGuard__: object
-  /** The kernel `name` (`ERR_KERNEL_NOT_FOUND` when the program has none). */
+  /**
+   * The kernel `name` of the program.
+   * @param name The kernel's function name.
+   * @throws `ERR_KERNEL_NOT_FOUND` when the program has no kernel of that name (the
+   * message lists those it has).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `name` is not a string.
+   */
   getKernel(name: string): SyclKernel
+  /**
+   * Whether the program has a kernel `name`.
+   * @param name The kernel's function name.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `name` is not a string.
+   */
   hasKernel(name: string): boolean
   /** The names of its kernels (a new array on every read). */
   get kernelNames(): string[]
@@ -1200,6 +1211,7 @@ export declare class SyclProgram implements CloneGuarded {
   get buildLog(): string
   /** The queue the program was built with. */
   get syclQueue(): SyclQueue
+  /** `<SyclProgram [kernel names]>`. */
   toString(): string
 }
 
@@ -1214,10 +1226,13 @@ export interface KernelParameter {
 export declare class SyclKernel implements CloneGuarded {
   private constructor()
   readonly __dpctlMemoryCloneGuard__: object
+  /** The kernel's function name. */
   get functionName(): string
+  /** How many parameters the kernel declares. */
   get numArgs(): number
   /** The largest work-group the kernel can run with on its device. */
   get workGroupSize(): number
+  /** The multiple of work-group sizes the device runs best (its warp or SIMD width). */
   get preferredWorkGroupSizeMultiple(): number
   /** Bytes of private memory per work item. */
   get privateMemSize(): number
@@ -1225,8 +1240,11 @@ export declare class SyclKernel implements CloneGuarded {
   get localMemSize(): number
   /** `reqd_work_group_size`, or `[0, 0, 0]`. */
   get compileWorkGroupSize(): readonly [number, number, number]
+  /** Each parameter as the runtime reports it (a frozen array). */
   get args(): readonly KernelParameter[]
+  /** The program the kernel is of. */
   get program(): SyclProgram
+  /** `<SyclKernel name(N args)>`. */
   toString(): string
 }
 
@@ -1248,9 +1266,11 @@ export type KernelScalarType =
 export declare class KernelArg implements CloneGuarded {
   private constructor()
   readonly __dpctlMemoryCloneGuard__: object
+  /** The scalar type, or `'local'` for local memory. */
   get type(): KernelScalarType | 'local'
   /** The value, or the bytes of local memory. */
   get value(): number | bigint
+  /** `kernelArg.int32(5)`-like. */
   toString(): string
 }
 
@@ -1260,23 +1280,90 @@ export declare class KernelArg implements CloneGuarded {
  * where the runtime reports them; `ERR_KERNEL_ARG_TYPE` for a value out of the type's range).
  */
 export declare const kernelArg: {
+  /**
+   * A C `int8_t` argument.
+   * @param value An integer in -128..127 (a number or a bigint).
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one that is not an integer of the range).
+   */
   readonly int8: (value: number | bigint) => KernelArg
+  /**
+   * A C `uint8_t` argument.
+   * @param value An integer in 0..255 (a number or a bigint).
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one that is not an integer of the range).
+   */
   readonly uint8: (value: number | bigint) => KernelArg
+  /**
+   * A C `int16_t` argument.
+   * @param value An integer in -32768..32767 (a number or a bigint).
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one that is not an integer of the range).
+   */
   readonly int16: (value: number | bigint) => KernelArg
+  /**
+   * A C `uint16_t` argument.
+   * @param value An integer in 0..65535 (a number or a bigint).
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one that is not an integer of the range).
+   */
   readonly uint16: (value: number | bigint) => KernelArg
+  /**
+   * A C `int32_t` argument.
+   * @param value An integer in -2^31..2^31-1 (a number or a bigint).
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one that is not an integer of the range).
+   */
   readonly int32: (value: number | bigint) => KernelArg
+  /**
+   * A C `uint32_t` argument.
+   * @param value An integer in 0..2^32-1 (a number or a bigint).
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one that is not an integer of the range).
+   */
   readonly uint32: (value: number | bigint) => KernelArg
+  /**
+   * A C `int64_t` argument.
+   * @param value An integer in -2^63..2^63-1: a bigint, or a safe-integer number.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one out of the range or a number that is not a safe integer).
+   */
   readonly int64: (value: number | bigint) => KernelArg
+  /**
+   * A C `uint64_t` argument.
+   * @param value An integer in 0..2^64-1: a bigint, or a safe-integer number.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one out of the range or a number that is not a safe integer).
+   */
   readonly uint64: (value: number | bigint) => KernelArg
+  /**
+   * A C `float` argument (rounded as a `Float32Array` element rounds it).
+   * @param value A number.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError`) when `value` is not a number.
+   */
   readonly float32: (value: number) => KernelArg
+  /**
+   * A C `double` argument.
+   * @param value A number.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError`) when `value` is not a number.
+   */
   readonly float64: (value: number) => KernelArg
-  /** A `half`, rounded as a `Float16Array` element rounds it: on a Node with
-   * `Float16Array` (24 and later; `ERR_KERNEL_ARG_TYPE` elsewhere). A kernel parameter of
-   * that type needs a device with half precision (OpenCL's `cl_khr_fp16`, aspect `fp16`:
-   * `ERR_KERNEL_ARG_TYPE` otherwise); as a `fill` pattern it is two bytes on any device. */
+  /**
+   * A `half`, rounded as a `Float16Array` element rounds it: on a Node with
+   * `Float16Array` (24 and later). A kernel parameter of that type needs a device with
+   * half precision (OpenCL's `cl_khr_fp16`, aspect `fp16`); as a `fill` pattern it is two
+   * bytes on any device.
+   * @param value A number.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError`) when `value` is not a number, or on a
+   * Node without `Float16Array`; `submit` throws it for a device without half precision.
+   */
   readonly float16: (value: number) => KernelArg
-  /** `nbytes` of work-group local memory: an OpenCL `__local` parameter; on CUDA, given
-   * after the kernel's parameters, the launch's dynamic shared memory (`extern __shared__`). */
+  /**
+   * `nbytes` of work-group local memory: an OpenCL `__local` parameter; on CUDA, given
+   * after the kernel's parameters, the launch's dynamic shared memory (`extern __shared__`).
+   * @param nbytes A positive integer; `submit` checks it against the device's `localMemSize`.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `RangeError`) when `nbytes` is not a positive integer.
+   */
   readonly local: (nbytes: number) => KernelArg
 }
 
@@ -1303,33 +1390,96 @@ export interface WriteValueOptions {
 export declare class SyclEvent implements CloneGuarded {
   private constructor()
   readonly __dpctlMemoryCloneGuard__: object
-  /** Waits for the work (blocking this thread). */
+  /**
+   * Waits for the work (blocking this thread).
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime reports that the
+   * work failed.
+   */
   wait(): void
+  /**
+   * `'submitted'`, `'running'` or `'complete'`.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime cannot say.
+   */
   get executionStatus(): 'submitted' | 'running' | 'complete'
-  /** Nanoseconds, on a queue made with `property: 'enable_profiling'`
-   * (`ERR_PROFILING_NOT_ENABLED` otherwise). */
+  /**
+   * Nanoseconds (on the device's clock) when the work was submitted, on a queue made with
+   * `property: 'enable_profiling'`.
+   * @throws `ERR_PROFILING_NOT_ENABLED` for an event of a queue without profiling.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime cannot say.
+   */
   get profilingInfoSubmit(): bigint
+  /**
+   * Nanoseconds when the work started, as `profilingInfoSubmit`.
+   * @throws `ERR_PROFILING_NOT_ENABLED` for an event of a queue without profiling.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime cannot say.
+   */
   get profilingInfoStart(): bigint
+  /**
+   * Nanoseconds when the work ended, as `profilingInfoSubmit`.
+   * @throws `ERR_PROFILING_NOT_ENABLED` for an event of a queue without profiling.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime cannot say.
+   */
   get profilingInfoEnd(): bigint
+  /** The queue the work was submitted to. */
   get syclQueue(): SyclQueue
+  /**
+   * `<SyclEvent status>`.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` as `executionStatus`.
+   */
   toString(): string
 }
 
-/** dpctl's `create_program_from_source`: OpenCL C for a SYCL device of the OpenCL backend. */
+/**
+ * dpctl's `create_program_from_source`: OpenCL C for a SYCL device of the OpenCL backend.
+ * @param queue The queue whose device and context the program is built for.
+ * @param source The OpenCL C source.
+ * @param options `options`: the compiler's options, a string or an array of strings.
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `queue` is not a `SyclQueue`, for a `source` of another type, or for bad options.
+ * @throws `ERR_PROGRAM_COMPILATION` (`SyclProgramCompilationError`, with the compiler's
+ * `log`) when the source does not build.
+ * @throws `ERR_PROGRAMS_UNSUPPORTED` on a device that builds no OpenCL C (CUDA devices:
+ * `createProgramFromCuda`, `createProgramFromPtx`).
+ */
 export declare function createProgramFromSource(queue: SyclQueue, source: string, options?: ProgramOptions): SyclProgram
-/** dpctl's `create_program_from_spirv`: a SPIR-V module for a SYCL device of the OpenCL backend. */
+/**
+ * dpctl's `create_program_from_spirv`: a SPIR-V module for a SYCL device of the OpenCL backend.
+ * @param queue The queue whose device and context the program is built for.
+ * @param spirv The module's bytes (a whole number of 32-bit words).
+ * @param options `options`: the compiler's options, a string or an array of strings.
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `queue` is not a `SyclQueue`, for a `spirv` of another type, or for bad options.
+ * @throws `ERR_PROGRAM_COMPILATION` (`SyclProgramCompilationError`) for bytes that are
+ * not a SPIR-V module, or a module the runtime does not build.
+ * @throws `ERR_PROGRAMS_UNSUPPORTED` on a device that builds no SPIR-V (CUDA devices).
+ */
 export declare function createProgramFromSpirv(
   queue: SyclQueue,
   spirv: ArrayBuffer | SharedArrayBuffer | ArrayBufferView,
   options?: ProgramOptions,
 ): SyclProgram
-/** PTX for a CUDA device (loaded by the driver, which compiles it for its GPU). */
+/**
+ * PTX for a CUDA device (loaded by the driver, which compiles it for its GPU).
+ * @param queue The queue whose device and context the program is built for.
+ * @param ptx The PTX text.
+ * @param options `options`: the PTX JIT's options, a string or an array of strings.
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `queue` is not a `SyclQueue`, for a `ptx` of another type, or for bad options.
+ * @throws `ERR_PROGRAM_COMPILATION` (`SyclProgramCompilationError`, with the JIT's `log`)
+ * when the driver cannot load it.
+ * @throws `ERR_PROGRAMS_UNSUPPORTED` on a SYCL device (they build OpenCL C and SPIR-V).
+ */
 export declare function createProgramFromPtx(queue: SyclQueue, ptx: string, options?: ProgramOptions): SyclProgram
-/** CUDA C++ for a CUDA device, compiled to PTX with NVRTC (loaded at run time: a CUDA
+/**
+ * CUDA C++ for a CUDA device, compiled to PTX with NVRTC (loaded at run time: a CUDA
  * toolkit's, or `npx dpctl-memory-install-runtime --with nvrtc`), for the device's
- * architecture unless `options` name one (`-arch=compute_80`); NVRTC's errors are a
- * `SyclProgramCompilationError` with its log.
- * @throws `ERR_NVRTC_UNAVAILABLE` when no NVRTC the driver can use is installed. */
+ * architecture unless `options` name one (`-arch=compute_80`).
+ * @param queue The queue whose device and context the program is built for.
+ * @param source The CUDA C++ source (kernels `extern "C" __global__`).
+ * @param options `options`: NVRTC's options, a string or an array of strings.
+ * @throws `ERR_NVRTC_UNAVAILABLE` when no NVRTC the driver can use is installed.
+ * @throws `ERR_PROGRAM_COMPILATION` (`SyclProgramCompilationError`, with NVRTC's `log`)
+ * when the source does not compile or the driver cannot load the result.
+ * @throws `ERR_PROGRAMS_UNSUPPORTED` on a SYCL device (they build OpenCL C and SPIR-V).
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `queue` is not a `SyclQueue`, for a `source` of another type, or for bad options.
+ */
 export declare function createProgramFromCuda(queue: SyclQueue, source: string, options?: ProgramOptions): SyclProgram
 
 export interface SyclQueue {
