@@ -1483,8 +1483,33 @@ export declare function createProgramFromPtx(queue: SyclQueue, ptx: string, opti
 export declare function createProgramFromCuda(queue: SyclQueue, source: string, options?: ProgramOptions): SyclProgram
 
 export interface SyclQueue {
-  /** Runs `kernel` over `globalRange` (in work-groups of `localRange`) after `dependsOn`,
-   * and waits (dpctl's `submit`). Every operand is held until the kernel finished. */
+  /**
+   * Runs `kernel` over `globalRange` (in work-groups of `localRange`) after `dependsOn`,
+   * and waits (dpctl's `submit`). Every operand is held until the kernel finished.
+   * @param kernel A kernel of a program built for this queue's context (`program.getKernel(name)`).
+   * @param args One argument per kernel parameter, in order: a memory object (or an object
+   * exposing `__sycl_usm_array_interface__`) for a pointer, a `kernelArg` for a scalar or
+   * local memory; on CUDA one `kernelArg.local` more for the dynamic shared memory.
+   * @param globalRange The work items: a positive integer, or 1 to 3 of them.
+   * @param localRange The work-group size, of as many dimensions, dividing `globalRange`
+   * (default: the runtime chooses).
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `kernel` is not a `SyclKernel`.
+   * @throws `ERR_KERNEL_ARG_COUNT` (a `TypeError`) when `args` has more or fewer entries than
+   * the kernel's parameters.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError`) when `args` is not an array, an entry is
+   * neither memory nor a `kernelArg` (a plain number says no type), or a scalar's type is not
+   * the one the kernel declares.
+   * @throws `ERR_INVALID_RANGE` for a range that is not 1 to 3 positive integers, or a
+   * `localRange` that does not divide `globalRange`.
+   * @throws `ERR_INVALID_SIZE` when the `kernelArg.local` arguments do not fit the device's
+   * `localMemSize`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   submit(
     kernel: SyclKernel,
     args: readonly KernelArgument[],
@@ -1492,8 +1517,34 @@ export interface SyclQueue {
     localRange?: WorkRange | null,
     dependsOn?: readonly Dependency[] | null,
   ): SyclEvent
-  /** As `submit` without waiting: settles once the kernel finished and let go of its
-   * operands; usable at once as a dependency. */
+  /**
+   * As `submit` without waiting: settles once the kernel finished and let go of its
+   * operands; usable at once as a dependency. Bad arguments throw at the call, as `submit`'s;
+   * a failure of the work rejects.
+   * @param kernel A kernel of a program built for this queue's context (`program.getKernel(name)`).
+   * @param args One argument per kernel parameter, in order: a memory object (or an object
+   * exposing `__sycl_usm_array_interface__`) for a pointer, a `kernelArg` for a scalar or
+   * local memory; on CUDA one `kernelArg.local` more for the dynamic shared memory.
+   * @param globalRange The work items: a positive integer, or 1 to 3 of them.
+   * @param localRange The work-group size, of as many dimensions, dividing `globalRange`
+   * (default: the runtime chooses).
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `kernel` is not a `SyclKernel`.
+   * @throws `ERR_KERNEL_ARG_COUNT` (a `TypeError`) when `args` has more or fewer entries than
+   * the kernel's parameters.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError`) when `args` is not an array, an entry is
+   * neither memory nor a `kernelArg` (a plain number says no type), or a scalar's type is not
+   * the one the kernel declares.
+   * @throws `ERR_INVALID_RANGE` for a range that is not 1 to 3 positive integers, or a
+   * `localRange` that does not divide `globalRange`.
+   * @throws `ERR_INVALID_SIZE` when the `kernelArg.local` arguments do not fit the device's
+   * `localMemSize`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   submitAsync(
     kernel: SyclKernel,
     args: readonly KernelArgument[],
@@ -1501,14 +1552,122 @@ export interface SyclQueue {
     localRange?: WorkRange | null,
     dependsOn?: readonly Dependency[] | null,
   ): Promise<SyclEvent>
-  /** Copies `nbytes` between memory objects on this queue, and waits. */
+  /**
+   * Copies `nbytes` from `src` to `dst` on this queue, and waits.
+   * @param dst The memory copied into (a memory object, or an object exposing the interface).
+   * @param src The memory copied from.
+   * @param nbytes Bytes to copy (a non-negative integer), within both.
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` or `src` is not memory.
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `nbytes` is not a non-negative integer.
+   * @throws `ERR_INVALID_RANGE` (a `RangeError`) when `nbytes` reaches past the end of `dst` or `src`.
+   * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   memcpy(dst: KernelArgument, src: KernelArgument, nbytes: number, dependsOn?: readonly Dependency[] | null): SyclEvent
+  /**
+   * As `memcpy` without waiting: settles once the copy is done. Bad arguments throw at
+   * the call, as `memcpy`'s.
+   * @param dst The memory copied into (a memory object, or an object exposing the interface).
+   * @param src The memory copied from.
+   * @param nbytes Bytes to copy (a non-negative integer), within both.
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` or `src` is not memory.
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `nbytes` is not a non-negative integer.
+   * @throws `ERR_INVALID_RANGE` (a `RangeError`) when `nbytes` reaches past the end of `dst` or `src`.
+   * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   memcpyAsync(dst: KernelArgument, src: KernelArgument, nbytes: number, dependsOn?: readonly Dependency[] | null): Promise<SyclEvent>
-  /** Sets `nbytes` (all of `dst` when not given) to `value` (0..255), and waits. */
+  /**
+   * Sets `nbytes` (all of `dst` when not given) to `value` (0..255), and waits.
+   * @param dst The memory to set (a memory object, or an object exposing the interface).
+   * @param value The byte, an integer 0..255.
+   * @param nbytes Bytes to set from the start (all of a memory object when not given;
+   * required for other exporters).
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` is not memory.
+   * @throws `ERR_INVALID_FILL_VALUE` (a `RangeError`) for a `value` that is not an integer 0..255.
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `nbytes` is not a non-negative integer.
+   * @throws `ERR_INVALID_RANGE` (a `RangeError`) when `nbytes` reaches past the end of `dst`.
+   * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   memset(dst: KernelArgument, value: number, nbytes?: number, dependsOn?: readonly Dependency[] | null): SyclEvent
+  /**
+   * As `memset` without waiting: settles once the bytes are set. Bad arguments throw at
+   * the call, as `memset`'s.
+   * @param dst The memory to set (a memory object, or an object exposing the interface).
+   * @param value The byte, an integer 0..255.
+   * @param nbytes Bytes to set from the start (all of a memory object when not given;
+   * required for other exporters).
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` is not memory.
+   * @throws `ERR_INVALID_FILL_VALUE` (a `RangeError`) for a `value` that is not an integer 0..255.
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `nbytes` is not a non-negative integer.
+   * @throws `ERR_INVALID_RANGE` (a `RangeError`) when `nbytes` reaches past the end of `dst`.
+   * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   memsetAsync(dst: KernelArgument, value: number, nbytes?: number, dependsOn?: readonly Dependency[] | null): Promise<SyclEvent>
-  /** Fills `count` elements (all of `dst` when not given) with a typed scalar, and waits. */
+  /**
+   * Fills `count` elements (all of `dst` when not given) with a typed scalar, and waits.
+   * @param dst The memory to fill (a memory object, or an object exposing the interface).
+   * @param pattern The element: a `kernelArg` scalar (`kernelArg.float32(1.5)`), whose type
+   * gives the element's size.
+   * @param count Elements to fill from the start (all that fit in a memory object when not
+   * given; required for other exporters).
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` is not memory.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `pattern` is not a `kernelArg` scalar
+   * (`kernelArg.local` is not one).
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `count` is not a non-negative integer.
+   * @throws `ERR_INVALID_RANGE` (a `RangeError`) when the elements reach past the end of `dst`.
+   * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   fill(dst: KernelArgument, pattern: KernelArg, count?: number, dependsOn?: readonly Dependency[] | null): SyclEvent
+  /**
+   * As `fill` without waiting: settles once the elements are written. Bad arguments throw
+   * at the call, as `fill`'s.
+   * @param dst The memory to fill (a memory object, or an object exposing the interface).
+   * @param pattern The element: a `kernelArg` scalar (`kernelArg.float32(1.5)`), whose type
+   * gives the element's size.
+   * @param count Elements to fill from the start (all that fit in a memory object when not
+   * given; required for other exporters).
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` is not memory.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `pattern` is not a `kernelArg` scalar
+   * (`kernelArg.local` is not one).
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `count` is not a non-negative integer.
+   * @throws `ERR_INVALID_RANGE` (a `RangeError`) when the elements reach past the end of `dst`.
+   * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   fillAsync(dst: KernelArgument, pattern: KernelArg, count?: number, dependsOn?: readonly Dependency[] | null): Promise<SyclEvent>
   /**
    * Writes `value` at byte `offset` of host or shared memory once everything submitted to
@@ -1518,9 +1677,7 @@ export interface SyclQueue {
    * (-(2n**63n)..2n**64n-1n); the offset is a multiple of the value's size. Returns the
    * event at once (no Promise, no callback); the memory is held until the write landed
    * (let go of at a later `writeValue` of this thread that finds it done, or when the
-   * thread's environment ends). Device memory: `ERR_NOT_HOST_ACCESSIBLE`; a misaligned offset:
-   * `ERR_INVALID_ALIGNMENT`; one past the end: `ERR_INVALID_RANGE`; a bad value:
-   * `ERR_INVALID_FILL_VALUE`.
+   * thread's environment ends).
    *
    * ```js
    * const flag = new Int32Array(progress.sharedBuffer);
@@ -1530,9 +1687,32 @@ export interface SyclQueue {
    * // timer meanwhile, which a pending waitAsync does not; README, examples/progress.mjs).
    * while (Atomics.load(flag, 0) !== 1) await Atomics.waitAsync(flag, 0, 0, 1).value;
    * ```
+   * @param dst Host or shared memory (a memory object, or an object exposing the interface).
+   * @param value A number (written as 32 bits) or a bigint (64 bits).
+   * @param options `offset`: bytes into `dst` (default 0); `dependsOn`: events to wait for too.
+   * @throws `ERR_NOT_HOST_ACCESSIBLE` for device memory.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` is not memory.
+   * @throws `ERR_INVALID_ALIGNMENT` (a `RangeError`) for an offset that is not a multiple of
+   * the value's size (the address must suit `Atomics`).
+   * @throws `ERR_INVALID_RANGE` (a `RangeError`) when the value does not fit in `dst` at `offset`.
+   * @throws `ERR_INVALID_FILL_VALUE` (a `RangeError`) for a number or bigint outside the
+   * range of its width.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for a `value` of another type, options that
+   * are not an object, an unknown option, or a bad `dependsOn`.
+   * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work.
    */
   writeValue(dst: KernelArgument, value: number | bigint, options?: WriteValueOptions | null): SyclEvent
-  /** An event after `dependsOn` (after everything submitted so far when not given). */
+  /**
+   * An event after `dependsOn` (after everything submitted so far when not given).
+   * @param dependsOn Events (or Promises of the async operations) of this queue's context.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for an event of another context than the queue's.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses it.
+   */
   submitBarrier(dependsOn?: readonly Dependency[] | null): SyclEvent
   /** Whether the queue was made with `property: 'in_order'`. */
   readonly isInOrder: boolean
