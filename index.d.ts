@@ -1738,26 +1738,86 @@ export declare class UcxEndpoint {
   private constructor()
   /** The address connected to (`'a client'` for an accepted endpoint). */
   readonly peer: string
-  /** Sends `source` as one message with `tag` (default 0); resolves when `source` may be reused. */
+  /**
+   * Sends `source` as one message with `tag` (default 0); resolves when `source` may be reused.
+   * @param source A memory object or a host buffer (`ArrayBuffer`, `SharedArrayBuffer`, a view).
+   * @param options `tag`: a bigint or integer 0..2^64-1 the receiver matches (default 0).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`; the Promise rejects) for a buffer that is neither memory nor a host buffer, or for bad options; `ERR_INVALID_ARG_VALUE` for a tag outside 0..2^64-1.
+   * @throws `ERR_USM_FREED` (the Promise rejects) for memory that was freed.
+   * @throws `ERR_UCX_ENDPOINT_CLOSED` (the Promise rejects) once `close()` was called.
+   * @throws `ERR_UCX_PEER_FAILED` when the peer went away, `ERR_UCX` for another failure of UCX (the Promise rejects).
+   */
   send(source: UcxBuffer, options?: { tag?: bigint | number }): Promise<void>
   /**
    * Receives a message whose tag matches `tag` under `tagMask` (default all bits) into
-   * `destination`; a larger message rejects with `ERR_UCX_TRUNCATED`.
+   * `destination`; resolves with its size and the sender's tag. Tags are matched across
+   * every endpoint of the thread's worker, as in UCX.
+   * @param destination A memory object or a host buffer, at least as large as the message.
+   * @param options `tag` (default 0) and `tagMask` (default all bits): bigints or integers 0..2^64-1.
+   * @throws `ERR_UCX_TRUNCATED` (the Promise rejects) when the message is larger than `destination`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`; the Promise rejects) for a buffer that is neither memory nor a host buffer, or for bad options; `ERR_INVALID_ARG_VALUE` for a tag outside 0..2^64-1.
+   * @throws `ERR_USM_FREED` (the Promise rejects) for memory that was freed.
+   * @throws `ERR_UCX_ENDPOINT_CLOSED` (the Promise rejects) once `close()` was called.
+   * @throws `ERR_UCX_PEER_FAILED` when the peer went away, `ERR_UCX` for another failure of UCX (the Promise rejects).
    */
   recv(destination: UcxBuffer, options?: { tag?: bigint | number; tagMask?: bigint | number }): Promise<UcxReceived>
-  /** A peer's remote key bytes (`UcxMemoryMap#remoteKey`), for put/get over this endpoint (`ERR_UCX_RMA_DISABLED` without `DPCTL_MEMORY_UCX_RMA=1`). */
+  /**
+   * A peer's remote key, unpacked for put/get over this endpoint.
+   * @param bytes The bytes of the peer's `UcxMemoryMap#remoteKey`, as it sent them.
+   * @throws `ERR_UCX_RMA_DISABLED` without `DPCTL_MEMORY_UCX_RMA=1` (read when the thread's worker was made).
+   * @throws `ERR_UCX_RKEY_INVALID` for bytes that are not a remote key UCX can unpack.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `bytes` is not a host buffer.
+   * @throws `ERR_UCX_ENDPOINT_CLOSED` once `close()` was called.
+   */
   unpackRemoteKey(bytes: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): UcxRemoteKey
-  /** Writes `source` at `offset` (default 0) of the remote memory; resolves when `source` may be reused. */
+  /**
+   * Writes `source` at `offset` (default 0) of the remote memory; resolves when `source`
+   * may be reused (`flush()` for completion at the peer).
+   * @param source A memory object or a host buffer.
+   * @param key The peer's remote key, unpacked by `unpackRemoteKey` of this endpoint.
+   * @param options `offset`: bytes into the remote memory (a non-negative integer, default 0).
+   * @throws `ERR_UCX_RMA_DISABLED` (the Promise rejects) without `DPCTL_MEMORY_UCX_RMA=1`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`; the Promise rejects) when `key` is not a
+   * `UcxRemoteKey`, the buffer is neither memory nor a host buffer, or for bad options;
+   * `ERR_INVALID_ARG_VALUE` for a bad `offset`.
+   * @throws `ERR_UCX_RKEY_INVALID` (the Promise rejects) for a key that was destroyed, or
+   * bytes beyond what it covers.
+   * @throws `ERR_USM_FREED` (the Promise rejects) for memory that was freed.
+   * @throws `ERR_UCX_ENDPOINT_CLOSED` (the Promise rejects) once `close()` was called.
+   * @throws `ERR_UCX_PEER_FAILED` when the peer went away, `ERR_UCX` for another failure of UCX (the Promise rejects).
+   */
   put(source: UcxBuffer, key: UcxRemoteKey, options?: { offset?: number }): Promise<void>
-  /** Reads the remote memory at `offset` (default 0) into `destination`. */
+  /**
+   * Reads the remote memory at `offset` (default 0) into `destination`.
+   * @param destination A memory object or a host buffer.
+   * @param key The peer's remote key, unpacked by `unpackRemoteKey` of this endpoint.
+   * @param options `offset`: bytes into the remote memory (a non-negative integer, default 0).
+   * @throws `ERR_UCX_RMA_DISABLED` (the Promise rejects) without `DPCTL_MEMORY_UCX_RMA=1`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`; the Promise rejects) when `key` is not a
+   * `UcxRemoteKey`, the buffer is neither memory nor a host buffer, or for bad options;
+   * `ERR_INVALID_ARG_VALUE` for a bad `offset`.
+   * @throws `ERR_UCX_RKEY_INVALID` (the Promise rejects) for a key that was destroyed, or
+   * bytes beyond what it covers.
+   * @throws `ERR_USM_FREED` (the Promise rejects) for memory that was freed.
+   * @throws `ERR_UCX_ENDPOINT_CLOSED` (the Promise rejects) once `close()` was called.
+   * @throws `ERR_UCX_PEER_FAILED` when the peer went away, `ERR_UCX` for another failure of UCX (the Promise rejects).
+   */
   get(destination: UcxBuffer, key: UcxRemoteKey, options?: { offset?: number }): Promise<void>
-  /** Resolves when every operation posted on this endpoint has completed at the peer. */
+  /**
+   * Resolves when every operation posted on this endpoint has completed at the peer.
+   * @throws `ERR_UCX_ENDPOINT_CLOSED` (the Promise rejects) once `close()` was called.
+   * @throws `ERR_UCX_PEER_FAILED` when the peer went away, `ERR_UCX` for another failure of UCX (the Promise rejects).
+   */
   flush(): Promise<void>
   /**
    * Closes the endpoint. Unless `force`, the sends, puts and gets in flight complete first
    * (a send once the peer received it), then a flush; operations after `close()` are
    * refused. What is still pending then (receives) rejects with `ERR_UCX_ENDPOINT_CLOSED`.
-   * `force` (also during a graceful close) closes at once. Never rejects.
+   * `force` (also during a graceful close) closes at once. Never rejects for the state of
+   * the connection.
+   * @param options `force`: close at once, failing what is in flight (default `false`).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`; the Promise rejects) for options that
+   * are not an object, or an unknown option.
    */
   close(options?: { force?: boolean }): Promise<void>
 }
@@ -1765,10 +1825,14 @@ export declare class UcxEndpoint {
 /** A listening address (made by `ucx.listen()`). */
 export declare class UcxListener {
   private constructor()
+  /** The address it listens on, as `ucx.listen` was given it. */
   readonly host: string
   /** The port it listens on (the one chosen when 0 was asked for). */
   readonly port: number
-  /** The endpoint of the next connection. */
+  /**
+   * The endpoint of the next connection.
+   * @throws `ERR_UCX_ENDPOINT_CLOSED` (the Promise rejects) once `close()` was called.
+   */
   accept(): Promise<UcxEndpoint>
   /** Stops listening; waiting `accept()`s reject with `ERR_UCX_ENDPOINT_CLOSED`. */
   close(): void
@@ -1780,9 +1844,14 @@ export declare class UcxListener {
  */
 export declare class UcxMemoryMap {
   private constructor()
-  /** The remote key's bytes, to send to a peer. */
+  /** The remote key's bytes, to send to a peer (`ERR_UCX_ENDPOINT_CLOSED` after `unmap()`). */
   readonly remoteKey: Uint8Array
+  /** The memory mapped (`ERR_UCX_ENDPOINT_CLOSED` after `unmap()`). */
   readonly memory: _Memory
+  /**
+   * Ends the registration: peers' later puts and gets of it fail. Idempotent.
+   * @throws `ERR_UCX` when UCX refuses to unmap.
+   */
   unmap(): void
 }
 
@@ -1791,6 +1860,7 @@ export declare class UcxRemoteKey {
   private constructor()
   /** The bytes of remote memory it covers. */
   readonly nbytes: number
+  /** Releases the unpacked key; later puts and gets with it reject. Idempotent. */
   destroy(): void
 }
 
@@ -1815,22 +1885,54 @@ export interface UcxInfo {
 export declare const ucx: {
   /** Whether UCX loads here: the library's version and path, or what to install. */
   available(): { available: boolean; message: string }
-  /** Listens on `host` (default `'0.0.0.0'`) and `port` (default 0: any). */
+  /**
+   * Listens on `host` (default `'0.0.0.0'`) and `port` (default 0: any).
+   * @param options `host`: an IP address, or `'localhost'`; `port`: 0 .. 65535.
+   * @throws `ERR_UCX_UNAVAILABLE` where UCX does not load (`ucx.available()` says why).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for options of the wrong type or an
+   * unknown option; `ERR_INVALID_ARG_VALUE` (a `RangeError`) for a port out of range.
+   * @throws `ERR_UCX_BAD_ADDRESS` for a host that is not an IP address, or an address in use.
+   * @throws `ERR_UCX_CONFIG` when UCX's configuration (its `UCX_*` environment) is refused.
+   * @throws `ERR_UCX` for another failure of UCX.
+   */
   listen(options?: { host?: string; port?: number }): UcxListener
   /**
-   * Connects to an IP address and port; resolves when the connection is up, rejects with
-   * `ERR_UCX_CONNECT_TIMEOUT` after `timeout` ms (default 30000).
+   * Connects to an IP address and port; resolves when the connection is up. Every error
+   * is a rejection.
+   * @param options `host`: an IP address, or `'localhost'` (required); `port`: 1 .. 65535
+   * (required); `timeout`: milliseconds to wait for the connection, 1 .. 2^31 - 1 (default 30000).
+   * @throws `ERR_UCX_CONNECT_TIMEOUT` when no connection is made within `timeout` ms.
+   * @throws `ERR_UCX_CONNECTION_REFUSED` when nothing listens there, or the peer refuses.
+   * @throws `ERR_UCX_BAD_ADDRESS` for a host that is not an IP address.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for a missing `host` or `port`, options
+   * of the wrong type or an unknown option; `ERR_INVALID_ARG_VALUE` (a `RangeError`) for a
+   * port or timeout out of range.
+   * @throws `ERR_UCX_UNAVAILABLE` where UCX does not load; `ERR_UCX_CONFIG` when UCX's
+   * configuration (its `UCX_*` environment) is refused at the thread's first use.
+   * @throws `ERR_UCX` for another failure of UCX.
    */
   connect(options: { host: string; port: number; timeout?: number }): Promise<UcxEndpoint>
   /**
    * Registers a memory object for remote access by peers. One-sided access is opt-in:
    * without `DPCTL_MEMORY_UCX_RMA=1` (read when the thread's worker is made) this throws
    * `ERR_UCX_RMA_DISABLED`.
+   * @param memory The memory object to map (its whole allocation, any kind the UCX moves).
+   * @throws `ERR_UCX_RMA_DISABLED` without `DPCTL_MEMORY_UCX_RMA=1`.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `memory` is not a memory object.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_UCX_UNAVAILABLE` where UCX does not load; `ERR_UCX_CONFIG` when UCX's
+   * configuration is refused at the thread's first use.
+   * @throws `ERR_UCX` when UCX cannot register the memory.
    */
   mapMemory(memory: _Memory): UcxMemoryMap
+  /**
+   * What this thread's worker has open, for leak checks (made at this first use).
+   * @throws `ERR_UCX_UNAVAILABLE` where UCX does not load; `ERR_UCX_CONFIG` when UCX's
+   * configuration is refused.
+   */
   info(): UcxInfo
-  /** @internal The worker's token (the wrong-thread tests). */
-  _workerToken(): number
+  // The object has one more member, `_workerToken()`, for the library's own tests: not
+  // part of the API, so not declared.
 }
 // ---- Seeing memory (lib/observe.js) ----
 

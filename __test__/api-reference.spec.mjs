@@ -66,7 +66,6 @@ const CANNOT_THROW = new Map([
   ['IPCMemoryHandle.toBytes', 'a copy of bytes kept from construction'],
   ['IPCMemoryHandle.isAvailable', 'answers false for anything it cannot use'],
   ['UcxListener.close', 'idempotent'],
-  ['UcxEndpoint.close', 'never rejects (documented)'],
   ['UcxRemoteKey.destroy', 'idempotent'],
   ['getRuntimeDiagnostics', 'lists what did not load; never fails'],
   ['poolStats', 'reads counters'],
