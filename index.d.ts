@@ -2013,15 +2013,25 @@ export interface StagingMemoryStats {
  * The statistics of `device` (a `SyclDevice` or a filter string; the default device when
  * omitted), in the shape of PyTorch's `torch.cuda.memory_stats()`. Counted always, at the
  * cost of one uncontended lock per allocation and per free.
+ * @param device A `SyclDevice` or a filter string; the default device when omitted.
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `device` is neither.
+ * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) for a filter string that
+ * matches no device or cannot be understood, and when `device` is omitted and there is
+ * no default device (no runtime).
  */
 export declare function memoryStats(device?: SyclDevice | string): MemoryStats
 
 /**
  * Sets the peaks of `device` (of every device when omitted) to the current figures, its
  * staging figures included (and the process's scratch figures, whichever device).
+ * @param device A `SyclDevice` or a filter string; every device when omitted.
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `device` is neither.
+ * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) for a filter string that
+ * matches no device or cannot be understood.
  */
 export declare function resetPeakStats(device?: SyclDevice | string): void
 
+/** Options of `recordMemoryHistory`. */
 export interface RecordMemoryHistoryOptions {
   /** `false` stops the recording and drops what it holds. Default `true`. */
   enabled?: boolean
@@ -2044,11 +2054,17 @@ export interface RecordMemoryHistoryOptions {
  * allocating call and read only if a snapshot may need it: the thread keeps V8's record
  * of each stack the recording still names (its frames' functions and receivers too),
  * at most about `maxEntries` plus its live blocks.
+ * @param options `enabled`, `maxEntries`, `stacks`, `stackDepth` (`RecordMemoryHistoryOptions`).
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for options that are not an object, an
+ * unknown option, or an option of the wrong type (a boolean, an integer). A `maxEntries` or
+ * `stackDepth` out of its range is a `RangeError` that carries no code yet.
  */
 export declare function recordMemoryHistory(options?: RecordMemoryHistoryOptions): void
 
+/** The USM kinds as the statistics and snapshots name them. */
 export type MemoryKindName = 'device' | 'host' | 'shared'
 
+/** `memorySnapshot().devices`: a device the snapshot's blocks and events refer to. */
 export interface SnapshotDevice {
   /** What `device` fields of blocks and events refer to. */
   index: number
@@ -2056,6 +2072,7 @@ export interface SnapshotDevice {
   stats: MemoryStats
 }
 
+/** `memorySnapshot().liveBlocks`: a block held by a live allocation. */
 export interface SnapshotLiveBlock {
   /** Hex, `0x…`. */
   address: string
@@ -2070,6 +2087,7 @@ export interface SnapshotLiveBlock {
   timeUs: number | null
 }
 
+/** `memorySnapshot().cachedBlocks`: a freed block the pool keeps for reuse. */
 export interface SnapshotCachedBlock {
   address: string
   size: number
@@ -2077,6 +2095,7 @@ export interface SnapshotCachedBlock {
   device: number | null
 }
 
+/** `memorySnapshot().history`: the recording's settings and what it could not keep. */
 export interface SnapshotHistory {
   enabled: boolean
   maxEntries: number
@@ -2153,5 +2172,7 @@ export interface OutOfMemoryInfo {
  * returns a function that removes it. An observer that throws is reported with
  * `process.emitWarning` (code `DPCTL_MEMORY_OOM_OBSERVER`), and the allocation's error is
  * thrown as always.
+ * @param callback Called with what was asked and the device's figures (`OutOfMemoryInfo`).
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `callback` is not a function.
  */
 export declare function onOutOfMemory(callback: (info: OutOfMemoryInfo) => void): () => void

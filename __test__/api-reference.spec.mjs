@@ -33,7 +33,7 @@ const CANNOT_THROW = new Map([
   ['USMAllocationError.constructor', 'the error classes take any message and options, as Error does'],
   ['SyclQueueCreationError.constructor', 'as Error'],
   ['SyclDeviceCreationError.constructor', 'as Error'],
-  ['_Memory.free', 'idempotent; a release the runtime refuses is not reported to the caller'],
+  ['_Memory.free', 'idempotent; the binding\'s free has no error path'],
   ['HostRegistration.unregister', 'idempotent'],
   ['SyclDevice.name', 'the device properties are read once, at construction'],
   ['SyclDevice.vendor', 'read at construction'],
@@ -68,9 +68,9 @@ const CANNOT_THROW = new Map([
   ['UcxListener.close', 'idempotent'],
   ['UcxRemoteKey.destroy', 'idempotent'],
   ['getRuntimeDiagnostics', 'lists what did not load; never fails'],
-  ['poolStats', 'reads counters'],
-  ['poolTrim', 'gives back cached blocks; a release the runtime refuses is not reported to the caller'],
-  ['memorySnapshot', 'reads counters and the recording'],
+  ['poolStats', 'the binding\'s stats return a string, with no error path'],
+  ['poolTrim', 'the binding\'s trim returns a count, with no error path'],
+  ['memorySnapshot', 'the binding\'s snapshot returns a string, with no error path'],
   ['ucx.available', 'reports, never throws, whether UCX loads'],
 ]);
 
