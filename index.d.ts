@@ -1278,6 +1278,7 @@ export declare class KernelArg implements CloneGuarded {
  * Typed kernel arguments: a JS number does not say whether the kernel takes `int` or
  * `float`, so each scalar says it (checked against the kernel's declared parameter types
  * where the runtime reports them; `ERR_KERNEL_ARG_TYPE` for a value out of the type's range).
+ * @namespace
  */
 export declare const kernelArg: {
   /**
@@ -1881,13 +1882,18 @@ export interface UcxInfo {
   rkeys: number
 }
 
-/** The UCX transport: one worker per thread, made at first use. */
+/**
+ * The UCX transport: one worker per thread, made at first use.
+ * @namespace
+ */
 export declare const ucx: {
   /** Whether UCX loads here: the library's version and path, or what to install. */
   available(): { available: boolean; message: string }
   /**
    * Listens on `host` (default `'0.0.0.0'`) and `port` (default 0: any).
-   * @param options `host`: an IP address, or `'localhost'`; `port`: 0 .. 65535.
+   * @param options Where to listen.
+   * @param options.host An IP address, or `'localhost'` (default `'0.0.0.0'`: every interface).
+   * @param options.port 0 .. 65535 (default 0: a free port, then in `listener.port`).
    * @throws `ERR_UCX_UNAVAILABLE` where UCX does not load (`ucx.available()` says why).
    * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for options of the wrong type or an
    * unknown option; `ERR_INVALID_ARG_VALUE` (a `RangeError`) for a port out of range.
@@ -1899,8 +1905,10 @@ export declare const ucx: {
   /**
    * Connects to an IP address and port; resolves when the connection is up. Every error
    * is a rejection.
-   * @param options `host`: an IP address, or `'localhost'` (required); `port`: 1 .. 65535
-   * (required); `timeout`: milliseconds to wait for the connection, 1 .. 2^31 - 1 (default 30000).
+   * @param options Where to connect, and how long to wait.
+   * @param options.host An IP address, or `'localhost'` (required).
+   * @param options.port The listener's port, 1 .. 65535 (required).
+   * @param options.timeout Milliseconds to wait for the connection, 1 .. 2^31 - 1 (default 30000).
    * @throws `ERR_UCX_CONNECT_TIMEOUT` when no connection is made within `timeout` ms.
    * @throws `ERR_UCX_CONNECTION_REFUSED` when nothing listens there, or the peer refuses.
    * @throws `ERR_UCX_BAD_ADDRESS` for a host that is not an IP address.
