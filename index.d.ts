@@ -866,7 +866,7 @@ export declare class IPCMemoryHandle implements CloneGuarded {
    * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `device` is not a `SyclDevice`.
    */
   static isAvailable(device?: SyclDevice | null): boolean
-  /** `<IPCMemoryHandle of N bytes>`. */
+  /** `IPCMemoryHandle(size=N)`. */
   toString(): string
 }
 
@@ -967,7 +967,7 @@ export declare class SyclDevice implements CloneGuarded {
    * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses.
    */
   disablePeerAccess(peer: SyclDevice): void
-  /** `<dpctl.SyclDevice [backend, type, index] at 0x…>`-like: its filter string and name. */
+  /** `<SyclDevice opencl:cpu:0 'name'>`: its filter string and name. */
   toString(): string
   /** What `JSON.stringify` writes: `toString()`. */
   toJSON(): string
@@ -999,7 +999,7 @@ export declare class SyclContext implements CloneGuarded {
    * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `other` is not a `SyclContext`.
    */
   equals(other: SyclContext): boolean
-  /** A description of the context and its devices. */
+  /** `<SyclContext for opencl:cpu:0>`: the filter strings of its devices. */
   toString(): string
   /** What `JSON.stringify` writes: `toString()`. */
   toJSON(): string
@@ -1069,7 +1069,7 @@ export declare class SyclQueue implements CloneGuarded {
    * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `other` is not a `SyclQueue`.
    */
   equals(other: SyclQueue): boolean
-  /** A description of the queue: its device and properties. */
+  /** `<SyclQueue on opencl:cpu:0>`: its device's filter string. */
   toString(): string
   /** What `JSON.stringify` writes: `toString()`. */
   toJSON(): string
@@ -1244,7 +1244,7 @@ export declare class SyclKernel implements CloneGuarded {
   get args(): readonly KernelParameter[]
   /** The program the kernel is of. */
   get program(): SyclProgram
-  /** `<SyclKernel name(N args)>`. */
+  /** `<SyclKernel name(N args)>`, e.g. `<SyclKernel f(1 args)>`. */
   toString(): string
 }
 
@@ -1270,7 +1270,7 @@ export declare class KernelArg implements CloneGuarded {
   get type(): KernelScalarType | 'local'
   /** The value, or the bytes of local memory. */
   get value(): number | bigint
-  /** `kernelArg.int32(5)`-like. */
+  /** `<KernelArg int32 5>`, `<KernelArg local 8>`. */
   toString(): string
 }
 
@@ -1424,7 +1424,7 @@ export declare class SyclEvent implements CloneGuarded {
   /** The queue the work was submitted to. */
   get syclQueue(): SyclQueue
   /**
-   * `<SyclEvent status>`.
+   * `<SyclEvent complete>`: its `executionStatus`.
    * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` as `executionStatus`.
    */
   toString(): string
@@ -1850,8 +1850,8 @@ export declare class UcxMemoryMap {
   /** The memory mapped (`ERR_UCX_ENDPOINT_CLOSED` after `unmap()`). */
   readonly memory: _Memory
   /**
-   * Ends the registration: peers' later puts and gets of it fail. Idempotent.
-   * @throws `ERR_UCX` when UCX refuses to unmap.
+   * Ends the registration: peers' later puts and gets of it fail. Idempotent; the memory
+   * is held until the endpoints open now have closed.
    */
   unmap(): void
 }
