@@ -765,6 +765,8 @@ export declare class HostRegistration implements CloneGuarded {
  * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `buffer` is not host memory, or for bad options.
  * @throws `ERR_INVALID_SIZE` (a `RangeError`) for an empty or detached buffer.
  * @throws `ERR_HOST_RANGE_REGISTERED` when the bytes overlap a live registration.
+ * @throws `ERR_QUEUE_CREATION` (`SyclQueueCreationError`) when no `queue` is given and
+ * there is no default device.
  */
 export declare function registerHost(buffer: HostBuffer, options?: RegisterHostOptions): HostRegistration
 
@@ -864,6 +866,8 @@ export declare class IPCMemoryHandle implements CloneGuarded {
    * Whether memory on `device` (default: the default device) can be shared with other processes.
    * @param device The device to ask about (default: the default device).
    * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `device` is not a `SyclDevice`.
+   * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) when `device` is omitted and
+   * there is no default device.
    */
   static isAvailable(device?: SyclDevice | null): boolean
   /** `IPCMemoryHandle(size=N)`. */
@@ -984,14 +988,11 @@ export declare class SyclContext implements CloneGuarded {
    * queues use). With a `SyclDevice` or filter string, a new context of its own for
    * that device, as dpctl's `SyclContext(device)`.
    * @param device A device or filter string; the default context of the default device when omitted.
-   * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) when no device matches.
+   * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) when no device matches (or, with no argument, there is no default device).
    * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for an argument of another type.
    */
   constructor(device?: SyclDevice | string | null)
-  /**
-   * The devices of this context (a new array on every read).
-   * @throws `ERR_SYCL_RUNTIME` when the runtime cannot list them.
-   */
+  /** The devices of this context (a new array on every read). */
   get devices(): SyclDevice[]
   /**
    * Whether `other` is the same context.
