@@ -114,7 +114,11 @@ export type ErrorCodeValue =
   | 'ERR_PEER_ACCESS_UNSUPPORTED'
   | 'ERR_NVRTC_UNAVAILABLE'
 
-/** The codes by name, e.g. `ErrorCode.UsmFreed === 'ERR_USM_FREED'` (a frozen object). */
+/**
+ * The codes by name, e.g. `ErrorCode.UsmFreed === 'ERR_USM_FREED'` (a frozen object).
+ * Its keys are PascalCase names, not the codes: `ErrorCode.ERR_USM_FREED` is `undefined`
+ * in JS. Compare an error's `code` with `ErrorCode.UsmFreed` or with `'ERR_USM_FREED'`.
+ */
 export declare const ErrorCode: {
   readonly SuaiMalformed: 'ERR_SUAI_MALFORMED'
   readonly SuaiOffset: 'ERR_SUAI_OFFSET'
@@ -191,6 +195,11 @@ export declare const ErrorCode: {
   readonly PeerAccessUnsupported: 'ERR_PEER_ACCESS_UNSUPPORTED'
   readonly NvrtcUnavailable: 'ERR_NVRTC_UNAVAILABLE'
 }
+/**
+ * The type of every code (`ErrorCodeValue`), under the name of the `ErrorCode` object.
+ * The object is keyed by PascalCase names, its values are the codes:
+ * `ErrorCode.UsmFreed === 'ERR_USM_FREED'`, and `ErrorCode.ERR_USM_FREED` is `undefined`.
+ */
 export type ErrorCode = ErrorCodeValue
 
 /** Options of the error classes' constructors. */
@@ -202,18 +211,36 @@ export interface DpctlErrorOptions {
 
 /** A USM allocation failed (too large, out of memory, or refused as unsafe). */
 export declare class USMAllocationError extends Error {
+  /**
+   * An error of this class, as the library throws them (for tests and for libraries
+   * that wrap this one); it never throws itself.
+   * @param message What went wrong.
+   * @param options `cause` (as `Error`'s) and `code` (default `'ERR_USM_ALLOCATION'`).
+   */
   constructor(message?: string, options?: DpctlErrorOptions)
   /** `'ERR_USM_ALLOCATION'` unless given another. */
   code: ErrorCodeValue
 }
 /** No queue could be made: no matching device, a filter string it cannot understand, or no runtime. */
 export declare class SyclQueueCreationError extends Error {
+  /**
+   * An error of this class, as the library throws them (for tests and for libraries
+   * that wrap this one); it never throws itself.
+   * @param message What went wrong.
+   * @param options `cause` (as `Error`'s) and `code` (default `'ERR_QUEUE_CREATION'`).
+   */
   constructor(message?: string, options?: DpctlErrorOptions)
   /** `'ERR_QUEUE_CREATION'` unless given another. */
   code: ErrorCodeValue
 }
 /** No device matches the filter string, or it cannot be understood. */
 export declare class SyclDeviceCreationError extends Error {
+  /**
+   * An error of this class, as the library throws them (for tests and for libraries
+   * that wrap this one); it never throws itself.
+   * @param message What went wrong.
+   * @param options `cause` (as `Error`'s) and `code` (default `'ERR_DEVICE_NOT_FOUND'`).
+   */
   constructor(message?: string, options?: DpctlErrorOptions)
   /** `'ERR_DEVICE_NOT_FOUND'` unless given another. */
   code: ErrorCodeValue
@@ -357,11 +384,13 @@ export declare abstract class _Memory implements CloneGuarded {
   get sharedBuffer(): SharedArrayBuffer
   /**
    * The USM kind in the context of `syclobj`, or in the memory's own context.
+   * @param syclobj A queue or context to ask in (default: the memory's own context).
    * @throws `ERR_INVALID_SYCLOBJ` (a `TypeError`) when `syclobj` is neither a queue nor a context.
    */
   getUsmType(syclobj?: SyclQueue | SyclContext | null): UsmType
   /**
    * dpctl's enum value of `getUsmType()`: unknown 0, device 1, shared 2, host 3.
+   * @param syclobj As `getUsmType`'s.
    * @throws `ERR_INVALID_SYCLOBJ` as `getUsmType`.
    */
   getUsmTypeEnum(syclobj?: SyclQueue | SyclContext | null): 0 | 1 | 2 | 3
@@ -418,6 +447,7 @@ export declare abstract class _Memory implements CloneGuarded {
   /**
    * `copyToHost(dst)` off the main thread: resolves to `dst` once the copy is done. The
    * memory and `dst` stay alive until it settles, even if this object is freed meanwhile.
+   * @param dst As `copyToHost(dst)`'s: a host buffer of at least `nbytes` bytes.
    * @throws `ERR_INVALID_ARG_TYPE` at the call, as `copyToHost(dst)`.
    * @throws `ERR_DESTINATION_TOO_SMALL`: the Promise rejects at once, before any work,
    * with `copyToHost(dst)`'s error; also when a plain `ArrayBuffer` `dst` was detached
@@ -426,6 +456,7 @@ export declare abstract class _Memory implements CloneGuarded {
   copyToHostAsync<T extends HostBuffer>(dst: T): Promise<T>
   /**
    * `copyFromHost(src)` off the main thread; `src` stays alive until it settles.
+   * @param src As `copyFromHost(src)`'s: a host buffer of at most `nbytes` bytes.
    * @throws `ERR_INVALID_ARG_TYPE` at the call, as `copyFromHost(src)`.
    * @throws `ERR_SOURCE_TOO_LARGE`, `ERR_READ_ONLY`: the Promise rejects at once, before
    * anything is copied, with `copyFromHost(src)`'s error.
@@ -433,6 +464,7 @@ export declare abstract class _Memory implements CloneGuarded {
   copyFromHostAsync(src: HostBuffer): Promise<void>
   /**
    * `copyFromDevice(src)` off the main thread; both memories stay alive until it settles.
+   * @param src As `copyFromDevice(src)`'s: memory, or an object exposing the interface.
    * @throws `ERR_NOT_USM` and `ERR_SUAI_*` at the call, as `copyFromDevice(src)`.
    * @throws `ERR_SOURCE_TOO_LARGE`, `ERR_READ_ONLY`: the Promise rejects at once, before
    * any work, with `copyFromDevice(src)`'s error.
@@ -440,6 +472,7 @@ export declare abstract class _Memory implements CloneGuarded {
   copyFromDeviceAsync(src: _Memory | SyclUsmArrayInterfaceExporter): Promise<void>
   /**
    * `memset(value)` off the main thread.
+   * @param value An integer 0..255 (default 0).
    * @throws `ERR_INVALID_FILL_VALUE` at the call, as `memset(value)`.
    * @throws `ERR_READ_ONLY`: the Promise rejects at once, as `memset(value)` throws.
    */
@@ -460,6 +493,7 @@ export declare abstract class _Memory implements CloneGuarded {
    * A token that another thread (or this one) opens with `openShared(token)` into a
    * memory object of its own over the same allocation, zero-copy. The token holds the
    * allocation until it is opened, revoked or its timeout passes; it opens once.
+   * @param options `timeout`: milliseconds the token waits to be opened (default 30,000).
    * @throws `ERR_SHARE_NOT_OWNED` for memory another library's exporter owns.
    * @throws `ERR_INVALID_TIMEOUT` (a `RangeError`) for a `timeout` that is not an
    * integer from 1 to 2^31 - 1 ms; `ERR_INVALID_ARG_TYPE` for other options.
@@ -524,6 +558,14 @@ export declare class MemoryUSMDevice extends _Memory {
    * @throws `ERR_USM_FREED` when `source` is memory that was freed.
    */
   constructor(source: number | bigint | _Memory | SyclUsmArrayInterfaceExporter, options?: MemoryOptions)
+  /**
+   * As `_Memory.share`: a token that opens into a `MemoryUSMDevice`.
+   * @param options `timeout`: milliseconds the token waits to be opened (default 30,000).
+   * @throws `ERR_SHARE_NOT_OWNED` for memory another library's exporter owns.
+   * @throws `ERR_INVALID_TIMEOUT` (a `RangeError`) for a bad `timeout`; `ERR_INVALID_ARG_TYPE`
+   * for other options.
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
   share(options?: ShareOptions | null): SharedMemoryToken<'device'>
 }
 
@@ -572,6 +614,14 @@ export declare class MemoryUSMHost extends _Memory {
    * @throws `ERR_USM_FREED` when `source` is memory that was freed.
    */
   constructor(source: number | bigint | _Memory | SyclUsmArrayInterfaceExporter, options?: MemoryOptions)
+  /**
+   * As `_Memory.share`: a token that opens into a `MemoryUSMHost`.
+   * @param options `timeout`: milliseconds the token waits to be opened (default 30,000).
+   * @throws `ERR_SHARE_NOT_OWNED` for memory another library's exporter owns.
+   * @throws `ERR_INVALID_TIMEOUT` (a `RangeError`) for a bad `timeout`; `ERR_INVALID_ARG_TYPE`
+   * for other options.
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
   share(options?: ShareOptions | null): SharedMemoryToken<'host'>
 }
 
@@ -622,15 +672,26 @@ export declare class MemoryUSMShared extends _Memory {
    * @throws `ERR_USM_FREED` when `source` is memory that was freed.
    */
   constructor(source: number | bigint | _Memory | SyclUsmArrayInterfaceExporter, options?: MemoryOptions)
+  /**
+   * As `_Memory.share`: a token that opens into a `MemoryUSMShared`.
+   * @param options `timeout`: milliseconds the token waits to be opened (default 30,000).
+   * @throws `ERR_SHARE_NOT_OWNED` for memory another library's exporter owns.
+   * @throws `ERR_INVALID_TIMEOUT` (a `RangeError`) for a bad `timeout`; `ERR_INVALID_ARG_TYPE`
+   * for other options.
+   * @throws `ERR_USM_FREED` after `free()`.
+   */
   share(options?: ShareOptions | null): SharedMemoryToken<'shared'>
   /**
    * Migrates the memory to the device (the default) or the host. `applied` is `false`
    * where the runtime does nothing (the OpenCL CPU device; SYCL has no prefetch to the host).
+   * @param options `to`: `'device'` (the default) or `'host'`.
    * @throws `ERR_INVALID_ARG_TYPE` or `ERR_INVALID_ARG_VALUE` (a `TypeError`) for bad options.
    */
   prefetch(options?: PrefetchOptions): Promise<HintResult>
   /**
    * A usage hint for the runtime's page placement; the contents never change.
+   * @param advice One of the `MemAdvice` names.
+   * @param options `location`: `'device'` (the default) or `'host'`, for the advice that takes one.
    * @throws `ERR_INVALID_ARG_TYPE` or `ERR_INVALID_ARG_VALUE` (a `TypeError`) for an
    * advice or location that is not one of the names.
    */
@@ -688,6 +749,9 @@ export declare class HostRegistration implements CloneGuarded {
   readonly byteLength: number
   /** Ends the registration (after any copy in flight that uses it). Idempotent. */
   unregister(): void
+  /**
+   * Same as `unregister()`, for `using` declarations.
+   */
   [Symbol.dispose](): void
 }
 
@@ -696,14 +760,19 @@ export declare class HostRegistration implements CloneGuarded {
  * `cuMemHostRegister`, SYCL `prepare_for_device_copy`). A copy uses the registration only
  * while the buffer it is given is the registered buffer object, not detached, with the
  * registered data pointer and length; otherwise it takes the ordinary path.
+ * @param buffer The host memory to register: an `ArrayBuffer`, `SharedArrayBuffer` or a view.
+ * @param options `queue`: whose runtime registers (default: the default device's cached queue).
  * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `buffer` is not host memory, or for bad options.
  * @throws `ERR_INVALID_SIZE` (a `RangeError`) for an empty or detached buffer.
  * @throws `ERR_HOST_RANGE_REGISTERED` when the bytes overlap a live registration.
+ * @throws `ERR_QUEUE_CREATION` (`SyclQueueCreationError`) when no `queue` is given and
+ * there is no default device.
  */
 export declare function registerHost(buffer: HostBuffer, options?: RegisterHostOptions): HostRegistration
 
 /**
  * The memory `obj` exposes, in the class of its USM kind, without copying.
+ * @param obj A memory object, or any object exposing `__sycl_usm_array_interface__`.
  * @throws `ERR_NOT_USM` (a `TypeError`) when `obj` is not memory and exposes no interface.
  * @throws `ERR_UNKNOWN_USM_TYPE` when the pointer's USM kind cannot be told.
  * @throws `ERR_SUAI_*` codes when the interface is malformed or leaves its allocation.
@@ -721,6 +790,7 @@ export declare function asUsmMemory(obj: _Memory | SyclUsmArrayInterfaceExporter
  * // worker
  * parentPort.once('message', (token) => { const mine = openShared(token); ...; mine.free(); });
  * ```
+ * @param token What `mem.share()` returned (posted to this thread, or not).
  * @throws `ERR_SHARE_TOKEN_OPENED` when the token was opened before (a token opens once).
  * @throws `ERR_SHARE_TOKEN_EXPIRED` when its timeout passed before it was opened.
  * @throws `ERR_SHARE_TOKEN_REVOKED` after `revokeShared(token)`.
@@ -732,6 +802,7 @@ export declare function openShared<K extends MemoryKind>(token: SharedMemoryToke
 /**
  * Revokes a token of `mem.share()` not yet opened, giving back what it held: `true`;
  * `false` when it was already opened, revoked or expired.
+ * @param token What `mem.share()` returned.
  * @throws `ERR_SHARE_TOKEN_INVALID` (a `TypeError`) for anything that is not a token
  * `share()` made in this process.
  */
@@ -762,6 +833,10 @@ export interface IPCOpenOptions {
  */
 export declare class IPCMemoryHandle implements CloneGuarded {
   /**
+   * Makes the IPC handle of `memory` and marks its allocation as exported.
+   * @param memory USM device memory that owns its whole allocation (not a view of part
+   * of one).
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `memory` is not a memory object.
    * @throws `ERR_IPC_NOT_EXPORTABLE` for memory that is not USM device memory owning its
    * whole allocation.
    * @throws `ERR_IPC_UNAVAILABLE` where the device's runtime has no IPC (every SYCL device
@@ -775,6 +850,11 @@ export declare class IPCMemoryHandle implements CloneGuarded {
   get nbytes(): number
   /**
    * Opens handle bytes another process exported.
+   * @param bytes The handle's bytes, as `toBytes()` gave them in the exporting process.
+   * @param options `nbytes` (required: what the exporter sent), and `queue` or `device`
+   * (where to open; default: the default device).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `bytes` is not a `Uint8Array`, or
+   * for missing or bad options.
    * @throws `ERR_IPC_HANDLE_LENGTH` (a `RangeError`) for bytes of the wrong length.
    * @throws `ERR_IPC_HANDLE_INVALID` for bytes the runtime cannot open.
    * @throws `ERR_IPC_HANDLE_OPEN` when the handle is already open in this process.
@@ -782,8 +862,15 @@ export declare class IPCMemoryHandle implements CloneGuarded {
    * @throws `ERR_IPC_UNAVAILABLE` where the device's runtime has no IPC.
    */
   static open(bytes: Uint8Array, options: IPCOpenOptions): MemoryIPCDevice
-  /** Whether memory on `device` (default: the default device) can be shared with other processes. */
+  /**
+   * Whether memory on `device` (default: the default device) can be shared with other processes.
+   * @param device The device to ask about (default: the default device).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `device` is not a `SyclDevice`.
+   * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) when `device` is omitted and
+   * there is no default device.
+   */
   static isAvailable(device?: SyclDevice | null): boolean
+  /** `IPCMemoryHandle(size=N)`. */
   toString(): string
 }
 
@@ -809,6 +896,7 @@ export declare class SyclDevice implements CloneGuarded {
    * Selects a device by SYCL filter string (`backend:type:index`, every part optional:
    * `'cpu'`, `'gpu'`, `'opencl:cpu:0'`, `'cuda:gpu:1'`), or the default device (a GPU if
    * there is one).
+   * @param filter A SYCL filter string; the default device when omitted or `null`.
    * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) when nothing matches or the
    * filter string cannot be understood.
    * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `filter` is not a string.
@@ -837,11 +925,19 @@ export declare class SyclDevice implements CloneGuarded {
    * otherwise).
    */
   get localMemSize(): number
-  /** Whether the device has a SYCL aspect, e.g. `'usm_shared_allocations'`, `'fp64'`. */
+  /**
+   * Whether the device has a SYCL aspect, e.g. `'usm_shared_allocations'`, `'fp64'`.
+   * @param name The aspect's name as SYCL spells it; an unknown name is `false`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `name` is not a string.
+   */
   hasAspect(name: string): boolean
   /** The names of every aspect the device has (a new array on every read). */
   get aspects(): string[]
-  /** Whether `other` is the same device. */
+  /**
+   * Whether `other` is the same device.
+   * @param other Another device.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `other` is not a `SyclDevice`.
+   */
   equals(other: SyclDevice): boolean
   // Peer access (dpctl 0.20+), see the README's "Several GPUs".
   /**
@@ -849,22 +945,33 @@ export declare class SyclDevice implements CloneGuarded {
    * (`'access_supported'`, the default), or has native atomics on it once enabled
    * (`'atomics_supported'`). `false` for a device and itself, for two backends, and on
    * backends without peer access (only `cuda`, `hip` and `level_zero` have it).
-   * Throws `TypeError` (`ERR_INVALID_ARG_TYPE`) when `peer` is not a `SyclDevice`,
-   * `ERR_INVALID_ARG_VALUE` for another `value`.
+   * @param peer The device whose memory would be accessed.
+   * @param value `'access_supported'` (the default) or `'atomics_supported'`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `peer` is not a `SyclDevice`.
+   * @throws `ERR_INVALID_ARG_VALUE` (a `TypeError`) for another `value`.
    */
   canAccessPeer(peer: SyclDevice, value?: PeerAccessQuery): boolean
   /**
    * Lets this device (its default context's queues) access `peer`'s device memory, so
-   * copies between them go device to device. Enabling twice is no error. Throws
-   * `ERR_PEER_ACCESS_UNSUPPORTED` for a device and itself, two backends, a backend
+   * copies between them go device to device. Enabling twice is no error.
+   * @param peer The device whose memory this one is to access.
+   * @throws `ERR_PEER_ACCESS_UNSUPPORTED` for a device and itself, two backends, a backend
    * without peer access (OpenCL) and a pair whose `canAccessPeer` is false.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `peer` is not a `SyclDevice`.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses.
    */
   enablePeerAccess(peer: SyclDevice): void
   /**
    * Ends what `enablePeerAccess(peer)` began; a pair that is not enabled is left as it
-   * is (no error). Throws as `enablePeerAccess` for pairs that cannot have peer access.
+   * is (no error).
+   * @param peer The device whose memory this one accessed.
+   * @throws `ERR_PEER_ACCESS_UNSUPPORTED` as `enablePeerAccess`, for pairs that cannot
+   * have peer access.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `peer` is not a `SyclDevice`.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses.
    */
   disablePeerAccess(peer: SyclDevice): void
+  /** `<SyclDevice opencl:cpu:0 'name'>`: its filter string and name. */
   toString(): string
   /** What `JSON.stringify` writes: `toString()`. */
   toJSON(): string
@@ -880,14 +987,20 @@ export declare class SyclContext implements CloneGuarded {
    * With no argument, the default context of the default device (the one default
    * queues use). With a `SyclDevice` or filter string, a new context of its own for
    * that device, as dpctl's `SyclContext(device)`.
-   * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) when no device matches.
+   * @param device A device or filter string; the default context of the default device when omitted.
+   * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) when no device matches (or, with no argument, there is no default device).
    * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for an argument of another type.
    */
   constructor(device?: SyclDevice | string | null)
   /** The devices of this context (a new array on every read). */
   get devices(): SyclDevice[]
-  /** Whether `other` is the same context. */
+  /**
+   * Whether `other` is the same context.
+   * @param other Another context.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `other` is not a `SyclContext`.
+   */
   equals(other: SyclContext): boolean
+  /** `<SyclContext for opencl:cpu:0>`: the filter strings of its devices. */
   toString(): string
   /** What `JSON.stringify` writes: `toString()`. */
   toJSON(): string
@@ -913,19 +1026,51 @@ export declare class SyclQueue implements CloneGuarded {
    * @throws `ERR_QUEUE_CREATION` (`SyclQueueCreationError`) when no device matches, the
    * filter string cannot be understood, or no runtime is installed (the message says
    * what was searched).
-   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for arguments of other types.
+   * @param target A filter string, a device, or a context; the default device when omitted.
+   * @param device With a context: the device of it (default: its first).
+   * @param options `property`: `'in_order'`, `'enable_profiling'`, or both in an array.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for arguments of other types, or an
+   * unknown option; an unknown `property` name is `ERR_QUEUE_CREATION`.
    */
   constructor(target?: string | SyclDevice | SyclContext | null, device?: SyclDevice | string | null, options?: SyclQueueOptions)
+  /**
+   * `new SyclQueue('gpu', { property: 'in_order' })`: a queue of a filter string's
+   * device, or of a device or context, with properties.
+   * @param target A filter string, a device, or a context; the default device when omitted.
+   * @param options `property`: `'in_order'`, `'enable_profiling'`, or both in an array.
+   * @throws `ERR_QUEUE_CREATION` (`SyclQueueCreationError`) when no device matches, or for
+   * an unknown `property` name.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for arguments of other types, or an
+   * unknown option.
+   */
   constructor(target: string | SyclDevice | SyclContext | null | undefined, options: SyclQueueOptions)
+  /**
+   * `new SyclQueue({ property: 'enable_profiling' })`: a queue of the default device with
+   * properties.
+   * @param options `property`: `'in_order'`, `'enable_profiling'`, or both in an array.
+   * @throws `ERR_QUEUE_CREATION` (`SyclQueueCreationError`) when there is no default
+   * device, or for an unknown `property` name.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for an unknown option or a `property`
+   * of another type.
+   */
   constructor(options: SyclQueueOptions)
   /** The device the queue runs on. */
   get syclDevice(): SyclDevice
   /** The context of the queue (USM pointers of it are valid here). */
   get syclContext(): SyclContext
-  /** Waits for everything submitted to the queue. */
+  /**
+   * Waits for everything submitted to the queue.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime reports that work of
+   * the queue failed.
+   */
   wait(): void
-  /** Whether `other` is the same queue. */
+  /**
+   * Whether `other` is the same queue.
+   * @param other Another queue.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `other` is not a `SyclQueue`.
+   */
   equals(other: SyclQueue): boolean
+  /** `<SyclQueue on opencl:cpu:0>`: its device's filter string. */
   toString(): string
   /** What `JSON.stringify` writes: `toString()`. */
   toJSON(): string
@@ -934,6 +1079,7 @@ export declare class SyclQueue implements CloneGuarded {
 /**
  * Every device that dpctl-memory can use, or those matching a filter string. Empty
  * (never an error) when no runtime is installed: `getRuntimeDiagnostics()` says why.
+ * @param filter A SYCL filter string (`'gpu'`, `'cuda'`, `'opencl:cpu'`); every device when omitted.
  * @throws `ERR_INVALID_FILTER` (a `TypeError`) for a filter string that cannot be parsed.
  */
 export declare function getDevices(filter?: string | null): SyclDevice[]
@@ -1046,8 +1192,19 @@ export declare class SyclProgramCompilationError extends Error {
 export declare class SyclProgram implements CloneGuarded {
   private constructor()
   readonly __dpctlMemoryCloneGuard__: object
-  /** The kernel `name` (`ERR_KERNEL_NOT_FOUND` when the program has none). */
+  /**
+   * The kernel `name` of the program.
+   * @param name The kernel's function name.
+   * @throws `ERR_KERNEL_NOT_FOUND` when the program has no kernel of that name (the
+   * message lists those it has).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `name` is not a string.
+   */
   getKernel(name: string): SyclKernel
+  /**
+   * Whether the program has a kernel `name`.
+   * @param name The kernel's function name.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `name` is not a string.
+   */
   hasKernel(name: string): boolean
   /** The names of its kernels (a new array on every read). */
   get kernelNames(): string[]
@@ -1055,6 +1212,7 @@ export declare class SyclProgram implements CloneGuarded {
   get buildLog(): string
   /** The queue the program was built with. */
   get syclQueue(): SyclQueue
+  /** `<SyclProgram [kernel names]>`. */
   toString(): string
 }
 
@@ -1069,10 +1227,13 @@ export interface KernelParameter {
 export declare class SyclKernel implements CloneGuarded {
   private constructor()
   readonly __dpctlMemoryCloneGuard__: object
+  /** The kernel's function name. */
   get functionName(): string
+  /** How many parameters the kernel declares. */
   get numArgs(): number
   /** The largest work-group the kernel can run with on its device. */
   get workGroupSize(): number
+  /** The multiple of work-group sizes the device runs best (its warp or SIMD width). */
   get preferredWorkGroupSizeMultiple(): number
   /** Bytes of private memory per work item. */
   get privateMemSize(): number
@@ -1080,8 +1241,11 @@ export declare class SyclKernel implements CloneGuarded {
   get localMemSize(): number
   /** `reqd_work_group_size`, or `[0, 0, 0]`. */
   get compileWorkGroupSize(): readonly [number, number, number]
+  /** Each parameter as the runtime reports it (a frozen array). */
   get args(): readonly KernelParameter[]
+  /** The program the kernel is of. */
   get program(): SyclProgram
+  /** `<SyclKernel name(N args)>`, e.g. `<SyclKernel f(1 args)>`. */
   toString(): string
 }
 
@@ -1103,9 +1267,11 @@ export type KernelScalarType =
 export declare class KernelArg implements CloneGuarded {
   private constructor()
   readonly __dpctlMemoryCloneGuard__: object
+  /** The scalar type, or `'local'` for local memory. */
   get type(): KernelScalarType | 'local'
   /** The value, or the bytes of local memory. */
   get value(): number | bigint
+  /** `<KernelArg int32 5>`, `<KernelArg local 8>`. */
   toString(): string
 }
 
@@ -1113,25 +1279,93 @@ export declare class KernelArg implements CloneGuarded {
  * Typed kernel arguments: a JS number does not say whether the kernel takes `int` or
  * `float`, so each scalar says it (checked against the kernel's declared parameter types
  * where the runtime reports them; `ERR_KERNEL_ARG_TYPE` for a value out of the type's range).
+ * @namespace
  */
 export declare const kernelArg: {
+  /**
+   * A C `int8_t` argument.
+   * @param value An integer in -128..127 (a number or a bigint).
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one that is not an integer of the range).
+   */
   readonly int8: (value: number | bigint) => KernelArg
+  /**
+   * A C `uint8_t` argument.
+   * @param value An integer in 0..255 (a number or a bigint).
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one that is not an integer of the range).
+   */
   readonly uint8: (value: number | bigint) => KernelArg
+  /**
+   * A C `int16_t` argument.
+   * @param value An integer in -32768..32767 (a number or a bigint).
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one that is not an integer of the range).
+   */
   readonly int16: (value: number | bigint) => KernelArg
+  /**
+   * A C `uint16_t` argument.
+   * @param value An integer in 0..65535 (a number or a bigint).
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one that is not an integer of the range).
+   */
   readonly uint16: (value: number | bigint) => KernelArg
+  /**
+   * A C `int32_t` argument.
+   * @param value An integer in -2^31..2^31-1 (a number or a bigint).
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one that is not an integer of the range).
+   */
   readonly int32: (value: number | bigint) => KernelArg
+  /**
+   * A C `uint32_t` argument.
+   * @param value An integer in 0..2^32-1 (a number or a bigint).
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one that is not an integer of the range).
+   */
   readonly uint32: (value: number | bigint) => KernelArg
+  /**
+   * A C `int64_t` argument.
+   * @param value An integer in -2^63..2^63-1: a bigint, or a safe-integer number.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one out of the range or a number that is not a safe integer).
+   */
   readonly int64: (value: number | bigint) => KernelArg
+  /**
+   * A C `uint64_t` argument.
+   * @param value An integer in 0..2^64-1: a bigint, or a safe-integer number.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError` for a value that is not a number or a
+   * bigint, a `RangeError` for one out of the range or a number that is not a safe integer).
+   */
   readonly uint64: (value: number | bigint) => KernelArg
+  /**
+   * A C `float` argument (rounded as a `Float32Array` element rounds it).
+   * @param value A number.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError`) when `value` is not a number.
+   */
   readonly float32: (value: number) => KernelArg
+  /**
+   * A C `double` argument.
+   * @param value A number.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError`) when `value` is not a number.
+   */
   readonly float64: (value: number) => KernelArg
-  /** A `half`, rounded as a `Float16Array` element rounds it: on a Node with
-   * `Float16Array` (24 and later; `ERR_KERNEL_ARG_TYPE` elsewhere). A kernel parameter of
-   * that type needs a device with half precision (OpenCL's `cl_khr_fp16`, aspect `fp16`:
-   * `ERR_KERNEL_ARG_TYPE` otherwise); as a `fill` pattern it is two bytes on any device. */
+  /**
+   * A `half`, rounded as a `Float16Array` element rounds it: on a Node with
+   * `Float16Array` (24 and later). A kernel parameter of that type needs a device with
+   * half precision (OpenCL's `cl_khr_fp16`, aspect `fp16`); as a `fill` pattern it is two
+   * bytes on any device.
+   * @param value A number.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError`) when `value` is not a number, or on a
+   * Node without `Float16Array`; `submit` throws it for a device without half precision.
+   */
   readonly float16: (value: number) => KernelArg
-  /** `nbytes` of work-group local memory: an OpenCL `__local` parameter; on CUDA, given
-   * after the kernel's parameters, the launch's dynamic shared memory (`extern __shared__`). */
+  /**
+   * `nbytes` of work-group local memory: an OpenCL `__local` parameter; on CUDA, given
+   * after the kernel's parameters, the launch's dynamic shared memory (`extern __shared__`).
+   * @param nbytes A positive integer; `submit` checks it against the device's `localMemSize`.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `RangeError`) when `nbytes` is not a positive integer.
+   */
   readonly local: (nbytes: number) => KernelArg
 }
 
@@ -1158,38 +1392,126 @@ export interface WriteValueOptions {
 export declare class SyclEvent implements CloneGuarded {
   private constructor()
   readonly __dpctlMemoryCloneGuard__: object
-  /** Waits for the work (blocking this thread). */
+  /**
+   * Waits for the work (blocking this thread).
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime reports that the
+   * work failed.
+   */
   wait(): void
+  /**
+   * `'submitted'`, `'running'` or `'complete'`.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime cannot say.
+   */
   get executionStatus(): 'submitted' | 'running' | 'complete'
-  /** Nanoseconds, on a queue made with `property: 'enable_profiling'`
-   * (`ERR_PROFILING_NOT_ENABLED` otherwise). */
+  /**
+   * Nanoseconds (on the device's clock) when the work was submitted, on a queue made with
+   * `property: 'enable_profiling'`.
+   * @throws `ERR_PROFILING_NOT_ENABLED` for an event of a queue without profiling.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime cannot say.
+   */
   get profilingInfoSubmit(): bigint
+  /**
+   * Nanoseconds when the work started, as `profilingInfoSubmit`.
+   * @throws `ERR_PROFILING_NOT_ENABLED` for an event of a queue without profiling.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime cannot say.
+   */
   get profilingInfoStart(): bigint
+  /**
+   * Nanoseconds when the work ended, as `profilingInfoSubmit`.
+   * @throws `ERR_PROFILING_NOT_ENABLED` for an event of a queue without profiling.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime cannot say.
+   */
   get profilingInfoEnd(): bigint
+  /** The queue the work was submitted to. */
   get syclQueue(): SyclQueue
+  /**
+   * `<SyclEvent complete>`: its `executionStatus`.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` as `executionStatus`.
+   */
   toString(): string
 }
 
-/** dpctl's `create_program_from_source`: OpenCL C for a SYCL device of the OpenCL backend. */
+/**
+ * dpctl's `create_program_from_source`: OpenCL C for a SYCL device of the OpenCL backend.
+ * @param queue The queue whose device and context the program is built for.
+ * @param source The OpenCL C source.
+ * @param options `options`: the compiler's options, a string or an array of strings.
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `queue` is not a `SyclQueue`, for a `source` of another type, or for bad options.
+ * @throws `ERR_PROGRAM_COMPILATION` (`SyclProgramCompilationError`, with the compiler's
+ * `log`) when the source does not build.
+ * @throws `ERR_PROGRAMS_UNSUPPORTED` on a device that builds no OpenCL C (CUDA devices:
+ * `createProgramFromCuda`, `createProgramFromPtx`).
+ */
 export declare function createProgramFromSource(queue: SyclQueue, source: string, options?: ProgramOptions): SyclProgram
-/** dpctl's `create_program_from_spirv`: a SPIR-V module for a SYCL device of the OpenCL backend. */
+/**
+ * dpctl's `create_program_from_spirv`: a SPIR-V module for a SYCL device of the OpenCL backend.
+ * @param queue The queue whose device and context the program is built for.
+ * @param spirv The module's bytes (a whole number of 32-bit words).
+ * @param options `options`: the compiler's options, a string or an array of strings.
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `queue` is not a `SyclQueue`, for a `spirv` of another type, or for bad options.
+ * @throws `ERR_PROGRAM_COMPILATION` (`SyclProgramCompilationError`) for bytes that are
+ * not a SPIR-V module, or a module the runtime does not build.
+ * @throws `ERR_PROGRAMS_UNSUPPORTED` on a device that builds no SPIR-V (CUDA devices).
+ */
 export declare function createProgramFromSpirv(
   queue: SyclQueue,
   spirv: ArrayBuffer | SharedArrayBuffer | ArrayBufferView,
   options?: ProgramOptions,
 ): SyclProgram
-/** PTX for a CUDA device (loaded by the driver, which compiles it for its GPU). */
+/**
+ * PTX for a CUDA device (loaded by the driver, which compiles it for its GPU).
+ * @param queue The queue whose device and context the program is built for.
+ * @param ptx The PTX text.
+ * @param options `options`: the PTX JIT's options, a string or an array of strings.
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `queue` is not a `SyclQueue`, for a `ptx` of another type, or for bad options.
+ * @throws `ERR_PROGRAM_COMPILATION` (`SyclProgramCompilationError`, with the JIT's `log`)
+ * when the driver cannot load it.
+ * @throws `ERR_PROGRAMS_UNSUPPORTED` on a SYCL device (they build OpenCL C and SPIR-V).
+ */
 export declare function createProgramFromPtx(queue: SyclQueue, ptx: string, options?: ProgramOptions): SyclProgram
-/** CUDA C++ for a CUDA device, compiled to PTX with NVRTC (loaded at run time: a CUDA
+/**
+ * CUDA C++ for a CUDA device, compiled to PTX with NVRTC (loaded at run time: a CUDA
  * toolkit's, or `npx dpctl-memory-install-runtime --with nvrtc`), for the device's
- * architecture unless `options` name one (`-arch=compute_80`); NVRTC's errors are a
- * `SyclProgramCompilationError` with its log.
- * @throws `ERR_NVRTC_UNAVAILABLE` when no NVRTC the driver can use is installed. */
+ * architecture unless `options` name one (`-arch=compute_80`).
+ * @param queue The queue whose device and context the program is built for.
+ * @param source The CUDA C++ source (kernels `extern "C" __global__`).
+ * @param options `options`: NVRTC's options, a string or an array of strings.
+ * @throws `ERR_NVRTC_UNAVAILABLE` when no NVRTC the driver can use is installed.
+ * @throws `ERR_PROGRAM_COMPILATION` (`SyclProgramCompilationError`, with NVRTC's `log`)
+ * when the source does not compile or the driver cannot load the result.
+ * @throws `ERR_PROGRAMS_UNSUPPORTED` on a SYCL device (they build OpenCL C and SPIR-V).
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `queue` is not a `SyclQueue`, for a `source` of another type, or for bad options.
+ */
 export declare function createProgramFromCuda(queue: SyclQueue, source: string, options?: ProgramOptions): SyclProgram
 
 export interface SyclQueue {
-  /** Runs `kernel` over `globalRange` (in work-groups of `localRange`) after `dependsOn`,
-   * and waits (dpctl's `submit`). Every operand is held until the kernel finished. */
+  /**
+   * Runs `kernel` over `globalRange` (in work-groups of `localRange`) after `dependsOn`,
+   * and waits (dpctl's `submit`). Every operand is held until the kernel finished.
+   * @param kernel A kernel of a program built for this queue's context (`program.getKernel(name)`).
+   * @param args One argument per kernel parameter, in order: a memory object (or an object
+   * exposing `__sycl_usm_array_interface__`) for a pointer, a `kernelArg` for a scalar or
+   * local memory; on CUDA one `kernelArg.local` more for the dynamic shared memory.
+   * @param globalRange The work items: a positive integer, or 1 to 3 of them.
+   * @param localRange The work-group size, of as many dimensions, dividing `globalRange`
+   * (default: the runtime chooses).
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `kernel` is not a `SyclKernel`.
+   * @throws `ERR_KERNEL_ARG_COUNT` (a `TypeError`) when `args` has more or fewer entries than
+   * the kernel's parameters.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError`) when `args` is not an array, an entry is
+   * neither memory nor a `kernelArg` (a plain number says no type), or a scalar's type is not
+   * the one the kernel declares.
+   * @throws `ERR_INVALID_RANGE` for a range that is not 1 to 3 positive integers, or a
+   * `localRange` that does not divide `globalRange`.
+   * @throws `ERR_INVALID_SIZE` when the `kernelArg.local` arguments do not fit the device's
+   * `localMemSize`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   submit(
     kernel: SyclKernel,
     args: readonly KernelArgument[],
@@ -1197,8 +1519,34 @@ export interface SyclQueue {
     localRange?: WorkRange | null,
     dependsOn?: readonly Dependency[] | null,
   ): SyclEvent
-  /** As `submit` without waiting: settles once the kernel finished and let go of its
-   * operands; usable at once as a dependency. */
+  /**
+   * As `submit` without waiting: settles once the kernel finished and let go of its
+   * operands; usable at once as a dependency. Bad arguments throw at the call, as `submit`'s;
+   * a failure of the work rejects.
+   * @param kernel A kernel of a program built for this queue's context (`program.getKernel(name)`).
+   * @param args One argument per kernel parameter, in order: a memory object (or an object
+   * exposing `__sycl_usm_array_interface__`) for a pointer, a `kernelArg` for a scalar or
+   * local memory; on CUDA one `kernelArg.local` more for the dynamic shared memory.
+   * @param globalRange The work items: a positive integer, or 1 to 3 of them.
+   * @param localRange The work-group size, of as many dimensions, dividing `globalRange`
+   * (default: the runtime chooses).
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `kernel` is not a `SyclKernel`.
+   * @throws `ERR_KERNEL_ARG_COUNT` (a `TypeError`) when `args` has more or fewer entries than
+   * the kernel's parameters.
+   * @throws `ERR_KERNEL_ARG_TYPE` (a `TypeError`) when `args` is not an array, an entry is
+   * neither memory nor a `kernelArg` (a plain number says no type), or a scalar's type is not
+   * the one the kernel declares.
+   * @throws `ERR_INVALID_RANGE` for a range that is not 1 to 3 positive integers, or a
+   * `localRange` that does not divide `globalRange`.
+   * @throws `ERR_INVALID_SIZE` when the `kernelArg.local` arguments do not fit the device's
+   * `localMemSize`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   submitAsync(
     kernel: SyclKernel,
     args: readonly KernelArgument[],
@@ -1206,14 +1554,122 @@ export interface SyclQueue {
     localRange?: WorkRange | null,
     dependsOn?: readonly Dependency[] | null,
   ): Promise<SyclEvent>
-  /** Copies `nbytes` between memory objects on this queue, and waits. */
+  /**
+   * Copies `nbytes` from `src` to `dst` on this queue, and waits.
+   * @param dst The memory copied into (a memory object, or an object exposing the interface).
+   * @param src The memory copied from.
+   * @param nbytes Bytes to copy (a non-negative integer), within both.
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` or `src` is not memory.
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `nbytes` is not a non-negative integer.
+   * @throws `ERR_INVALID_RANGE` (a `RangeError`) when `nbytes` reaches past the end of `dst` or `src`.
+   * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   memcpy(dst: KernelArgument, src: KernelArgument, nbytes: number, dependsOn?: readonly Dependency[] | null): SyclEvent
+  /**
+   * As `memcpy` without waiting: settles once the copy is done. Bad arguments throw at
+   * the call, as `memcpy`'s.
+   * @param dst The memory copied into (a memory object, or an object exposing the interface).
+   * @param src The memory copied from.
+   * @param nbytes Bytes to copy (a non-negative integer), within both.
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` or `src` is not memory.
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `nbytes` is not a non-negative integer.
+   * @throws `ERR_INVALID_RANGE` (a `RangeError`) when `nbytes` reaches past the end of `dst` or `src`.
+   * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   memcpyAsync(dst: KernelArgument, src: KernelArgument, nbytes: number, dependsOn?: readonly Dependency[] | null): Promise<SyclEvent>
-  /** Sets `nbytes` (all of `dst` when not given) to `value` (0..255), and waits. */
+  /**
+   * Sets `nbytes` (all of `dst` when not given) to `value` (0..255), and waits.
+   * @param dst The memory to set (a memory object, or an object exposing the interface).
+   * @param value The byte, an integer 0..255.
+   * @param nbytes Bytes to set from the start (all of a memory object when not given;
+   * required for other exporters).
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` is not memory.
+   * @throws `ERR_INVALID_FILL_VALUE` (a `RangeError`) for a `value` that is not an integer 0..255.
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `nbytes` is not a non-negative integer.
+   * @throws `ERR_INVALID_RANGE` (a `RangeError`) when `nbytes` reaches past the end of `dst`.
+   * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   memset(dst: KernelArgument, value: number, nbytes?: number, dependsOn?: readonly Dependency[] | null): SyclEvent
+  /**
+   * As `memset` without waiting: settles once the bytes are set. Bad arguments throw at
+   * the call, as `memset`'s.
+   * @param dst The memory to set (a memory object, or an object exposing the interface).
+   * @param value The byte, an integer 0..255.
+   * @param nbytes Bytes to set from the start (all of a memory object when not given;
+   * required for other exporters).
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` is not memory.
+   * @throws `ERR_INVALID_FILL_VALUE` (a `RangeError`) for a `value` that is not an integer 0..255.
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `nbytes` is not a non-negative integer.
+   * @throws `ERR_INVALID_RANGE` (a `RangeError`) when `nbytes` reaches past the end of `dst`.
+   * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   memsetAsync(dst: KernelArgument, value: number, nbytes?: number, dependsOn?: readonly Dependency[] | null): Promise<SyclEvent>
-  /** Fills `count` elements (all of `dst` when not given) with a typed scalar, and waits. */
+  /**
+   * Fills `count` elements (all of `dst` when not given) with a typed scalar, and waits.
+   * @param dst The memory to fill (a memory object, or an object exposing the interface).
+   * @param pattern The element: a `kernelArg` scalar (`kernelArg.float32(1.5)`), whose type
+   * gives the element's size.
+   * @param count Elements to fill from the start (all that fit in a memory object when not
+   * given; required for other exporters).
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` is not memory.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `pattern` is not a `kernelArg` scalar
+   * (`kernelArg.local` is not one).
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `count` is not a non-negative integer.
+   * @throws `ERR_INVALID_RANGE` (a `RangeError`) when the elements reach past the end of `dst`.
+   * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   fill(dst: KernelArgument, pattern: KernelArg, count?: number, dependsOn?: readonly Dependency[] | null): SyclEvent
+  /**
+   * As `fill` without waiting: settles once the elements are written. Bad arguments throw
+   * at the call, as `fill`'s.
+   * @param dst The memory to fill (a memory object, or an object exposing the interface).
+   * @param pattern The element: a `kernelArg` scalar (`kernelArg.float32(1.5)`), whose type
+   * gives the element's size.
+   * @param count Elements to fill from the start (all that fit in a memory object when not
+   * given; required for other exporters).
+   * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` is not memory.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `pattern` is not a `kernelArg` scalar
+   * (`kernelArg.local` is not one).
+   * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `count` is not a non-negative integer.
+   * @throws `ERR_INVALID_RANGE` (a `RangeError`) when the elements reach past the end of `dst`.
+   * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
+   */
   fillAsync(dst: KernelArgument, pattern: KernelArg, count?: number, dependsOn?: readonly Dependency[] | null): Promise<SyclEvent>
   /**
    * Writes `value` at byte `offset` of host or shared memory once everything submitted to
@@ -1223,9 +1679,7 @@ export interface SyclQueue {
    * (-(2n**63n)..2n**64n-1n); the offset is a multiple of the value's size. Returns the
    * event at once (no Promise, no callback); the memory is held until the write landed
    * (let go of at a later `writeValue` of this thread that finds it done, or when the
-   * thread's environment ends). Device memory: `ERR_NOT_HOST_ACCESSIBLE`; a misaligned offset:
-   * `ERR_INVALID_ALIGNMENT`; one past the end: `ERR_INVALID_RANGE`; a bad value:
-   * `ERR_INVALID_FILL_VALUE`.
+   * thread's environment ends).
    *
    * ```js
    * const flag = new Int32Array(progress.sharedBuffer);
@@ -1235,9 +1689,32 @@ export interface SyclQueue {
    * // timer meanwhile, which a pending waitAsync does not; README, examples/progress.mjs).
    * while (Atomics.load(flag, 0) !== 1) await Atomics.waitAsync(flag, 0, 0, 1).value;
    * ```
+   * @param dst Host or shared memory (a memory object, or an object exposing the interface).
+   * @param value A number (written as 32 bits) or a bigint (64 bits).
+   * @param options `offset`: bytes into `dst` (default 0); `dependsOn`: events to wait for too.
+   * @throws `ERR_NOT_HOST_ACCESSIBLE` for device memory.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` is not memory.
+   * @throws `ERR_INVALID_ALIGNMENT` (a `RangeError`) for an offset that is not a multiple of
+   * the value's size (the address must suit `Atomics`).
+   * @throws `ERR_INVALID_RANGE` (a `RangeError`) when the value does not fit in `dst` at `offset`.
+   * @throws `ERR_INVALID_FILL_VALUE` (a `RangeError`) for a number or bigint outside the
+   * range of its width.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for a `value` of another type, options that
+   * are not an object, an unknown option, or a bad `dependsOn`.
+   * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for memory or an event of another context than the queue's.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work.
    */
   writeValue(dst: KernelArgument, value: number | bigint, options?: WriteValueOptions | null): SyclEvent
-  /** An event after `dependsOn` (after everything submitted so far when not given). */
+  /**
+   * An event after `dependsOn` (after everything submitted so far when not given).
+   * @param dependsOn Events (or Promises of the async operations) of this queue's context.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `dependsOn` is not an array of events
+   * or of their Promises.
+   * @throws `ERR_KERNEL_QUEUE_MISMATCH` for an event of another context than the queue's.
+   * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses it.
+   */
   submitBarrier(dependsOn?: readonly Dependency[] | null): SyclEvent
   /** Whether the queue was made with `property: 'in_order'`. */
   readonly isInOrder: boolean
@@ -1263,26 +1740,86 @@ export declare class UcxEndpoint {
   private constructor()
   /** The address connected to (`'a client'` for an accepted endpoint). */
   readonly peer: string
-  /** Sends `source` as one message with `tag` (default 0); resolves when `source` may be reused. */
+  /**
+   * Sends `source` as one message with `tag` (default 0); resolves when `source` may be reused.
+   * @param source A memory object or a host buffer (`ArrayBuffer`, `SharedArrayBuffer`, a view).
+   * @param options `tag`: a bigint or integer 0..2^64-1 the receiver matches (default 0).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`; the Promise rejects) for a buffer that is neither memory nor a host buffer, or for bad options; `ERR_INVALID_ARG_VALUE` for a tag outside 0..2^64-1.
+   * @throws `ERR_USM_FREED` (the Promise rejects) for memory that was freed.
+   * @throws `ERR_UCX_ENDPOINT_CLOSED` (the Promise rejects) once `close()` was called.
+   * @throws `ERR_UCX_PEER_FAILED` when the peer went away, `ERR_UCX` for another failure of UCX (the Promise rejects).
+   */
   send(source: UcxBuffer, options?: { tag?: bigint | number }): Promise<void>
   /**
    * Receives a message whose tag matches `tag` under `tagMask` (default all bits) into
-   * `destination`; a larger message rejects with `ERR_UCX_TRUNCATED`.
+   * `destination`; resolves with its size and the sender's tag. Tags are matched across
+   * every endpoint of the thread's worker, as in UCX.
+   * @param destination A memory object or a host buffer, at least as large as the message.
+   * @param options `tag` (default 0) and `tagMask` (default all bits): bigints or integers 0..2^64-1.
+   * @throws `ERR_UCX_TRUNCATED` (the Promise rejects) when the message is larger than `destination`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`; the Promise rejects) for a buffer that is neither memory nor a host buffer, or for bad options; `ERR_INVALID_ARG_VALUE` for a tag outside 0..2^64-1.
+   * @throws `ERR_USM_FREED` (the Promise rejects) for memory that was freed.
+   * @throws `ERR_UCX_ENDPOINT_CLOSED` (the Promise rejects) once `close()` was called.
+   * @throws `ERR_UCX_PEER_FAILED` when the peer went away, `ERR_UCX` for another failure of UCX (the Promise rejects).
    */
   recv(destination: UcxBuffer, options?: { tag?: bigint | number; tagMask?: bigint | number }): Promise<UcxReceived>
-  /** A peer's remote key bytes (`UcxMemoryMap#remoteKey`), for put/get over this endpoint (`ERR_UCX_RMA_DISABLED` without `DPCTL_MEMORY_UCX_RMA=1`). */
+  /**
+   * A peer's remote key, unpacked for put/get over this endpoint.
+   * @param bytes The bytes of the peer's `UcxMemoryMap#remoteKey`, as it sent them.
+   * @throws `ERR_UCX_RMA_DISABLED` without `DPCTL_MEMORY_UCX_RMA=1` (read when the thread's worker was made).
+   * @throws `ERR_UCX_RKEY_INVALID` for bytes that are not a remote key UCX can unpack.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `bytes` is not a host buffer.
+   * @throws `ERR_UCX_ENDPOINT_CLOSED` once `close()` was called.
+   */
   unpackRemoteKey(bytes: ArrayBuffer | SharedArrayBuffer | ArrayBufferView): UcxRemoteKey
-  /** Writes `source` at `offset` (default 0) of the remote memory; resolves when `source` may be reused. */
+  /**
+   * Writes `source` at `offset` (default 0) of the remote memory; resolves when `source`
+   * may be reused (`flush()` for completion at the peer).
+   * @param source A memory object or a host buffer.
+   * @param key The peer's remote key, unpacked by `unpackRemoteKey` of this endpoint.
+   * @param options `offset`: bytes into the remote memory (a non-negative integer, default 0).
+   * @throws `ERR_UCX_RMA_DISABLED` (the Promise rejects) without `DPCTL_MEMORY_UCX_RMA=1`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`; the Promise rejects) when `key` is not a
+   * `UcxRemoteKey`, the buffer is neither memory nor a host buffer, or for bad options;
+   * `ERR_INVALID_ARG_VALUE` for a bad `offset`.
+   * @throws `ERR_UCX_RKEY_INVALID` (the Promise rejects) for a key that was destroyed, or
+   * bytes beyond what it covers.
+   * @throws `ERR_USM_FREED` (the Promise rejects) for memory that was freed.
+   * @throws `ERR_UCX_ENDPOINT_CLOSED` (the Promise rejects) once `close()` was called.
+   * @throws `ERR_UCX_PEER_FAILED` when the peer went away, `ERR_UCX` for another failure of UCX (the Promise rejects).
+   */
   put(source: UcxBuffer, key: UcxRemoteKey, options?: { offset?: number }): Promise<void>
-  /** Reads the remote memory at `offset` (default 0) into `destination`. */
+  /**
+   * Reads the remote memory at `offset` (default 0) into `destination`.
+   * @param destination A memory object or a host buffer.
+   * @param key The peer's remote key, unpacked by `unpackRemoteKey` of this endpoint.
+   * @param options `offset`: bytes into the remote memory (a non-negative integer, default 0).
+   * @throws `ERR_UCX_RMA_DISABLED` (the Promise rejects) without `DPCTL_MEMORY_UCX_RMA=1`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`; the Promise rejects) when `key` is not a
+   * `UcxRemoteKey`, the buffer is neither memory nor a host buffer, or for bad options;
+   * `ERR_INVALID_ARG_VALUE` for a bad `offset`.
+   * @throws `ERR_UCX_RKEY_INVALID` (the Promise rejects) for a key that was destroyed, or
+   * bytes beyond what it covers.
+   * @throws `ERR_USM_FREED` (the Promise rejects) for memory that was freed.
+   * @throws `ERR_UCX_ENDPOINT_CLOSED` (the Promise rejects) once `close()` was called.
+   * @throws `ERR_UCX_PEER_FAILED` when the peer went away, `ERR_UCX` for another failure of UCX (the Promise rejects).
+   */
   get(destination: UcxBuffer, key: UcxRemoteKey, options?: { offset?: number }): Promise<void>
-  /** Resolves when every operation posted on this endpoint has completed at the peer. */
+  /**
+   * Resolves when every operation posted on this endpoint has completed at the peer.
+   * @throws `ERR_UCX_ENDPOINT_CLOSED` (the Promise rejects) once `close()` was called.
+   * @throws `ERR_UCX_PEER_FAILED` when the peer went away, `ERR_UCX` for another failure of UCX (the Promise rejects).
+   */
   flush(): Promise<void>
   /**
    * Closes the endpoint. Unless `force`, the sends, puts and gets in flight complete first
    * (a send once the peer received it), then a flush; operations after `close()` are
    * refused. What is still pending then (receives) rejects with `ERR_UCX_ENDPOINT_CLOSED`.
-   * `force` (also during a graceful close) closes at once. Never rejects.
+   * `force` (also during a graceful close) closes at once. Never rejects for the state of
+   * the connection.
+   * @param options `force`: close at once, failing what is in flight (default `false`).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`; the Promise rejects) for options that
+   * are not an object, or an unknown option.
    */
   close(options?: { force?: boolean }): Promise<void>
 }
@@ -1290,10 +1827,14 @@ export declare class UcxEndpoint {
 /** A listening address (made by `ucx.listen()`). */
 export declare class UcxListener {
   private constructor()
+  /** The address it listens on, as `ucx.listen` was given it. */
   readonly host: string
   /** The port it listens on (the one chosen when 0 was asked for). */
   readonly port: number
-  /** The endpoint of the next connection. */
+  /**
+   * The endpoint of the next connection.
+   * @throws `ERR_UCX_ENDPOINT_CLOSED` (the Promise rejects) once `close()` was called.
+   */
   accept(): Promise<UcxEndpoint>
   /** Stops listening; waiting `accept()`s reject with `ERR_UCX_ENDPOINT_CLOSED`. */
   close(): void
@@ -1305,9 +1846,14 @@ export declare class UcxListener {
  */
 export declare class UcxMemoryMap {
   private constructor()
-  /** The remote key's bytes, to send to a peer. */
+  /** The remote key's bytes, to send to a peer (`ERR_UCX_ENDPOINT_CLOSED` after `unmap()`). */
   readonly remoteKey: Uint8Array
+  /** The memory mapped (`ERR_UCX_ENDPOINT_CLOSED` after `unmap()`). */
   readonly memory: _Memory
+  /**
+   * Ends the registration: peers' later puts and gets of it fail. Idempotent; the memory
+   * is held until the endpoints open now have closed.
+   */
   unmap(): void
 }
 
@@ -1316,6 +1862,7 @@ export declare class UcxRemoteKey {
   private constructor()
   /** The bytes of remote memory it covers. */
   readonly nbytes: number
+  /** Releases the unpacked key; later puts and gets with it reject. Idempotent. */
   destroy(): void
 }
 
@@ -1336,26 +1883,65 @@ export interface UcxInfo {
   rkeys: number
 }
 
-/** The UCX transport: one worker per thread, made at first use. */
+/**
+ * The UCX transport: one worker per thread, made at first use.
+ * @namespace
+ */
 export declare const ucx: {
   /** Whether UCX loads here: the library's version and path, or what to install. */
   available(): { available: boolean; message: string }
-  /** Listens on `host` (default `'0.0.0.0'`) and `port` (default 0: any). */
+  /**
+   * Listens on `host` (default `'0.0.0.0'`) and `port` (default 0: any).
+   * @param options Where to listen.
+   * @param options.host An IP address, or `'localhost'` (default `'0.0.0.0'`: every interface).
+   * @param options.port 0 .. 65535 (default 0: a free port, then in `listener.port`).
+   * @throws `ERR_UCX_UNAVAILABLE` where UCX does not load (`ucx.available()` says why).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for options of the wrong type or an
+   * unknown option; `ERR_INVALID_ARG_VALUE` (a `RangeError`) for a port out of range.
+   * @throws `ERR_UCX_BAD_ADDRESS` for a host that is not an IP address, or an address in use.
+   * @throws `ERR_UCX_CONFIG` when UCX's configuration (its `UCX_*` environment) is refused.
+   * @throws `ERR_UCX` for another failure of UCX.
+   */
   listen(options?: { host?: string; port?: number }): UcxListener
   /**
-   * Connects to an IP address and port; resolves when the connection is up, rejects with
-   * `ERR_UCX_CONNECT_TIMEOUT` after `timeout` ms (default 30000).
+   * Connects to an IP address and port; resolves when the connection is up. Every error
+   * is a rejection.
+   * @param options Where to connect, and how long to wait.
+   * @param options.host An IP address, or `'localhost'` (required).
+   * @param options.port The listener's port, 1 .. 65535 (required).
+   * @param options.timeout Milliseconds to wait for the connection, 1 .. 2^31 - 1 (default 30000).
+   * @throws `ERR_UCX_CONNECT_TIMEOUT` when no connection is made within `timeout` ms.
+   * @throws `ERR_UCX_CONNECTION_REFUSED` when nothing listens there, or the peer refuses.
+   * @throws `ERR_UCX_BAD_ADDRESS` for a host that is not an IP address.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for a missing `host` or `port`, options
+   * of the wrong type or an unknown option; `ERR_INVALID_ARG_VALUE` (a `RangeError`) for a
+   * port or timeout out of range.
+   * @throws `ERR_UCX_UNAVAILABLE` where UCX does not load; `ERR_UCX_CONFIG` when UCX's
+   * configuration (its `UCX_*` environment) is refused at the thread's first use.
+   * @throws `ERR_UCX` for another failure of UCX.
    */
   connect(options: { host: string; port: number; timeout?: number }): Promise<UcxEndpoint>
   /**
    * Registers a memory object for remote access by peers. One-sided access is opt-in:
    * without `DPCTL_MEMORY_UCX_RMA=1` (read when the thread's worker is made) this throws
    * `ERR_UCX_RMA_DISABLED`.
+   * @param memory The memory object to map (its whole allocation, any kind the UCX moves).
+   * @throws `ERR_UCX_RMA_DISABLED` without `DPCTL_MEMORY_UCX_RMA=1`.
+   * @throws `ERR_NOT_USM` (a `TypeError`) when `memory` is not a memory object.
+   * @throws `ERR_USM_FREED` for memory that was freed.
+   * @throws `ERR_UCX_UNAVAILABLE` where UCX does not load; `ERR_UCX_CONFIG` when UCX's
+   * configuration is refused at the thread's first use.
+   * @throws `ERR_UCX` when UCX cannot register the memory.
    */
   mapMemory(memory: _Memory): UcxMemoryMap
+  /**
+   * What this thread's worker has open, for leak checks (made at this first use).
+   * @throws `ERR_UCX_UNAVAILABLE` where UCX does not load; `ERR_UCX_CONFIG` when UCX's
+   * configuration is refused.
+   */
   info(): UcxInfo
-  /** @internal The worker's token (the wrong-thread tests). */
-  _workerToken(): number
+  // The object has one more member, `_workerToken()`, for the library's own tests: not
+  // part of the API, so not declared.
 }
 // ---- Seeing memory (lib/observe.js) ----
 
@@ -1436,15 +2022,25 @@ export interface StagingMemoryStats {
  * The statistics of `device` (a `SyclDevice` or a filter string; the default device when
  * omitted), in the shape of PyTorch's `torch.cuda.memory_stats()`. Counted always, at the
  * cost of one uncontended lock per allocation and per free.
+ * @param device A `SyclDevice` or a filter string; the default device when omitted.
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `device` is neither.
+ * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) for a filter string that
+ * matches no device or cannot be understood, and when `device` is omitted and there is
+ * no default device (no runtime).
  */
 export declare function memoryStats(device?: SyclDevice | string): MemoryStats
 
 /**
  * Sets the peaks of `device` (of every device when omitted) to the current figures, its
  * staging figures included (and the process's scratch figures, whichever device).
+ * @param device A `SyclDevice` or a filter string; every device when omitted.
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `device` is neither.
+ * @throws `ERR_DEVICE_NOT_FOUND` (`SyclDeviceCreationError`) for a filter string that
+ * matches no device or cannot be understood.
  */
 export declare function resetPeakStats(device?: SyclDevice | string): void
 
+/** Options of `recordMemoryHistory`. */
 export interface RecordMemoryHistoryOptions {
   /** `false` stops the recording and drops what it holds. Default `true`. */
   enabled?: boolean
@@ -1467,11 +2063,17 @@ export interface RecordMemoryHistoryOptions {
  * allocating call and read only if a snapshot may need it: the thread keeps V8's record
  * of each stack the recording still names (its frames' functions and receivers too),
  * at most about `maxEntries` plus its live blocks.
+ * @param options `enabled`, `maxEntries`, `stacks`, `stackDepth` (`RecordMemoryHistoryOptions`).
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for options that are not an object, an
+ * unknown option, or an option of the wrong type (a boolean, an integer). A `maxEntries` or
+ * `stackDepth` out of its range is a `RangeError` that carries no code yet.
  */
 export declare function recordMemoryHistory(options?: RecordMemoryHistoryOptions): void
 
+/** The USM kinds as the statistics and snapshots name them. */
 export type MemoryKindName = 'device' | 'host' | 'shared'
 
+/** `memorySnapshot().devices`: a device the snapshot's blocks and events refer to. */
 export interface SnapshotDevice {
   /** What `device` fields of blocks and events refer to. */
   index: number
@@ -1479,6 +2081,7 @@ export interface SnapshotDevice {
   stats: MemoryStats
 }
 
+/** `memorySnapshot().liveBlocks`: a block held by a live allocation. */
 export interface SnapshotLiveBlock {
   /** Hex, `0x…`. */
   address: string
@@ -1493,6 +2096,7 @@ export interface SnapshotLiveBlock {
   timeUs: number | null
 }
 
+/** `memorySnapshot().cachedBlocks`: a freed block the pool keeps for reuse. */
 export interface SnapshotCachedBlock {
   address: string
   size: number
@@ -1500,6 +2104,7 @@ export interface SnapshotCachedBlock {
   device: number | null
 }
 
+/** `memorySnapshot().history`: the recording's settings and what it could not keep. */
 export interface SnapshotHistory {
   enabled: boolean
   maxEntries: number
@@ -1576,5 +2181,7 @@ export interface OutOfMemoryInfo {
  * returns a function that removes it. An observer that throws is reported with
  * `process.emitWarning` (code `DPCTL_MEMORY_OOM_OBSERVER`), and the allocation's error is
  * thrown as always.
+ * @param callback Called with what was asked and the device's figures (`OutOfMemoryInfo`).
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `callback` is not a function.
  */
 export declare function onOutOfMemory(callback: (info: OutOfMemoryInfo) => void): () => void
