@@ -2065,8 +2065,9 @@ export interface RecordMemoryHistoryOptions {
  * at most about `maxEntries` plus its live blocks.
  * @param options `enabled`, `maxEntries`, `stacks`, `stackDepth` (`RecordMemoryHistoryOptions`).
  * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) for options that are not an object, an
- * unknown option, or an option of the wrong type (a boolean, an integer). A `maxEntries` or
- * `stackDepth` out of its range is a `RangeError` that carries no code yet.
+ * unknown option, or an option of the wrong type (a boolean, an integer).
+ * @throws `ERR_INVALID_ARG_VALUE` (a `RangeError`) for a `maxEntries` or `stackDepth` out
+ * of its range.
  */
 export declare function recordMemoryHistory(options?: RecordMemoryHistoryOptions): void
 

@@ -296,8 +296,8 @@ register('stackDepth bounds the frames of each stack (1 ..= 64, default 10)', (t
       recordMemoryHistory({ enabled: false });
     }
   }
-  t.throws(() => recordMemoryHistory({ stackDepth: 0 }), { instanceOf: RangeError });
-  t.throws(() => recordMemoryHistory({ stackDepth: 65 }), { instanceOf: RangeError });
+  t.throws(() => recordMemoryHistory({ stackDepth: 0 }), { instanceOf: RangeError, code: 'ERR_INVALID_ARG_VALUE' });
+  t.throws(() => recordMemoryHistory({ stackDepth: 65 }), { instanceOf: RangeError, code: 'ERR_INVALID_ARG_VALUE' });
   t.throws(() => recordMemoryHistory({ stackDepth: 2.5 }), { instanceOf: TypeError });
 });
 
@@ -400,7 +400,7 @@ register('the ring keeps the newest maxEntries events; stacks: false records non
   } finally {
     recordMemoryHistory({ enabled: false });
   }
-  t.throws(() => recordMemoryHistory({ maxEntries: 0 }), { instanceOf: RangeError });
+  t.throws(() => recordMemoryHistory({ maxEntries: 0 }), { instanceOf: RangeError, code: 'ERR_INVALID_ARG_VALUE' });
   t.throws(() => recordMemoryHistory({ maxEntries: 1.5 }), { instanceOf: TypeError });
   t.throws(() => recordMemoryHistory({ stacks: 'yes' }), { instanceOf: TypeError });
   t.throws(() => recordMemoryHistory({ bogus: 1 }), { instanceOf: TypeError, message: /unknown option 'bogus'/ });

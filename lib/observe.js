@@ -8,7 +8,7 @@
 // on the channels. With no history, no observer and no subscriber, `lib/memory.js` pays
 // one check (`watching()` or a channel's `hasSubscribers`) and nothing runs here.
 const { native } = require('./native.js');
-const { typeError, rangeError, fromNative } = require('./errors.js');
+const { ErrorCode, typeError, rangeError, fromNative } = require('./errors.js');
 const { display, typeName } = require('./values.js');
 const devices = require('./device.js');
 
@@ -139,11 +139,11 @@ function recordMemoryHistory(options) {
         else withStacks = value;
       } else if (name === 'stackDepth') {
         if (typeof value !== 'number' || !isSafeInteger(value)) throw typeError(`stackDepth must be an integer, not ${display(value)}`);
-        if (value < 1 || value > MAX_STACK_DEPTH) throw rangeError(`stackDepth must be 1 ..= ${MAX_STACK_DEPTH}, got ${value}`);
+        if (value < 1 || value > MAX_STACK_DEPTH) throw rangeError(`stackDepth must be 1 ..= ${MAX_STACK_DEPTH}, got ${value}`, ErrorCode.InvalidArgValue);
         depth = value;
       } else if (name === 'maxEntries') {
         if (typeof value !== 'number' || !isSafeInteger(value)) throw typeError(`maxEntries must be an integer, not ${display(value)}`);
-        if (value < 1 || value > MAX_ENTRIES_LIMIT) throw rangeError(`maxEntries must be 1 ..= ${MAX_ENTRIES_LIMIT}, got ${value}`);
+        if (value < 1 || value > MAX_ENTRIES_LIMIT) throw rangeError(`maxEntries must be 1 ..= ${MAX_ENTRIES_LIMIT}, got ${value}`, ErrorCode.InvalidArgValue);
         maxEntries = value;
       } else {
         throw typeError(`unknown option '${apply(stringSlice, String(name), [0, 64])}': the options are enabled, maxEntries, stacks and stackDepth`);
