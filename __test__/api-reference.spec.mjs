@@ -8,18 +8,10 @@
 // and not checked one by one.
 import test from 'ava';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { ts, typedTest } from './helpers/typescript.mjs';
 
-const require = createRequire(import.meta.url);
-const ts = (() => {
-  try {
-    return require('typescript');
-  } catch {
-    return null;
-  }
-})();
-const typed = ts ? test : (title, fn) => test.skip(`${title} [typescript is not installed: skipped]`, fn);
+const typed = typedTest(test);
 const DTS = fileURLToPath(new URL('../index.d.ts', import.meta.url));
 
 /**

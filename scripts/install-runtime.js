@@ -535,6 +535,7 @@ async function install({ quiet = false } = {}) {
 module.exports = {
   install,
   cacheRoot,
+  sha256,
   privateProblem,
   makePrivate,
   removeLeftovers,
