@@ -49,46 +49,58 @@ function guard(t, peers, ms) {
 
 const RMA = { DPCTL_MEMORY_UCX_RMA: '1' };
 
-for (const tls of ['tcp,self', undefined]) {
-  ucxTest(`#5 a peer that forges a key to this process's memory reaches nothing without the opt-in (UCX_TLS=${tls ?? 'default'})`, async (t) => {
-    const env = tls ? { UCX_TLS: tls } : {};
-    // The victim: RMA off (the default); it reports the address of memory it never mapped.
+// Each check runs on the UCX the suite uses, and again on the oldest one it checks the trust
+// settings on (runtime.json ucx.older, installed by setup.js for npm test), which names UCX's
+// transport settings differently.
+const { olderPrefix, OLDER_UCX_VERSION } = require('../scripts/install-ucx.js');
+const olderRoot = olderPrefix();
+const ucxes = [{ label: '', env: {} }];
+if (olderRoot) ucxes.push({ label: `, UCX ${OLDER_UCX_VERSION}`, version: OLDER_UCX_VERSION, env: { DPCTL_MEMORY_UCX_ROOT: olderRoot } });
+else console.log('# the older UCX (runtime.json ucx.older) is not installed: the #5 checks run on one UCX');
+
+for (const { label, version, env: ucxEnv } of ucxes) {
+  for (const tls of ['tcp,self', undefined]) {
+    ucxTest(`#5 a peer that forges a key to this process's memory reaches nothing without the opt-in (UCX_TLS=${tls ?? 'default'}${label})`, async (t) => {
+      const env = { ...ucxEnv, ...(tls ? { UCX_TLS: tls } : {}) };
+      // The victim: RMA off (the default); it reports the address of memory it never mapped.
+      const victim = peer(['victim', '127.0.0.1'], env);
+      // The forger runs with RMA on, maps a buffer of its own and rewrites its key's base.
+      const forger = () => peer(['forger', '127.0.0.1', String(ready.port), ready.address], { ...env, ...RMA });
+      guard(t, [victim], 120000);
+      const ready = await victim.next();
+      t.falsy(ready.error, ready.error);
+      t.false(ready.rma, 'one-sided access is off by default');
+      if (version) t.true(ready.library.startsWith(`UCX ${version} `), `the victim runs UCX ${version}: ${ready.library}`);
+      const attacker = forger();
+      guard(t, [attacker], 120000);
+      const tried = await attacker.next();
+      t.falsy(tried.error, tried.error);
+      t.is(tried.unpack, 'ok', 'the forged key unpacks on the attacker side (its own UCX cannot tell)');
+      const verdict = await victim.next();
+      t.deepEqual(verdict, { changed: 0 }, "the victim's memory is untouched by the forged puts");
+      const [victimExit, attackerExit] = await Promise.all([victim.exit, attacker.exit]);
+      t.is(victimExit.code, 0, `the victim survives: ${victimExit.stderr.slice(-1000)}`);
+      t.is(attackerExit.code, 0);
+      const read = await attacker.next();
+      t.is(read.read, 0, 'the forged get read none of the victim\'s bytes');
+      t.not(read.get, 'ok', 'the forged get does not complete');
+    });
+  }
+
+  ucxTest(`#5 the control: with the opt-in on both sides, the same forged key writes the victim (the trust model the README states${label})`, async (t) => {
+    const env = { ...ucxEnv, UCX_TLS: 'tcp,self', ...RMA };
     const victim = peer(['victim', '127.0.0.1'], env);
-    // The forger runs with RMA on, maps a buffer of its own and rewrites its key's base.
-    const forger = () => peer(['forger', '127.0.0.1', String(ready.port), ready.address], { ...env, ...RMA });
     guard(t, [victim], 120000);
     const ready = await victim.next();
-    t.falsy(ready.error, ready.error);
-    t.false(ready.rma, 'one-sided access is off by default');
-    const attacker = forger();
+    t.true(ready.rma);
+    const attacker = peer(['forger', '127.0.0.1', String(ready.port), ready.address], env);
     guard(t, [attacker], 120000);
-    const tried = await attacker.next();
-    t.falsy(tried.error, tried.error);
-    t.is(tried.unpack, 'ok', 'the forged key unpacks on the attacker side (its own UCX cannot tell)');
+    t.is((await attacker.next()).put, 'ok');
     const verdict = await victim.next();
-    t.deepEqual(verdict, { changed: 0 }, "the victim's memory is untouched by the forged puts");
-    const [victimExit, attackerExit] = await Promise.all([victim.exit, attacker.exit]);
-    t.is(victimExit.code, 0, `the victim survives: ${victimExit.stderr.slice(-1000)}`);
-    t.is(attackerExit.code, 0);
-    const read = await attacker.next();
-    t.is(read.read, 0, 'the forged get read none of the victim\'s bytes');
-    t.not(read.get, 'ok', 'the forged get does not complete');
+    t.true(verdict.changed > 0, 'over TCP, an RMA-enabled worker lets a peer write anywhere: why it is opt-in');
+    await Promise.all([victim.exit, attacker.exit]);
   });
 }
-
-ucxTest('#5 the control: with the opt-in on both sides, the same forged key writes the victim (the trust model the README states)', async (t) => {
-  const env = { UCX_TLS: 'tcp,self', ...RMA };
-  const victim = peer(['victim', '127.0.0.1'], env);
-  guard(t, [victim], 120000);
-  const ready = await victim.next();
-  t.true(ready.rma);
-  const attacker = peer(['forger', '127.0.0.1', String(ready.port), ready.address], env);
-  guard(t, [attacker], 120000);
-  t.is((await attacker.next()).put, 'ok');
-  const verdict = await victim.next();
-  t.true(verdict.changed > 0, 'over TCP, an RMA-enabled worker lets a peer write anywhere: why it is opt-in');
-  await Promise.all([victim.exit, attacker.exit]);
-});
 
 ucxTest('#5 mapMemory, unpackRemoteKey and put/get without the opt-in are ERR_UCX_RMA_DISABLED', (t) => {
   const script = `const { ucx, MemoryUSMHost } = require(${INDEX});

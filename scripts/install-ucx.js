@@ -13,6 +13,8 @@ const { cacheRoot, isComplete, installExtra } = require('./lib/wheels.js');
 
 const MANIFEST = require('../runtime.json').ucx;
 const VERSION = MANIFEST.version;
+// The oldest UCX the test suite checks the trust settings on (runtime.json `ucx.older`).
+const OLDER = MANIFEST.older;
 
 /** Where the wheel is unpacked (what locate.rs looks for). */
 function ucxDir() {
@@ -46,7 +48,25 @@ function installUcx({ quiet = false } = {}) {
   });
 }
 
-module.exports = { installUcx, installedUcx, cachedPrefix, ucxDir, UCX_VERSION: VERSION };
+/** Where the older UCX is unpacked. */
+function olderDir() {
+  return path.join(cacheRoot(), `ucx-${OLDER.version}`);
+}
+
+/** The older UCX's prefix (for DPCTL_MEMORY_UCX_ROOT), when installed; else null. */
+function olderPrefix() {
+  return isComplete(olderDir(), OLDER.wheels) ? path.join(olderDir(), 'libucx') : null;
+}
+
+/** Installs the older UCX for the test suite (whatever else is there); returns its folder. */
+function installOlderUcx({ quiet = false } = {}) {
+  return installExtra({
+    found: () => null, dir: olderDir(), wheels: OLDER.wheels, name: `UCX ${OLDER.version}`, quiet,
+    what: `UCX ${OLDER.version} for the transport's tests (the libucx-cu12 wheel, about 26 MB)`, otherwise: 'no test of it',
+  });
+}
+
+module.exports = { installUcx, installedUcx, installOlderUcx, olderPrefix, cachedPrefix, ucxDir, UCX_VERSION: VERSION, OLDER_UCX_VERSION: OLDER.version };
 
 if (require.main === module) {
   try {

@@ -67,6 +67,13 @@ async function main() {
     } catch (err) {
       console.log(`dpctl-memory setup: UCX not installed (${err.message}); the transport's tests will skip`);
     }
+    if (process.env.npm_lifecycle_event === 'test') {
+      try {
+        require('./install-ucx.js').installOlderUcx({ quiet: true });
+      } catch (err) {
+        console.log(`dpctl-memory setup: the older UCX not installed (${err.message}); the transport's trust tests run on one UCX`);
+      }
+    }
     // NVRTC for the CUDA C tests (createProgramFromCuda; compiling needs no GPU).
     try {
       require('./install-nvrtc.js').installNvrtc({ quiet: true });

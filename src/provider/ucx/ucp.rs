@@ -354,6 +354,19 @@ pub fn ops_bring_registration(version: (u32, u32, u32)) -> bool {
     version < (1, 22, 0)
 }
 
+/// The name `ucp_config_modify` takes for the TCP transport's put switch (`UCX_TCP_PUT_ENABLE`
+/// in the environment). UCX keeps a transport setting it is handed and applies it to each
+/// transport's configuration as that is read: from 1.18 it matches the name with the
+/// transport's prefix (`TCP_`), before 1.18 only the bare field name, so there the prefixed
+/// name is kept, applied nowhere, and the puts stay on.
+pub fn tcp_put_setting(version: (u32, u32, u32)) -> &'static CStr {
+    if version < (1, 18, 0) {
+        c"PUT_ENABLE"
+    } else {
+        c"TCP_PUT_ENABLE"
+    }
+}
+
 fn load() -> Result<Ucp, String> {
     let events_turned_off_here = keep_memory_hooks_off();
     let log_quieted_here = keep_log_quiet();
@@ -447,5 +460,13 @@ mod tests {
         assert!(ops_bring_registration((1, 21, 9)));
         assert!(!ops_bring_registration((1, 22, 0)));
         assert!(!ops_bring_registration((2, 0, 0)));
+    }
+
+    #[test]
+    fn the_tcp_put_switch_is_named_as_each_version_matches_it() {
+        assert_eq!(tcp_put_setting((1, 12, 0)), c"PUT_ENABLE");
+        assert_eq!(tcp_put_setting((1, 17, 9)), c"PUT_ENABLE");
+        assert_eq!(tcp_put_setting((1, 18, 0)), c"TCP_PUT_ENABLE");
+        assert_eq!(tcp_put_setting((1, 22, 0)), c"TCP_PUT_ENABLE");
     }
 }

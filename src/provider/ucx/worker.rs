@@ -293,8 +293,9 @@ impl Worker {
             // key it made up lands here. Off, UCX does not offer TCP puts to peers: their
             // puts go as UCP messages this context has no handler for, and are dropped.
             // (Rendezvous sends then move large messages as fragments instead.)
+            let setting = ucp::tcp_put_setting(ucp.version);
             // SAFETY: a live config and two C strings.
-            let status = unsafe { (t.ucp_config_modify)(config, c"TCP_PUT_ENABLE".as_ptr(), c"n".as_ptr()) };
+            let status = unsafe { (t.ucp_config_modify)(config, setting.as_ptr(), c"n".as_ptr()) };
             // A UCX without its TCP transport has no such setting, and nothing to turn off.
             if status != ucp::UCS_OK && status != ucp::UCS_ERR_NO_ELEM {
                 // SAFETY: the config read above, released once.
