@@ -58,7 +58,10 @@ withDevice('model-based fuzz: interface consumer, argument paths, copies, lifeti
 
 // Kernels and UCX: their own properties (helpers/fuzz-model.mjs), after the memory model's
 // (whose registry of blocks they leave alone: each case frees what it made).
-withDevice('model-based fuzz of kernels: OpenCL C programs, submit/submitAsync with memory, scalar and local arguments, events, dependsOn, queue copies, bad arguments', async (t) => {
+// OpenCL C needs an OpenCL device (a CUDA device loads PTX and CUDA C: gpu-kernels.spec).
+const onOpenCl = HAS_DEVICE && world.queueA.syclDevice.backend === 'opencl';
+if (HAS_DEVICE && !onOpenCl) console.log(`# kernel fuzz skipped: OpenCL C programs need an OpenCL device, not ${world.queueA.syclDevice.filterString}`);
+(onOpenCl ? test.serial : test.serial.skip)('model-based fuzz of kernels: OpenCL C programs, submit/submitAsync with memory, scalar and local arguments, events, dependsOn, queue copies, bad arguments', async (t) => {
   const before = world.cases;
   await check(t, 'kernel fuzz', fc.asyncProperty(kernelCaseArb(), (c) => runKernelCase(world, c)), { numRuns: path ? 1 : Math.max(10, Math.round(runs / 15)) });
   t.true(world.cases > before || path !== undefined);

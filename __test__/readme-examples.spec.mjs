@@ -1,10 +1,12 @@
 // Every JS example of README.md (and of docs/*.md) runs as written: each ```js, ```javascript,
 // ```mjs or ```cjs block is extracted, the package name replaced by this checkout's entry
-// point, and run in its own Node process on the CPU device; the verdict is its exit status
-// and stderr (a timeout is only a hang guard). A block that cannot run alone is marked by an
-// HTML comment on the line before its fence, `<!-- example: MARK -->` (invisible on GitHub
-// and npm), from MARKS below: `fragment` never runs here; `ucx` runs where UCX is available,
-// `gpu` where a GPU is found (scripts/gpu-suite.sh runs this file, so both run there).
+// point, and run in its own Node process on the CPU device (on the default device where
+// there is none, as on a GPU machine without the SYCL runtime); the verdict is its exit
+// status and stderr (a timeout is only a hang guard). A block that cannot run alone is
+// marked by an HTML comment on the line before its fence, `<!-- example: MARK -->`
+// (invisible on GitHub and npm), from MARKS below: `fragment` never runs here; `ucx` runs
+// where UCX is available, `gpu` where a GPU is found (scripts/gpu-suite.sh runs this file, so
+// both run there), `opencl` where the CPU device is.
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,6 +25,7 @@ const MARKS = {
   fragment: 'an excerpt or a signature: needs names it does not define, a second process or a worker',
   ucx: 'needs UCX (runs where ucx.available() says so)',
   gpu: 'needs a GPU (runs on the GPU suite)',
+  opencl: 'needs the CPU device, an OpenCL device (OpenCL C kernels, or the device named)',
 };
 const LANGS = new Set(['js', 'javascript', 'mjs', 'cjs']);
 /** A hang guard only: a block that runs past it fails as hung, whatever the machine's load. */
@@ -135,7 +138,9 @@ test('the checker tells CommonJS from ESM and refuses a block that mixes them', 
   t.deepEqual(promisedOutputs('console.log(a[0]); // 42\nconsole.log(b); // 6 (three times)\nconsole.log(c); // [ 1, 2 ]'), ['42', '6']);
 });
 
-const cpuEnv = { ...process.env, ONEAPI_DEVICE_SELECTOR: 'opencl:cpu' };
+const hasCpu = getDevices().some((d) => d.filterString === 'opencl:cpu:0');
+// The CPU device where there is one; else the default device.
+const cpuEnv = hasCpu ? { ...process.env, ONEAPI_DEVICE_SELECTOR: 'opencl:cpu' } : process.env;
 const hasGpu = getDevices().some((d) => d.deviceType === 'gpu' || d.backend === 'cuda');
 const hasUcx = ucx.available().available;
 
@@ -150,7 +155,7 @@ for (const block of blocks) {
     });
     continue;
   }
-  const runs = block.mark === null || (block.mark === 'gpu' && hasGpu) || (block.mark === 'ucx' && hasUcx);
+  const runs = block.mark === null || (block.mark === 'gpu' && hasGpu) || (block.mark === 'ucx' && hasUcx) || (block.mark === 'opencl' && hasCpu);
   const declare = runs ? test : test.skip;
   if (!runs) console.log(`# ${where} not run: ${MARKS[block.mark]}`);
   declare(`${block.mark ? `${block.mark} ` : ''}${title} runs as written`, (t) => {

@@ -173,6 +173,22 @@ ucxTest("closing an endpoint (forced, or graceful then forced) rejects what is p
   t.is(report.inFlight, 0);
 });
 
+ucxTest("close() of an endpoint whose peer closed first settles once it is gone: nothing in flight, no record left", async (t) => {
+  // The peer's close fails this side's endpoint, which starts closing it; close() then
+  // waits for that close rather than settling while UCX still runs it.
+  const listener = ucx.listen({ host: '127.0.0.1', port: 0 });
+  t.teardown(() => listener.close());
+  for (let i = 0; i < 20; i++) {
+    const [client, server] = await Promise.all([ucx.connect({ host: '127.0.0.1', port: listener.port }), listener.accept()]);
+    const pending = server.recv(new Uint8Array(8), { tag: 0x61n }).then(() => 'resolved', (e) => e.code);
+    await client.close();
+    t.is(await pending, 'ERR_UCX_PEER_FAILED');
+    await server.close();
+    const { inFlight, endpoints } = ucx.info();
+    t.deepEqual({ inFlight, endpoints }, { inFlight: 0, endpoints: 0 }, `cycle ${i}`);
+  }
+});
+
 ucxTest('memory in flight: free() during a receive defers the release until it completes', async (t) => {
   const listener = ucx.listen({ host: '127.0.0.1', port: 0 });
   const [client, server] = await Promise.all([ucx.connect({ host: '127.0.0.1', port: listener.port }), listener.accept()]);

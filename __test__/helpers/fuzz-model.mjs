@@ -2804,7 +2804,7 @@ export async function runUcxCase(world, c) {
         const [first, second] = s.closeFirst ? [server, client] : [client, server];
         await first.close();
         await second.close();
-        if (ucx.info().inFlight !== 0) fail(`${label}: ${ucx.info().inFlight} operations in flight after both closed`);
+        if (ucx.info().inFlight !== 0) fail(`${label}: ${ucx.info().inFlight} operations in flight after both closed (${JSON.stringify(ucx.info())})`);
       } else if (s.op === 'bad') {
         await badUcxCall(world, s.call, made);
       }

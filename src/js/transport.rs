@@ -57,6 +57,8 @@ struct EndpointInfo {
     failed: Option<i32>,
     /// Closed by this side (`close()`), or after a failure.
     closed: bool,
+    /// JS closed it after a failure had: the record goes with the close UCX completes.
+    released: bool,
 }
 
 struct State {
@@ -443,6 +445,7 @@ impl State {
                     // No record: this side closed it (a failed endpoint's record stays
                     // until JS closes it), and its close completed first.
                     let closed = info.is_none_or(|i| i.closed);
+                    let released = info.is_some_and(|i| i.released);
                     let mut error = None;
                     if done.status != ucx::ucp::UCS_OK {
                         let peer = info.map(|i| i.peer.clone()).unwrap_or_default();
@@ -475,7 +478,7 @@ impl State {
                     if op.kind == OpKind::Close {
                         // A failed endpoint's record stays until JS closes it, so that its
                         // later operations say it failed.
-                        if failed.is_none() {
+                        if failed.is_none() || released {
                             s.endpoints.remove(&op.endpoint);
                         }
                         s.rkeys.retain(|_, (ep, _)| *ep != op.endpoint);
@@ -497,7 +500,10 @@ impl State {
                         let _ = s.worker.close_endpoint(endpoint, true);
                         continue;
                     }
-                    s.endpoints.insert(endpoint, EndpointInfo { peer: "a client".into(), failed: None, closed: false });
+                    s.endpoints.insert(
+                        endpoint,
+                        EndpointInfo { peer: "a client".into(), failed: None, closed: false, released: false },
+                    );
                     s.backlog.push_back(Record::Event(json::object(&[
                         ("accepted", endpoint.to_string()),
                         ("listener", listener.to_string()),
@@ -560,20 +566,26 @@ pub fn ucx_connect(env: &Env, token: f64, host: String, port: u32) -> napi::Resu
             .worker
             .connect(addr)
             .map_err(|e| policy::call_error("connect", i32::from(e.status), &e.text, &addr.to_string()))?;
-        s.endpoints.insert(endpoint, EndpointInfo { peer: addr.to_string(), failed: None, closed: false });
+        s.endpoints
+            .insert(endpoint, EndpointInfo { peer: addr.to_string(), failed: None, closed: false, released: false });
         s.start(op, OpKind::Connect, endpoint, 0, Held::Nothing);
         Ok(Float64Array::new(vec![endpoint as f64, op as f64]))
     })
 }
 
 /// Closes an endpoint (flushing unless `force`); returns the op that completes when it is
-/// closed, or -1 when it was closed already.
+/// closed: a new one, or the close a failure started (so that `close()` settles when the
+/// endpoint is gone, not while UCX still closes it); -1 when it is closed already.
 #[napi]
 pub fn ucx_close(env: &Env, token: f64, endpoint: f64, force: bool) -> napi::Result<f64> {
     let endpoint = endpoint as u64;
     with_state(env, token, |s| {
         let Some(info) = s.endpoints.get_mut(&endpoint) else { return Ok(-1.0) };
         if info.closed {
+            if let Some(&closing) = s.book.of_endpoint(endpoint, OpKind::Close).first() {
+                info.released = true;
+                return Ok(closing as f64);
+            }
             if info.failed.is_some() && !s.worker.has_endpoint(endpoint) {
                 s.endpoints.remove(&endpoint);
             }

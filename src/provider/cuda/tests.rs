@@ -341,7 +341,8 @@ fn gpu_a_primary_context_stays_current_where_none_was_and_another_is_restored() 
     let src = pattern(4096);
     std::thread::scope(|scope| {
         // A thread with no context current: the primary context's copy leaves it current.
-        scope.spawn(|| {
+        // Joined before the second starts, which reads back what this one wrote.
+        let first = scope.spawn(|| {
             assert_eq!(current(), 0);
             pq.memcpy_raw(device, src.as_ptr() as u64, 4096).unwrap();
             assert_eq!(current(), primary_raw);
@@ -349,6 +350,7 @@ fn gpu_a_primary_context_stays_current_where_none_was_and_another_is_restored() 
             oq.memcpy_raw(theirs, src.as_ptr() as u64, 4096).unwrap();
             assert_eq!(current(), primary_raw);
         });
+        first.join().unwrap();
         // A thread where another library made a context current: it is current again after
         // each of our calls, and its stack is as it was.
         scope.spawn(|| {
