@@ -25,12 +25,24 @@ const { spawn, spawnSync } = require('node:child_process');
 
 const MANIFEST = require('../runtime.json');
 
-const RUNTIME_VERSION = MANIFEST.version;
-const WHEELS = MANIFEST.wheels.map((wheel) => ({ ...wheel, version: wheel.version || RUNTIME_VERSION }));
-const REQUIREMENTS = WHEELS.map((wheel) => `${wheel.name}==${wheel.version}`);
+/**
+ * A runtime this script installs, from a section of runtime.json: its version, its wheels
+ * (a wheel without a version is of the runtime's), their pip requirements and the marker a
+ * complete cache of it holds (a cache made with other packages is redone).
+ */
+function runtimeSpec(section) {
+  const version = section.version;
+  const wheels = section.wheels.map((wheel) => ({ ...wheel, version: wheel.version || version }));
+  const requirements = wheels.map((wheel) => `${wheel.name}==${wheel.version}`);
+  return { version, wheels, requirements, markerText: `${requirements.join('\n')}\n` };
+}
+// The default runtime (DPC++ 2025, libsycl.so.8), and 2026's (libsycl.so.9: `--sycl 2026`).
+const RUNTIMES = { default: runtimeSpec(MANIFEST), 2026: runtimeSpec(MANIFEST.sycl2026) };
+const DEFAULT = RUNTIMES.default;
+const RUNTIME_VERSION = DEFAULT.version;
+const WHEELS = DEFAULT.wheels;
 const MARKER = '.dpctl-memory-complete';
-// What a complete cache records in its marker: a cache made with other packages is redone.
-const MARKER_TEXT = `${REQUIREMENTS.join('\n')}\n`;
+const MARKER_TEXT = DEFAULT.markerText;
 const STAGING_PREFIX = '.staging-';
 // Inside a staging folder: who is filling it ({ pid, host }), so that another run can tell
 // a live install from a dead one's leftovers.
@@ -64,8 +76,8 @@ function cacheRoot() {
       '(relative ones are ignored: they would depend on the working directory)');
 }
 
-function runtimeDir() {
-  return path.join(cacheRoot(), `sycl-runtime-${RUNTIME_VERSION}`);
+function runtimeDir(spec = DEFAULT) {
+  return path.join(cacheRoot(), `sycl-runtime-${spec.version}`);
 }
 
 function installedOneApi() {
@@ -326,9 +338,9 @@ function refusal(dir, problems, fix) {
 const UNTRUSTED_FIX = 'make every folder of the cache yours and writable by you alone (`chmod -R go-w` on it; `chown` what another user owns), or delete the cache folder and run this again';
 const RECORD_FIX = 'delete the runtime folder and run this again to reinstall it';
 
-function isComplete(dir) {
+function isComplete(dir, spec = DEFAULT) {
   try {
-    return fs.readFileSync(path.join(dir, MARKER), 'utf8') === MARKER_TEXT;
+    return fs.readFileSync(path.join(dir, MARKER), 'utf8') === spec.markerText;
   } catch {
     return false;
   }
@@ -421,14 +433,14 @@ function removeLeftovers(root = cacheRoot(), { log = console.log } = {}) {
 }
 
 /** The pip requirements file: every wheel pinned to its version and sha256. */
-function requirementsText() {
-  return WHEELS.map((wheel) => `${wheel.name}==${wheel.version} --hash=sha256:${wheel.sha256}\n`).join('');
+function requirementsText(spec = DEFAULT) {
+  return spec.wheels.map((wheel) => `${wheel.name}==${wheel.version} --hash=sha256:${wheel.sha256}\n`).join('');
 }
 
 /** Runs pip into `staging`; resolves with how it ended, or the signal that interrupted it. */
-function runPip(python, staging) {
+function runPip(python, staging, spec) {
   const requirements = path.join(staging, 'requirements.txt');
-  fs.writeFileSync(requirements, requirementsText());
+  fs.writeFileSync(requirements, requirementsText(spec));
   // pip's downloads and unpacking go into the staging folder too: measured by the
   // heartbeat, and removed with it when the install is interrupted.
   const tmp = path.join(staging, '.tmp');
@@ -464,22 +476,30 @@ function runPip(python, staging) {
   });
 }
 
-async function install({ quiet = false } = {}) {
-  const oneapi = installedOneApi();
+/**
+ * Installs the default runtime, or with `sycl: '2026'` the 2026 one (libsycl.so.9), into the
+ * cache unless it is there; returns its folder. An installed oneAPI named by a variable wins
+ * over the default (not over an explicit `sycl: '2026'`, which the tests name by path).
+ */
+async function install({ quiet = false, sycl = 'default' } = {}) {
+  const spec = RUNTIMES[sycl];
+  if (!spec) throw new Error(`dpctl-memory: no SYCL runtime '${sycl}' (known: ${Object.keys(RUNTIMES).join(', ')})`);
+  const oneapi = sycl === 'default' ? installedOneApi() : null;
   if (oneapi) {
     if (!quiet) console.log(`dpctl-memory: using the installed oneAPI at ${oneapi}`);
     return oneapi;
   }
-  const dir = runtimeDir();
+  const { version, requirements } = spec;
+  const dir = runtimeDir(spec);
   removeLeftovers(cacheRoot());
-  if (isComplete(dir)) {
+  if (isComplete(dir, spec)) {
     // A folder that only holds the marker is not trusted for that: its owner, modes and
     // every library are checked (and recorded, for a cache made before records).
     const untrusted = trustProblems(dir);
     if (untrusted.length > 0) throw refusal(dir, untrusted, UNTRUSTED_FIX);
     const unrecorded = ensureRecord(dir);
     if (unrecorded.length > 0) throw refusal(dir, unrecorded, RECORD_FIX);
-    if (!quiet) console.log(`dpctl-memory: SYCL runtime ${RUNTIME_VERSION} is cached at ${dir}`);
+    if (!quiet) console.log(`dpctl-memory: SYCL runtime ${version} is cached at ${dir}`);
     return dir;
   }
   const python = findPython();
@@ -489,10 +509,10 @@ async function install({ quiet = false } = {}) {
         'install it, or point ONEAPI_ROOT at an installed oneAPI');
   }
   fs.mkdirSync(cacheRoot(), { recursive: true, mode: 0o700 });
-  const staging = fs.mkdtempSync(path.join(cacheRoot(), `${STAGING_PREFIX}${RUNTIME_VERSION}-`));
+  const staging = fs.mkdtempSync(path.join(cacheRoot(), `${STAGING_PREFIX}${version}-`));
   fs.writeFileSync(path.join(staging, OWNER_FILE), JSON.stringify({ pid: process.pid, host: os.hostname() }));
-  console.log(`dpctl-memory: installing SYCL runtime ${RUNTIME_VERSION} from PyPI into ${dir} (about 1.3 GB, once)`);
-  const outcome = await runPip(python, staging);
+  console.log(`dpctl-memory: installing SYCL runtime ${version} from PyPI into ${dir} (about 1.3 GB, once)`);
+  const outcome = await runPip(python, staging, spec);
   if (outcome.interrupted || outcome.status !== 0) fs.rmSync(staging, { recursive: true, force: true });
   if (outcome.interrupted) {
     console.error(`dpctl-memory: runtime install interrupted (${outcome.interrupted}); removed ${staging}`);
@@ -503,7 +523,7 @@ async function install({ quiet = false } = {}) {
   if (outcome.error) throw new Error(`dpctl-memory: could not run ${python}: ${outcome.error.message}`);
   if (outcome.status !== 0) {
     throw new Error(
-      `dpctl-memory: pip failed (${outcome.signal || `exit ${outcome.status}`}) installing ${REQUIREMENTS.join(', ')}. ` +
+      `dpctl-memory: pip failed (${outcome.signal || `exit ${outcome.status}`}) installing ${requirements.join(', ')}. ` +
         'If pip says the hashes do not match, the download was corrupted or substituted and was refused: ' +
         'run the install again, and report it if it persists.');
   }
@@ -515,8 +535,8 @@ async function install({ quiet = false } = {}) {
     fs.rmSync(staging, { recursive: true, force: true });
     throw refusal(dir, unrecorded, 'run this again; report it if it persists');
   }
-  fs.writeFileSync(path.join(staging, MARKER), MARKER_TEXT, { mode: 0o644 });
-  if (fs.existsSync(dir) && !isComplete(dir)) {
+  fs.writeFileSync(path.join(staging, MARKER), spec.markerText, { mode: 0o644 });
+  if (fs.existsSync(dir) && !isComplete(dir, spec)) {
     // An incomplete or outdated cache: move it aside and drop it.
     const stale = `${dir}.stale-${process.pid}`;
     fs.renameSync(dir, stale);
@@ -527,7 +547,7 @@ async function install({ quiet = false } = {}) {
   } catch (err) {
     // Another process finished first: keep its copy.
     fs.rmSync(staging, { recursive: true, force: true });
-    if (!isComplete(dir)) throw err;
+    if (!isComplete(dir, spec)) throw err;
   }
   return dir;
 }
@@ -545,12 +565,13 @@ module.exports = {
   ensureRecord,
   trustProblems,
   RUNTIME_VERSION,
+  RUNTIME_2026_VERSION: RUNTIMES[2026].version,
   RECORD_FILE,
   MARKER,
   MARKER_TEXT,
 };
 
-const HELP = `Usage: npx dpctl-memory-install-runtime [--with ucx] [--with nvrtc] [--help]
+const HELP = `Usage: npx dpctl-memory-install-runtime [--sycl 2026] [--with ucx] [--with nvrtc] [--help]
 
 Installs Intel's SYCL runtime ${RUNTIME_VERSION} (${WHEELS.map((wheel) => wheel.name).join(', ')})
 from PyPI with \`python3 -m pip\` (wheels pinned by sha256), once per user, and prints
@@ -565,6 +586,9 @@ the folder it is in. About 1.3 GB.
 Not needed on a machine that only uses NVIDIA GPUs (served through the CUDA driver).
 Here: ${runtimeDir()}
 
+  --sycl 2026 the SYCL 2026 runtime (DPC++ ${RUNTIMES[2026].version}, libsycl.so.9) instead, into
+              sycl-runtime-${RUNTIMES[2026].version}: used where DPCTL_MEMORY_SYCL_ROOT (or
+              ONEAPI_ROOT...) names that folder. About 1.3 GB.
   --with ucx  also UCX for the transport (the libucx-cu12 wheel, about 45 MB, into the
               same cache as ucx-<version>; skipped when a system UCX or
               DPCTL_MEMORY_UCX_ROOT is there)
@@ -582,7 +606,17 @@ if (require.main === module) {
   const given = process.argv.slice(2);
   const extras = [];
   const args = [];
+  let sycl = 'default';
   for (let i = 0; i < given.length; i++) {
+    const syclArg = /^--sycl=(.*)$/.exec(given[i]);
+    if (syclArg || (given[i] === '--sycl' && given[i + 1] === '2026')) {
+      sycl = syclArg ? syclArg[1] : given[++i];
+      if (!(sycl in RUNTIMES) || sycl === 'default') {
+        process.stderr.write(`dpctl-memory-install-runtime: unknown SYCL runtime '${sycl}' (known: 2026)\n\n${HELP}`);
+        process.exit(2);
+      }
+      continue;
+    }
     const inline = /^--with=(.*)$/.exec(given[i]);
     const name = inline ? inline[1] : given[i] === '--with' && given[i + 1] in EXTRAS ? given[++i] : undefined;
     if (name !== undefined && name in EXTRAS) extras.push(name);
@@ -596,7 +630,7 @@ if (require.main === module) {
     process.stderr.write(`dpctl-memory-install-runtime: unknown argument '${args[0]}'\n\n${HELP}`);
     process.exit(2);
   }
-  install().then(
+  install({ sycl }).then(
     (dir) => {
       console.log(dir);
       for (const name of extras) console.log(EXTRAS[name]());

@@ -10,9 +10,12 @@
 //!    cache is, and its trust rules: `provider/cache_trust.rs`).
 //!
 //! A candidate counts when it holds what the caller needs ([`Need`]): the headers to build
-//! the shim, or `lib/libsycl.so.8` to run it. Before anything is built or loaded from the
-//! cache, [`check_trusted`] checks its folders as ssh checks its own files, and every file
-//! of `lib/` against the install script's record.
+//! the shim, or a `lib/libsycl.so.<N>` of an ABI this addon knows ([`ABIS`]: DPC++ 2025's
+//! `.so.8`, 2026's `.so.9`) to run it. A root named by a variable is the user's choice: when
+//! it holds no usable runtime the search ends there with why, rather than silently using
+//! another. Before anything is built or loaded from the cache, [`check_trusted`] checks its
+//! folders as ssh checks its own files, and every file of `lib/` against the install
+//! script's record.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -29,13 +32,36 @@ const RUNTIME_MANIFEST: &str = include_str!("../../../runtime.json");
 /// evaluated at compile time, so a manifest without one fails the build rather than a run.
 pub const RUNTIME_VERSION: &str = top_level_version(RUNTIME_MANIFEST);
 
+/// The SYCL 2026 runtime (`libsycl.so.9`) that `install-runtime.js --sycl 2026` installs and
+/// `npm test` runs the SYCL tests on a second time: `runtime.json`'s `sycl2026.version`. Used
+/// only where a variable names its folder; build.rs builds its shim when it is cached.
+pub const RUNTIME_2026_VERSION: &str = version_after(RUNTIME_MANIFEST, "\"sycl2026\"");
+
 /// The string value of the first `"version"` key of `json`: the top-level one, since the
-/// manifest writes it before the wheel list. A `const fn` over bytes: no JSON parser in a
-/// build script that may use `std` only.
+/// manifest writes it before the wheel list.
 const fn top_level_version(json: &str) -> &str {
+    version_after(json, "{")
+}
+
+/// The string value of the first `"version"` key of `json` after the first `after`. A
+/// `const fn` over bytes: no JSON parser in a build script that may use `std` only.
+const fn version_after<'a>(json: &'a str, after: &str) -> &'a str {
     const KEY: &[u8] = b"\"version\"";
     let bytes = json.as_bytes();
+    let marker = after.as_bytes();
     let mut i = 0;
+    'find: while i + marker.len() <= bytes.len() {
+        let mut k = 0;
+        while k < marker.len() {
+            if bytes[i + k] != marker[k] {
+                i += 1;
+                continue 'find;
+            }
+            k += 1;
+        }
+        break;
+    }
+    assert!(i + marker.len() <= bytes.len(), "runtime.json lacks a section this build reads");
     while i + KEY.len() <= bytes.len() {
         let mut k = 0;
         while k < KEY.len() && bytes[i + k] == KEY[k] {
@@ -65,8 +91,47 @@ const fn top_level_version(json: &str) -> &str {
     panic!("runtime.json has no `version`")
 }
 
-/// The SONAME the shim links against (libsycl of DPC++ 2025.x).
-pub const LIBSYCL: &str = "libsycl.so.8";
+/// A SYCL ABI: the `libsycl` SONAME of a DPC++ release line, and the shim built for it
+/// (the same source compiled against that release's headers).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Abi {
+    /// The SONAME the shim links against.
+    pub libsycl: &'static str,
+    /// The shim's file name, beside the addon.
+    pub shim: &'static str,
+    /// The release line, for messages.
+    pub releases: &'static str,
+}
+
+/// The ABIs this addon knows, newest last. The 2025 shim keeps the name it always had.
+pub const ABIS: [Abi; 2] = [
+    Abi { libsycl: "libsycl.so.8", shim: "dpctl_memory_shim.so", releases: "DPC++ 2025" },
+    Abi { libsycl: "libsycl.so.9", shim: "dpctl_memory_shim_sycl9.so", releases: "DPC++ 2026" },
+];
+
+/// The ABI of the runtime in `root`: the newest whose `lib/libsycl.so.<N>` is there.
+pub fn abi_of(root: &Path) -> Option<&'static Abi> {
+    ABIS.iter().rev().find(|abi| root.join("lib").join(abi.libsycl).is_file())
+}
+
+/// The `libsycl.so.<N>` files of `root/lib` (any N), for saying what a root holds instead.
+fn libsycl_names(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join("lib"))
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| {
+            name.strip_prefix("libsycl.so.").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Every `libsycl` SONAME this addon knows, for messages (`libsycl.so.8 (DPC++ 2025), ...`).
+pub fn known_abis() -> String {
+    ABIS.iter().map(|abi| format!("{} ({})", abi.libsycl, abi.releases)).collect::<Vec<_>>().join(", ")
+}
 
 /// Environment variables naming a runtime root, in priority order.
 pub const ROOT_VARS: [&str; 4] = ["DPCTL_MEMORY_SYCL_ROOT", "SYCL_ROOT", "CMPLR_ROOT", "ONEAPI_ROOT"];
@@ -86,10 +151,11 @@ pub const SEARCH_VARS: [&str; 7] = [
 /// What a root must contain to count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Need {
-    /// `include/sycl/sycl.hpp` and `lib/libsycl.so` (to compile and link the shim).
+    /// `include/sycl/sycl.hpp` and `lib/libsycl.so` (to compile and link the shim), besides
+    /// the library.
     #[allow(dead_code, reason = "build.rs, which includes this file, asks for it")]
     Headers,
-    /// `lib/libsycl.so.8` (to load the runtime).
+    /// A `lib/libsycl.so.<N>` of a known ABI (to load the runtime).
     Library,
 }
 
@@ -97,7 +163,7 @@ impl Need {
     fn files(self) -> &'static [&'static str] {
         match self {
             Need::Headers => &["include/sycl/sycl.hpp", "lib/libsycl.so"],
-            Need::Library => &["lib/libsycl.so.8"],
+            Need::Library => &[],
         }
     }
 }
@@ -108,12 +174,22 @@ pub struct Found {
     pub root: PathBuf,
     /// What named it (an environment variable, or "cache").
     pub source: String,
+    /// Its ABI: which `libsycl` it has, and so which shim serves it.
+    pub abi: &'static Abi,
 }
 
 /// The place the install script puts the runtime: the versioned per-user cache directory.
 /// `None` when neither `DPCTL_MEMORY_CACHE`, `XDG_CACHE_HOME` nor `HOME` is an absolute path.
 pub fn cache_dir() -> Option<PathBuf> {
     Some(cache_root()?.join(format!("sycl-runtime-{RUNTIME_VERSION}")))
+}
+
+/// The cache folders of every runtime `runtime.json` names (the default, then 2026's), for
+/// build.rs, which builds a shim for each one there.
+#[allow(dead_code, reason = "read by build.rs, which includes this file")]
+pub fn cached_runtimes() -> Vec<PathBuf> {
+    let Some(root) = cache_root() else { return Vec::new() };
+    [RUNTIME_VERSION, RUNTIME_2026_VERSION].iter().map(|version| root.join(format!("sycl-runtime-{version}"))).collect()
 }
 
 /// Candidate roots in search order, each with what named it.
@@ -132,21 +208,45 @@ pub fn candidates() -> Vec<(String, PathBuf)> {
     out
 }
 
-/// Whether `root` holds everything `need` asks for.
-pub fn satisfies(root: &Path, need: Need) -> bool {
-    need.files().iter().all(|file| root.join(file).is_file())
+/// The runtime in `root` when it holds everything `need` asks for.
+pub fn satisfies(root: &Path, need: Need) -> Option<&'static Abi> {
+    abi_of(root).filter(|_| need.files().iter().all(|file| root.join(file).is_file()))
+}
+
+/// What `root` lacks for `need`, in words.
+fn lacks(root: &Path, need: Need) -> String {
+    let mut missing: Vec<String> =
+        need.files().iter().filter(|f| !root.join(f).is_file()).map(|f| format!("no {f}")).collect();
+    if abi_of(root).is_none() {
+        let others = libsycl_names(root);
+        missing.push(if others.is_empty() {
+            format!("no lib/libsycl.so.<N> (this addon knows {})", known_abis())
+        } else {
+            format!("{} only: an ABI this addon does not know (it knows {})", others.join(", "), known_abis())
+        });
+    }
+    missing.join(", ")
 }
 
 /// Finds the runtime. `Err` lists every place searched (one line each, saying what was
-/// missing there), for an error message.
+/// missing there), for an error message. A variable that names a root ends the search
+/// there, found or not: the runtime a user names is never silently replaced by another.
 pub fn locate(need: Need) -> Result<Found, Vec<String>> {
     let mut searched = Vec::new();
+    let mut named = false;
     for (source, root) in candidates() {
-        if satisfies(&root, need) {
-            return Ok(Found { root, source });
+        if named && source == "cache" {
+            searched.push(format!(
+                "the per-user cache was not searched: {} names the runtime to use (unset it to use the cache's)",
+                ROOT_VARS.iter().find(|var| non_empty_var(var).is_some()).copied().unwrap_or("a variable")
+            ));
+            break;
         }
-        let missing: Vec<&str> = need.files().iter().copied().filter(|f| !root.join(f).is_file()).collect();
-        searched.push(format!("{} ({source}): no {}", root.display(), missing.join(", no ")));
+        named |= source != "cache";
+        if let Some(abi) = satisfies(&root, need) {
+            return Ok(Found { root, source, abi });
+        }
+        searched.push(format!("{} ({source}): {}", root.display(), lacks(&root, need)));
     }
     let ignored = ignored_cache_vars();
     if !ignored.is_empty() {

@@ -35,9 +35,6 @@ use super::locate;
 /// The shim's `DPM_ABI_VERSION` this code is written against.
 const ABI_VERSION: u32 = 6;
 
-/// The file name of the shim, beside the `.node` file.
-pub const SHIM_FILE: &str = "dpctl_memory_shim.so";
-
 /// Status codes (`DPM_*`).
 #[cfg_attr(not(test), allow(dead_code))] // matched by the tests
 pub const STATUS_SYCL: c_int = 1;
@@ -170,41 +167,44 @@ pub fn shim() -> Result<&'static Shim, String> {
     }
 }
 
-/// Where the search for the shim looks, in order, with what named each place.
-pub fn shim_candidates() -> Vec<(String, PathBuf)> {
+/// Where the search for the shim of `abi` looks, in order, with what named each place.
+pub fn shim_candidates(abi: &locate::Abi) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
     if let Some(path) = std::env::var_os("DPCTL_MEMORY_SHIM").filter(|v| !v.is_empty()) {
         out.push(("DPCTL_MEMORY_SHIM".to_string(), PathBuf::from(path)));
     }
     if let Some(dir) = module_path().as_deref().and_then(Path::parent) {
-        out.push(("beside the addon".to_string(), dir.join(SHIM_FILE)));
+        out.push(("beside the addon".to_string(), dir.join(abi.shim)));
     }
     // A test executable lives in target/: the shim is where build.rs copies it. Only test
     // builds know this path; the addon never looks in its build machine's folders.
     #[cfg(test)]
-    out.push(("the crate's folder (cargo test)".to_string(), Path::new(env!("CARGO_MANIFEST_DIR")).join(SHIM_FILE)));
+    out.push(("the crate's folder (cargo test)".to_string(), Path::new(env!("CARGO_MANIFEST_DIR")).join(abi.shim)));
     out
 }
 
 fn load_shim() -> Result<Shim, String> {
     let runtime = locate::locate(locate::Need::Library).map_err(|searched| {
         format!(
-            "the SYCL runtime is not installed: no {} in any of: {}. To install it, {INSTALL_HINT}",
-            locate::LIBSYCL,
+            "the SYCL runtime is not installed: no usable libsycl ({}) in any of: {}. To install it, {INSTALL_HINT}",
+            locate::known_abis(),
             searched.join("; ")
         )
     })?;
+    let shim_file = runtime.abi.shim;
     // Before anything of the cache is read by the loader (its constructors run at dlopen).
     locate::check_trusted(&runtime, &["lib"])?;
-    let candidates = shim_candidates();
+    let candidates = shim_candidates(runtime.abi);
     let Some((_, shim_path)) = candidates.iter().find(|(_, path)| path.is_file()) else {
         let searched: Vec<String> =
             candidates.iter().map(|(source, path)| format!("{} ({source})", path.display())).collect();
         return Err(format!(
-            "the SYCL runtime is at {} but the addon's SYCL shim ({SHIM_FILE}) is missing; searched: {}. \
-             The addon was built without a SYCL runtime: install one ({INSTALL_HINT}) and rebuild it, \
-             or set DPCTL_MEMORY_SHIM to the shim's path",
+            "the SYCL runtime at {} ({}, found via {}) needs the addon's SYCL shim {shim_file}, which is \
+             missing; searched: {}. The addon was built without a runtime of that ABI: rebuild it with the \
+             runtime installed ({INSTALL_HINT}), or set DPCTL_MEMORY_SHIM to the shim's path",
             runtime.root.display(),
+            runtime.abi.libsycl,
+            runtime.source,
             if searched.is_empty() { "nowhere (no candidate)".to_string() } else { searched.join("; ") }
         ));
     };
@@ -223,10 +223,11 @@ fn load_shim() -> Result<Shim, String> {
     let libm = unsafe { Library::open(Some("libm.so.6"), RTLD_NOW | RTLD_GLOBAL) }
         .map_err(|e| format!("could not load the C math library libm.so.6: {e:?}"))?;
 
-    let libsycl = runtime.root.join("lib").join(locate::LIBSYCL);
-    // SAFETY: libsycl.so.8 of an Intel SYCL runtime; its initialisers only set up the
-    // runtime's globals. RTLD_GLOBAL makes its symbols bind the shim's `NEEDED
-    // libsycl.so.8`. The library is never unloaded (it lives in `SHIM` for the process).
+    let libsycl = runtime.root.join("lib").join(runtime.abi.libsycl);
+    // SAFETY: the libsycl of an Intel SYCL runtime, of the ABI the shim below was built
+    // for; its initialisers only set up the runtime's globals. RTLD_GLOBAL makes its
+    // symbols bind the shim's `NEEDED libsycl.so.<N>`. The library is never unloaded (it
+    // lives in `SHIM` for the process).
     let sycl = unsafe { Library::open(Some(&libsycl), RTLD_NOW | RTLD_GLOBAL) }.map_err(|e| {
         format!("could not load the SYCL runtime {} (found via {}): {e:?}", libsycl.display(), runtime.source)
     })?;
