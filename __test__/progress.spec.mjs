@@ -243,13 +243,13 @@ onCpu(title('bad writes are refused with coded errors before anything is queued'
 });
 
 const EXAMPLE = fileURLToPath(new URL('../examples/progress.mjs', import.meta.url));
-const README = fileURLToPath(new URL('../README.md', import.meta.url));
+const SHARING = fileURLToPath(new URL('../docs/sharing.md', import.meta.url));
 
-test("the README's progress example is examples/progress.mjs's code, word for word", (t) => {
-  const readme = readFileSync(README, 'utf8');
-  const at = readme.indexOf('**Waiting on GPU progress');
-  t.true(at > 0, 'the README has the section');
-  const block = /```js\n([\s\S]*?)\n\s*```/.exec(readme.slice(at))[1];
+test("docs/sharing.md's progress example is examples/progress.mjs's code, word for word", (t) => {
+  const doc = readFileSync(SHARING, 'utf8');
+  const at = doc.indexOf('**Waiting on GPU progress');
+  t.true(at > 0, 'docs/sharing.md has the section');
+  const block = /```js\n([\s\S]*?)\n\s*```/.exec(doc.slice(at))[1];
   const code = block.split('\n').map((line) => line.replace(/^ {2}/, '')).join('\n');
   const example = readFileSync(EXAMPLE, 'utf8');
   for (const part of code.split('\n\n')) t.true(example.includes(part), `the example has, as it is:\n${part}`);

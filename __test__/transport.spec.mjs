@@ -591,24 +591,17 @@ async function exchange(t, endpoint, { device = false } = {}) {
   }
 }
 
-let venv = null;
-
-/** The Python with ucxx (the venv, made once), or null after a visible skip. */
-function ucxxPython(t) {
-  venv ??= ucxxVenv();
-  if (venv.skip) {
-    t.log(`SKIPPED (visibly): ${venv.skip}`);
-    t.pass();
-    return null;
-  }
-  return venv.python;
-}
-const ucxxTest = available ? test.serial : test.skip;
+// Whether the interop can run is decided here, at declaration (the venv made once), so that
+// a test that cannot run is counted as skipped, with the reason in its title.
+const venv = available ? ucxxVenv() : { skip: 'no UCX' };
+const ucxxPython = () => venv.python;
+/** test.serial where ucxx runs here, else a skip naming why. */
+const ucxxDeclare = (runs) => (title, fn) => (!runs ? test.skip(title, fn) : venv.skip ? test.skip(`${title} [${venv.skip.replace(/[:\s]+$/, '')}: skipped]`, fn) : test.serial(title, fn));
+const ucxxTest = ucxxDeclare(available);
 
 ucxxTest('interop: Node connects to a Python ucxx listener; bytes both ways, 1 B .. 16 MiB', async (t) => {
   t.timeout(600000);
-  const interpreter = ucxxPython(t);
-  if (interpreter === null) return;
+  const interpreter = ucxxPython();
   const python = ucxxPeer(interpreter, ['server', ...UCXX_SIZES.map(String)]);
   const { port, error } = await python.next();
   t.falsy(error, error);
@@ -622,8 +615,7 @@ ucxxTest('interop: Node connects to a Python ucxx listener; bytes both ways, 1 B
 
 ucxxTest('interop: a Python ucxx client connects to a Node listener; bytes both ways', async (t) => {
   t.timeout(600000);
-  const interpreter = ucxxPython(t);
-  if (interpreter === null) return;
+  const interpreter = ucxxPython();
   const listener = ucx.listen({ host: '127.0.0.1', port: 0 });
   const python = ucxxPeer(interpreter, ['client', String(listener.port), ...UCXX_SIZES.map(String)]);
   const endpoint = await listener.accept();
@@ -637,12 +629,11 @@ ucxxTest('interop: a Python ucxx client connects to a Node listener; bytes both 
 
 // GPU (the H200, with the wheel's UCX and DPCTL_MEMORY_UCXX_PYTHON naming a Python with ucxx
 // and CuPy): CUDA device memory both ways, MemoryUSMDevice here, CuPy arrays there.
-const ucxxGpuTest = CUDA_UCX ? test.serial : test.skip;
+const ucxxGpuTest = ucxxDeclare(CUDA_UCX);
 if (available && !HAS_CUDA) console.log('# the ucxx interop over CUDA device memory is skipped: no CUDA device here (the GPU suite runs it)');
 ucxxGpuTest(`interop over CUDA device memory: MemoryUSMDevice here, CuPy arrays in a Python ucxx client, both ways${NO_CUDA_UCX}`, async (t) => {
   t.timeout(600000);
-  const interpreter = ucxxPython(t);
-  if (interpreter === null) return;
+  const interpreter = ucxxPython();
   const listener = ucx.listen({ host: '127.0.0.1', port: 0 });
   const python = ucxxPeer(interpreter, ['client', String(listener.port), ...UCXX_SIZES.map(String)], { UCXX_PEER_CUPY: '1' });
   const endpoint = await listener.accept();

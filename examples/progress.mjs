@@ -1,4 +1,4 @@
-// Waiting on GPU progress with Atomics (README "Sharing memory between threads"): three
+// Waiting on GPU progress with Atomics (README "Waiting on GPU progress", docs/sharing.md): three
 // kernels, each followed by queue.writeValue(counter, k), and the main thread awake as
 // each value lands, with no Promise per kernel. Runs as written on the CPU device:
 //   node examples/progress.mjs [filter]

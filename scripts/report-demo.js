@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 'use strict';
-// The README's screenshot of the report (docs/report.png): a small workload on the CPU
+// The picture of the report in docs/observe.md (docs/report.png): a small workload on the CPU
 // device with a recorded history (a model's weights, batches that come and go, a leak of
 // shared memory), its report, and Chromium's screenshot of the page.
 //
