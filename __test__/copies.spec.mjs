@@ -17,6 +17,8 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
 const NODE_FILE = `${manifest.napi.binaryName}.linux-x64-gnu.node`;
 const SHIM_FILE = 'dpctl_memory_shim.so';
+// Every SYCL shim built here (2026's too, where its runtime is installed).
+const SHIM_FILES = [SHIM_FILE, 'dpctl_memory_shim_sycl9.so'].filter((file) => existsSync(path.join(ROOT, file)));
 const built = existsSync(path.join(ROOT, NODE_FILE)) && existsSync(path.join(ROOT, SHIM_FILE));
 const run = HAS_DEVICE && built ? test : test.skip;
 const note = HAS_DEVICE && built ? '' : ' [needs a device and the addon built in this clone: skipped]';
@@ -24,7 +26,7 @@ const note = HAS_DEVICE && built ? '' : ' [needs a device and the addon built in
 function secondCopy(t) {
   const dir = mkdtempSync(path.join(tmpdir(), 'dpctl-memory-copy-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  for (const file of ['index.js', 'package.json', NODE_FILE, SHIM_FILE]) copyFileSync(path.join(ROOT, file), path.join(dir, file));
+  for (const file of ['index.js', 'package.json', NODE_FILE, ...SHIM_FILES]) copyFileSync(path.join(ROOT, file), path.join(dir, file));
   cpSync(path.join(ROOT, 'lib'), path.join(dir, 'lib'), { recursive: true });
   return dir;
 }

@@ -63,6 +63,7 @@ const atMost = (version, limit) => {
 const BINARIES = [
   { file: 'dpctl-memory.linux-x64-gnu.node', limits: { GLIBC: [2, 17] } },
   { file: 'dpctl_memory_shim.so', limits: { GLIBC: [2, 28], GLIBCXX: [3, 4, 25] } },
+  { file: 'dpctl_memory_shim_sycl9.so', limits: { GLIBC: [2, 28], GLIBCXX: [3, 4, 25] } },
 ];
 
 for (const { file, limits } of BINARIES) {

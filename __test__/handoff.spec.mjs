@@ -266,6 +266,8 @@ twoFiles(twoTitle('a released reference read or released again is DPCTL_MEMORY_R
 
 const NODE_FILE = `${require('../package.json').napi.binaryName}.linux-x64-gnu.node`;
 const SHIM_FILE = 'dpctl_memory_shim.so';
+// Every SYCL shim built here (2026's too, where its runtime is installed).
+const SHIM_FILES = [SHIM_FILE, 'dpctl_memory_shim_sycl9.so'].filter((file) => existsSync(path.join(ROOT, file)));
 const installed = existsSync(path.join(ROOT, NODE_FILE)) && existsSync(path.join(ROOT, SHIM_FILE));
 const twoCopies = installed ? twoFiles : test.skip;
 
@@ -276,7 +278,7 @@ twoCopies(twoTitle('one addon takes, reads and releases references of two instal
   buildFixture();
   const copy = mkdtempSync(path.join(tmpdir(), 'dpctl-memory-handoff-copy-'));
   t.teardown(() => rmSync(copy, { recursive: true, force: true }));
-  for (const file of ['index.js', 'package.json', NODE_FILE, SHIM_FILE]) copyFileSync(path.join(ROOT, file), path.join(copy, file));
+  for (const file of ['index.js', 'package.json', NODE_FILE, ...SHIM_FILES]) copyFileSync(path.join(ROOT, file), path.join(copy, file));
   cpSync(path.join(ROOT, 'lib'), path.join(copy, 'lib'), { recursive: true });
   const out = child(t, `
     const A = require(${JSON.stringify(PACKAGE)});

@@ -83,7 +83,7 @@ if (reason) {
     const platform = JSON.parse(await readFile(path.join(modules, PLATFORM_PACKAGE, 'package.json'), 'utf8'));
     t.deepEqual([platform.os, platform.cpu, platform.libc, platform.version], [['linux'], ['x64'], ['glibc'], MANIFEST.version]);
     const platformFiles = (await readdir(path.join(modules, PLATFORM_PACKAGE))).sort();
-    t.deepEqual(platformFiles, ['LICENSE', 'README.md', 'dpctl-memory.linux-x64-gnu.node', 'dpctl_memory_shim.so', 'package.json']);
+    t.deepEqual(platformFiles, ['LICENSE', 'README.md', 'dpctl-memory.linux-x64-gnu.node', 'dpctl_memory_shim.so', 'dpctl_memory_shim_sycl9.so', 'package.json']);
     const installScript = path.join(modules, '.bin', 'dpctl-memory-install-runtime');
     t.true(spawnSync('test', ['-x', installScript]).status === 0, 'npx dpctl-memory-install-runtime is installed');
     t.true(spawnSync('test', ['-x', path.join(modules, '.bin', 'dpctl-memory-report')]).status === 0, 'npx dpctl-memory-report is installed');

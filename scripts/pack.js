@@ -26,7 +26,8 @@ const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'ut
 const PLATFORMS = fs.readdirSync(path.join(root, 'npm')).sort();
 // What each platform package holds besides its package.json, README and LICENSE (the
 // repository's, copied in at pack time).
-const artifacts = (triple) => [`${manifest.napi.binaryName}.${triple}.node`, 'dpctl_memory_shim.so'];
+// Both SYCL shims: DPC++ 2025's (libsycl.so.8) and 2026's (.so.9); users have no compiler.
+const artifacts = (triple) => [`${manifest.napi.binaryName}.${triple}.node`, 'dpctl_memory_shim.so', 'dpctl_memory_shim_sycl9.so'];
 
 function npm(args, cwd) {
   const env = { ...process.env, npm_config_update_notifier: 'false', npm_config_loglevel: 'warn' };

@@ -93,8 +93,8 @@ function checkBuild() {
   for (const triple of PLATFORMS) {
     // The addon is relinked by every build; the shim only when its own sources change.
     const addon = path.join(root, `dpctl-memory.${triple}.node`);
-    for (const file of [addon, path.join(root, 'dpctl_memory_shim.so')]) {
-      if (!fs.existsSync(file)) throw new Error(`${path.basename(file)} is not built: run \`npm run build\` first`);
+    for (const file of [addon, path.join(root, 'dpctl_memory_shim.so'), path.join(root, 'dpctl_memory_shim_sycl9.so')]) {
+      if (!fs.existsSync(file)) throw new Error(`${path.basename(file)} is not built: run \`npm run build\` first (the SYCL 2026 shim needs \`npx dpctl-memory-install-runtime --sycl 2026\` before it)`);
     }
     if (fs.statSync(addon).mtimeMs < sources) throw new Error(`${path.basename(addon)} is older than the sources: run \`npm run build\` first`);
   }

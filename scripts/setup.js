@@ -59,6 +59,8 @@ async function main() {
     await run('installing npm dependencies', 'npm', ['ci', '--no-audit', '--no-fund']);
   }
   await install({ quiet: true });
+  // The shims the build must leave (build.rs builds one per SYCL runtime it finds).
+  const shims = ['dpctl_memory_shim.so'];
   // UCX for the transport's tests and benchmarks (the library itself installs it only on
   // request: install-runtime --with ucx). A failed install leaves those tests to skip.
   if (['test', 'bench', 'test:gpu'].includes(process.env.npm_lifecycle_event) || process.argv.includes('--with-ucx')) {
@@ -68,6 +70,12 @@ async function main() {
       console.log(`dpctl-memory setup: UCX not installed (${err.message}); the transport's tests will skip`);
     }
     if (process.env.npm_lifecycle_event === 'test') {
+      // The SYCL 2026 runtime: the suite's second SYCL pass (scripts/test.js), and the
+      // build of its shim below. Not when the pass is turned off.
+      if (process.env.DPCTL_MEMORY_SYCL_2026 !== '0') {
+        await install({ quiet: true, sycl: '2026' });
+        shims.push('dpctl_memory_shim_sycl9.so');
+      }
       try {
         require('./install-ucx.js').installOlderUcx({ quiet: true });
       } catch (err) {
@@ -83,7 +91,7 @@ async function main() {
   }
   const sources = newest(['src', 'shim', 'build.rs', 'Cargo.toml', 'Cargo.lock', 'runtime.json']);
   const built = fs.existsSync(addon) ? fs.statSync(addon).mtimeMs : 0;
-  if (built < sources || !fs.existsSync(path.join(root, 'dpctl_memory_shim.so'))) {
+  if (built < sources || shims.some((shim) => !fs.existsSync(path.join(root, shim)))) {
     console.log('dpctl-memory setup: building the addon (release)');
     await run('building the addon', 'npm', ['run', '--silent', 'build']);
   }

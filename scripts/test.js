@@ -126,7 +126,7 @@ async function avaSuite() {
 // kernels, IPC, the pool, observe) runs on each version.
 const NOT_ON_EVERY_VERSION = new Set([
   'api-docs', 'docs', 'pack', 'publish', 'install-runtime', 'install-node', 'types', 'typescript-versions', 'consumer',
-  'fuzz', 'soak', 'report', 'transport', 'otel-example', 'glibc',
+  'fuzz', 'soak', 'report', 'transport', 'otel-example', 'glibc', 'clients',
 ].map((name) => path.join('__test__', `${name}.spec.mjs`)));
 
 /**
@@ -154,7 +154,32 @@ async function nodeMatrix() {
   }
 }
 
-async function ava(given, { node = process.execPath, label = '' } = {}) {
+// What the SYCL 2026 pass skips besides: the files about the default runtime's cache and
+// its installer (they set the runtime's variables themselves).
+const NOT_ON_SYCL_2026 = new Set(['runtime-trust', 'cache-trust', 'first-use', 'install-runtime', 'sycl-abi'].map((name) => path.join('__test__', `${name}.spec.mjs`)));
+
+/**
+ * The files of the Node matrix again on the SYCL 2026 runtime (libsycl.so.9, its own shim):
+ * `runtime.json` `sycl2026`, which setup.js installs for `npm test`, named through
+ * DPCTL_MEMORY_SYCL_ROOT. Skipped when DPCTL_MEMORY_SYCL_2026=0, when the suite was given
+ * files, and (said) when that runtime or its shim is not there.
+ */
+async function sycl2026Pass() {
+  if (process.argv.length > 2 || process.env.DPCTL_MEMORY_SYCL_2026 === '0') return;
+  const { runtimeDir, isComplete, RUNTIMES } = require('./install-runtime.js');
+  const dir = runtimeDir(RUNTIMES[2026]);
+  const shim = path.join(root, 'dpctl_memory_shim_sycl9.so');
+  if (!isComplete(dir, RUNTIMES[2026]) || !fs.existsSync(shim)) {
+    broken = true;
+    failures.push(`SYCL 2026: the pass could not run (${isComplete(dir, RUNTIMES[2026]) ? `no ${shim}` : `no runtime at ${dir}`}): run npm test again, or set DPCTL_MEMORY_SYCL_2026=0`);
+    return;
+  }
+  const files = specFiles().filter((file) => !ALONE.test(file) && !NOT_ON_EVERY_VERSION.has(file) && !NOT_ON_SYCL_2026.has(file));
+  console.log(`\n# the suite on the SYCL ${RUNTIMES[2026].version} runtime (${files.length} files)`);
+  await ava(files, { label: `SYCL ${RUNTIMES[2026].version}: `, env: { ...process.env, DPCTL_MEMORY_SYCL_ROOT: dir } });
+}
+
+async function ava(given, { node = process.execPath, label = '', env = process.env } = {}) {
   const args = [path.join(root, 'node_modules', 'ava', 'entrypoints', 'cli.mjs'), '--tap', ...given];
   let counted = false;
   const status = await stream(node, args, (line) => {
@@ -168,7 +193,7 @@ async function ava(given, { node = process.execPath, label = '' } = {}) {
     if (m[1] === 'pass') totals.passed += n;
     else if (m[1] === 'fail') totals.failed += n;
     else totals.skipped += n;
-  });
+  }, env);
   if (status !== 0 || !counted) {
     broken = true;
     if (!counted) failures.push(`${label}ava did not run to its result (exit ${status}): see its output above`);
@@ -198,6 +223,7 @@ function summary() {
   await typecheck();
   await avaSuite();
   await nodeMatrix();
+  await sycl2026Pass();
   summary();
   process.exit(broken || totals.failed > 0 ? 1 : 0);
 })();

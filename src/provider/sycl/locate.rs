@@ -456,6 +456,42 @@ mod tests {
         assert!(cache_dir().is_none_or(|dir| dir.ends_with(format!("sycl-runtime-{RUNTIME_VERSION}"))));
     }
 
+    #[test]
+    fn the_2026_version_is_its_section_s_and_each_cached_runtime_has_its_folder() {
+        let json = r#"{ "version": "1", "wheels": [], "sycl2026": { "$comment": "y", "version": "2026.1.2" } }"#;
+        assert_eq!(version_after(json, "\"sycl2026\""), "2026.1.2");
+        assert!(RUNTIME_2026_VERSION.starts_with("2026."));
+        let cached = cached_runtimes();
+        assert!(cached.is_empty() || cached.len() == 2);
+        assert!(cached
+            .iter()
+            .zip([RUNTIME_VERSION, RUNTIME_2026_VERSION])
+            .all(|(dir, v)| dir.ends_with(format!("sycl-runtime-{v}"))));
+    }
+
+    #[test]
+    fn a_root_s_abi_is_its_newest_known_libsycl_and_what_it_lacks_is_said() {
+        let base = std::env::temp_dir().join(format!("dpctl-memory-abi-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let lib = base.join("lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        assert_eq!(abi_of(&base), None);
+        assert!(lacks(&base, Need::Library)
+            .contains("no lib/libsycl.so.<N> (this addon knows libsycl.so.8 (DPC++ 2025), libsycl.so.9 (DPC++ 2026))"));
+        // A newer release than this addon knows: named, and refused.
+        std::fs::write(lib.join("libsycl.so.10"), "").unwrap();
+        assert_eq!(satisfies(&base, Need::Library), None);
+        assert!(lacks(&base, Need::Library).contains("libsycl.so.10 only: an ABI this addon does not know"));
+        std::fs::write(lib.join("libsycl.so.8"), "").unwrap();
+        assert_eq!(satisfies(&base, Need::Library).map(|abi| abi.shim), Some("dpctl_memory_shim.so"));
+        std::fs::write(lib.join("libsycl.so.9"), "").unwrap();
+        assert_eq!(satisfies(&base, Need::Library).map(|abi| abi.shim), Some("dpctl_memory_shim_sycl9.so"));
+        // The headers need the unversioned link name and sycl.hpp besides.
+        assert_eq!(satisfies(&base, Need::Headers), None);
+        assert!(lacks(&base, Need::Headers).contains("no include/sycl/sycl.hpp, no lib/libsycl.so"));
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
     fn set_mode(path: &Path, mode: u32) {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
     }
