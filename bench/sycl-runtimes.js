@@ -1,0 +1,98 @@
+#!/usr/bin/env node
+// The SYCL 2026 runtime against the default 2025 one, in the same run (issue 42): the CPU
+// section's cases of ours (bench/round.js cpu) on each runtime in turn, rounds alternating
+// which goes first, the 2026 one named by DPCTL_MEMORY_SYCL_ROOT as a user would; then the
+// first use (a fresh process's first queue and allocation) and each runtime's size on disk.
+// ratio = the 2025 runtime's time / the 2026 one's (above 1: 2026 is faster; for bandwidth,
+// 2026's GB/s / 2025's). Needs both runtimes installed (npm test installs both; else
+// `npx dpctl-memory-install-runtime --sycl 2026`) and the addon built with both shims.
+// Usage: node bench/sycl-runtimes.js   (BENCH_QUICK=1: one round, fewer repeats)
+'use strict';
+const path = require('node:path');
+const fs = require('node:fs');
+const { spawnSync } = require('node:child_process');
+const config = require('./config');
+const { median, childResult } = require('./lib');
+const { runtimeDir, isComplete, RUNTIMES } = require('../scripts/install-runtime.js');
+
+const ROOT_VARS = ['DPCTL_MEMORY_SYCL_ROOT', 'SYCL_ROOT', 'CMPLR_ROOT', 'ONEAPI_ROOT'];
+const sides = [
+  { name: `2025 (${RUNTIMES.default.version})`, dir: runtimeDir(RUNTIMES.default), spec: RUNTIMES.default, env: {} },
+  { name: `2026 (${RUNTIMES[2026].version})`, dir: runtimeDir(RUNTIMES[2026]), spec: RUNTIMES[2026], env: { DPCTL_MEMORY_SYCL_ROOT: runtimeDir(RUNTIMES[2026]) } },
+];
+
+function envOf(side) {
+  const env = { ...process.env };
+  for (const name of ROOT_VARS) delete env[name];
+  return { ...env, ...side.env };
+}
+
+/** One round of the CPU section on `side`'s runtime: id -> { ns, samples }. */
+function round(side) {
+  const r = spawnSync(process.execPath, [path.join(__dirname, 'round.js'), 'cpu'], {
+    encoding: 'utf8', maxBuffer: 256 << 20, env: envOf(side), timeout: config.peerTimeoutS * 1000, killSignal: 'SIGKILL',
+  });
+  const result = childResult(r, `bench/round.js on ${side.name}`);
+  if (result.status === 'missing' || result.status === 'error') throw new Error(result.error);
+  return result.ours;
+}
+
+/** Milliseconds from a fresh process's start to its first queue and allocation. */
+function firstUse(side) {
+  const script = `const m = require(${JSON.stringify(path.resolve(__dirname, '..'))});
+    const q = new m.SyclQueue('opencl:cpu'); new m.MemoryUSMShared(64, { queue: q }).free();
+    console.log(JSON.stringify({ ms: performance.now(), driver: q.syclDevice.driverVersion }));`;
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: envOf(side) });
+  if (r.status !== 0) throw new Error(`first use on ${side.name}: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop());
+}
+
+function duBytes(dir) {
+  const r = spawnSync('du', ['-sb', dir], { encoding: 'utf8' });
+  return r.status === 0 ? Number(r.stdout.split(/\s/)[0]) : NaN;
+}
+
+function main() {
+  for (const side of sides) {
+    if (!isComplete(side.dir, side.spec)) {
+      console.error(`bench/sycl-runtimes: ${side.name} is not installed at ${side.dir} (npm test installs both; or npx dpctl-memory-install-runtime --sycl 2026)`);
+      process.exit(2);
+    }
+  }
+  if (!fs.existsSync(path.join(__dirname, '..', 'dpctl_memory_shim_sycl9.so'))) {
+    console.error('bench/sycl-runtimes: dpctl_memory_shim_sycl9.so is not built: npm run build with the 2026 runtime installed');
+    process.exit(2);
+  }
+  const rounds = config.cpu.rounds;
+  const samples = sides.map(() => ({}));
+  const firsts = sides.map(() => []);
+  let driver = [];
+  for (let i = 0; i < rounds; i++) {
+    // Alternate which runtime goes first, so that drift falls on both.
+    const order = i % 2 === 0 ? [0, 1] : [1, 0];
+    for (const s of order) {
+      for (const [id, r] of Object.entries(round(sides[s]))) {
+        if (r.error) continue;
+        (samples[s][id] ||= []).push(...r.samples);
+      }
+      const first = firstUse(sides[s]);
+      firsts[s].push(first.ms);
+      driver[s] = first.driver;
+    }
+  }
+  const rows = [];
+  for (const id of Object.keys(samples[0]).filter((k) => samples[1][k])) {
+    const [a, b] = [median(samples[0][id]), median(samples[1][id])];
+    rows.push({ case: id, [sides[0].name]: `${(a / 1000).toFixed(2)} us`, [sides[1].name]: `${(b / 1000).toFixed(2)} us`, ratio: +(a / b).toFixed(2) });
+  }
+  const [f0, f1] = firsts.map((ms) => median(ms));
+  rows.push({ case: 'first use (process start to first queue + allocation)', [sides[0].name]: `${f0.toFixed(0)} ms`, [sides[1].name]: `${f1.toFixed(0)} ms`, ratio: +(f0 / f1).toFixed(2) });
+  const [d0, d1] = sides.map((side) => duBytes(side.dir));
+  rows.push({ case: 'installed size', [sides[0].name]: `${(d0 / 2 ** 30).toFixed(2)} GiB`, [sides[1].name]: `${(d1 / 2 ** 30).toFixed(2)} GiB`, ratio: +(d0 / d1).toFixed(2) });
+  console.log(`SYCL runtimes on the OpenCL CPU device (drivers ${driver.join(' / ')}), ${rounds} round(s); ratio = 2025 time / 2026 time (above 1: 2026 faster)`);
+  console.table(rows);
+  const slower = rows.filter((row) => row.ratio < 0.9);
+  console.log(slower.length === 0 ? 'no case is more than 10% slower on 2026' : `slower on 2026 by more than 10%: ${slower.map((row) => `${row.case} (${row.ratio})`).join(', ')}`);
+}
+
+main();
