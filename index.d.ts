@@ -1629,16 +1629,20 @@ export interface SyclQueue {
    */
   memsetAsync(dst: KernelArgument, value: number, nbytes?: number, dependsOn?: readonly Dependency[] | null): Promise<SyclEvent>
   /**
-   * Fills `count` elements (all of `dst` when not given) with a typed scalar, and waits.
+   * Fills `count` elements (all of `dst` when not given) with a typed scalar or one element's
+   * bytes, and waits.
    * @param dst The memory to fill (a memory object, or an object exposing the interface).
    * @param pattern The element: a `kernelArg` scalar (`kernelArg.float32(1.5)`), whose type
-   * gives the element's size.
+   * gives the element's size, or one element's bytes, a TypedArray or DataView of 1, 2, 4, 8
+   * or 16 bytes (`new Float64Array([re, im])`: complex128), copied at the call.
    * @param count Elements to fill from the start (all that fit in a memory object when not
    * given; required for other exporters).
    * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
    * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` is not memory.
-   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `pattern` is not a `kernelArg` scalar
-   * (`kernelArg.local` is not one).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `pattern` is neither a `kernelArg`
+   * scalar (`kernelArg.local` is not one) nor a TypedArray or DataView.
+   * @throws `ERR_INVALID_ARG_VALUE` (a `RangeError`) when a TypedArray or DataView pattern is
+   * not of 1, 2, 4, 8 or 16 bytes.
    * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `count` is not a non-negative integer.
    * @throws `ERR_INVALID_RANGE` (a `RangeError`) when the elements reach past the end of `dst`.
    * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
@@ -1648,19 +1652,22 @@ export interface SyclQueue {
    * @throws `ERR_USM_FREED` for memory that was freed.
    * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
    */
-  fill(dst: KernelArgument, pattern: KernelArg, count?: number, dependsOn?: readonly Dependency[] | null): SyclEvent
+  fill(dst: KernelArgument, pattern: KernelArg | ArrayBufferView, count?: number, dependsOn?: readonly Dependency[] | null): SyclEvent
   /**
    * As `fill` without waiting: settles once the elements are written. Bad arguments throw
    * at the call, as `fill`'s.
    * @param dst The memory to fill (a memory object, or an object exposing the interface).
    * @param pattern The element: a `kernelArg` scalar (`kernelArg.float32(1.5)`), whose type
-   * gives the element's size.
+   * gives the element's size, or one element's bytes, a TypedArray or DataView of 1, 2, 4, 8
+   * or 16 bytes (`new Float64Array([re, im])`: complex128), copied at the call.
    * @param count Elements to fill from the start (all that fit in a memory object when not
    * given; required for other exporters).
    * @param dependsOn Events (or Promises of the async operations) to wait for first; they must be of this queue's context.
    * @throws `ERR_NOT_USM` (a `TypeError`) when `dst` is not memory.
-   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `pattern` is not a `kernelArg` scalar
-   * (`kernelArg.local` is not one).
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `pattern` is neither a `kernelArg`
+   * scalar (`kernelArg.local` is not one) nor a TypedArray or DataView.
+   * @throws `ERR_INVALID_ARG_VALUE` (a `RangeError`) when a TypedArray or DataView pattern is
+   * not of 1, 2, 4, 8 or 16 bytes.
    * @throws `ERR_INVALID_SIZE` (a `RangeError`) when `count` is not a non-negative integer.
    * @throws `ERR_INVALID_RANGE` (a `RangeError`) when the elements reach past the end of `dst`.
    * @throws `ERR_READ_ONLY` when `dst` comes from a read-only interface.
@@ -1670,7 +1677,7 @@ export interface SyclQueue {
    * @throws `ERR_USM_FREED` for memory that was freed.
    * @throws `ERR_SYCL_RUNTIME` or `ERR_CUDA_DRIVER` when the runtime refuses the work or it fails.
    */
-  fillAsync(dst: KernelArgument, pattern: KernelArg, count?: number, dependsOn?: readonly Dependency[] | null): Promise<SyclEvent>
+  fillAsync(dst: KernelArgument, pattern: KernelArg | ArrayBufferView, count?: number, dependsOn?: readonly Dependency[] | null): Promise<SyclEvent>
   /**
    * Writes `value` at byte `offset` of host or shared memory once everything submitted to
    * this queue before it, and `dependsOn`, are done: GPU progress JS threads can watch

@@ -235,7 +235,7 @@ onGpu(title('PTX errors, argument errors and formats a CUDA device does not buil
   y.free();
 });
 
-onGpu(title('fills of 1, 2, 4 and 8-byte patterns at aligned and unaligned addresses match JS'), async (t) => {
+onGpu(title('fills of 1, 2, 4, 8 and 16-byte patterns at aligned and unaligned addresses match JS'), async (t) => {
   const q = new SyclQueue(gpu);
   const n = 4096;
   const base = new MemoryUSMDevice(n + 16, { queue: q });
@@ -259,6 +259,9 @@ onGpu(title('fills of 1, 2, 4 and 8-byte patterns at aligned and unaligned addre
     [kernelArg.float64(1.5), le(8, (v) => v.setFloat64(0, 1.5, true))],
     [kernelArg.uint64(0x0102030401020304n), le(8, (v) => v.setBigUint64(0, 0x0102030401020304n, true))],
     [kernelArg.int64(-2n), le(8, (v) => v.setBigInt64(0, -2n, true))],
+    // One element's bytes: complex128 (16 bytes) and a 2-byte DataView.
+    [new Float64Array([1.5, -2]), le(16, (v) => { v.setFloat64(0, 1.5, true); v.setFloat64(8, -2, true); })],
+    [new DataView(new Uint8Array([1, 2]).buffer), new Uint8Array([1, 2])],
   ];
   for (const [pattern, bytes] of patterns) {
     const size = bytes.length;
@@ -272,7 +275,7 @@ onGpu(title('fills of 1, 2, 4 and 8-byte patterns at aligned and unaligned addre
       for (let i = 0; i < count * size; i++) want[offset + i] = bytes[i % size];
       let wrong = -1;
       for (let i = 0; i < want.length && wrong < 0; i++) if (got[i] !== want[i]) wrong = i;
-      t.is(wrong, -1, `${pattern.type} ${pattern.value} at offset ${offset}: byte ${wrong} is ${got[wrong]}, not ${want[wrong]}`);
+      t.is(wrong, -1, `${pattern.type ?? pattern.constructor.name} ${pattern.value ?? size} at offset ${offset}: byte ${wrong} is ${got[wrong]}, not ${want[wrong]}`);
     }
   }
   base.free();

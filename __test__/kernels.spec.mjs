@@ -332,6 +332,29 @@ onCpu(title('queue properties: in_order and enable_profiling, event timestamps')
   x.free();
 });
 
+onCpu(title("fill takes one element's bytes as a TypedArray or DataView of 1, 2, 4, 8 or 16 bytes (complex128), copied at the call"), async (t) => {
+  const queue = new SyclQueue(cpu);
+  const m = new MemoryUSMShared(256, { queue });
+  queue.fill(m, new Float64Array([1.5, -2]));
+  const doubles = new Float64Array(m.buffer);
+  t.true(doubles.every((v, i) => v === (i % 2 === 0 ? 1.5 : -2)), 'complex128 (1.5 - 2i) in every 16 bytes');
+  queue.fill(m, new Uint8Array([9]), 3);
+  t.deepEqual([...new Uint8Array(m.buffer, 0, 4)], [9, 9, 9, 0]);
+  // A view's own bytes, not its whole buffer; copied at the call.
+  const backing = new Uint8Array([1, 2, 3, 4, 5, 6]);
+  const pattern = new Uint16Array(backing.buffer, 2, 1);
+  const pending = queue.fillAsync(m, pattern, 4);
+  backing.fill(0);
+  await pending;
+  t.deepEqual([...new Uint8Array(m.buffer, 0, 10)], [3, 4, 3, 4, 3, 4, 3, 4, 0, 0], 'bytes 2..3 of the buffer, 4 times; the rest as -2.0 left it');
+  for (const bad of [new Uint8Array(3), new Float64Array(4), new Uint8Array(0)]) {
+    throwsExactly(t, () => queue.fill(m, bad), RangeError, 'ERR_INVALID_ARG_VALUE');
+  }
+  throwsExactly(t, () => queue.fill(m, new ArrayBuffer(4)), TypeError, 'ERR_INVALID_ARG_TYPE');
+  throwsExactly(t, () => queue.fill(m, new Float64Array([1, 2]), 17), RangeError, 'ERR_INVALID_RANGE');
+  m.free();
+});
+
 onCpu(title('queue memcpy, memset, fill and barriers, sync and async'), async (t) => {
   const queue = new SyclQueue(cpu);
   const a = new MemoryUSMShared(1024, { queue });

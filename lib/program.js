@@ -727,8 +727,22 @@ function memcpyOn(queue, method, dst, src, nbytes, deps, asynchronous) {
   return asyncEvent(queue, id, [dst, src, deps]);
 }
 
-/** A fill pattern: a kernelArg scalar (its bytes), or a byte 0..255 for memset. */
+/** The sizes of a fill's element: dpctl's typed fills (complex128 is 16 bytes). */
+const PATTERN_SIZES = [1, 2, 4, 8, 16];
+
+/**
+ * A fill pattern: a kernelArg scalar (its bytes), or a TypedArray or DataView whose bytes
+ * are one element of 1, 2, 4, 8 or 16 bytes (`new Float64Array([re, im])`: complex128),
+ * copied at the call.
+ */
 function patternBytes(pattern, method) {
+  if (ArrayBuffer.isView(pattern)) {
+    const size = pattern.byteLength;
+    if (!PATTERN_SIZES.includes(size)) {
+      throw rangeError(`${method}: a pattern given as bytes is one element of 1, 2, 4, 8 or 16 bytes (new Float64Array([re, im]) for complex128); this ${pattern.constructor.name} has ${size}`, ErrorCode.InvalidArgValue);
+    }
+    return new Uint8Array(pattern.buffer, pattern.byteOffset, size).slice();
+  }
   if (isKernelArg(pattern) && argFacts(pattern)[0] === 1) {
     const [, type, lo, hi] = argFacts(pattern);
     const size = SCALAR_SIZES[type];
@@ -742,7 +756,7 @@ function patternBytes(pattern, method) {
     else view.setUint8(0, lo);
     return bytes;
   }
-  throw typeError(`${method}: the pattern must be a kernelArg scalar (e.g. kernelArg.float32(1.5)), not ${display(pattern)}`, ErrorCode.InvalidArgType);
+  throw typeError(`${method}: the pattern must be a kernelArg scalar (e.g. kernelArg.float32(1.5)) or one element's bytes (a TypedArray or DataView of 1, 2, 4, 8 or 16 bytes), not ${display(pattern)}`, ErrorCode.InvalidArgType);
 }
 
 function fillOn(queue, method, dst, bytes, count, deps, asynchronous) {
