@@ -926,6 +926,16 @@ export declare class SyclDevice implements CloneGuarded {
    */
   get localMemSize(): number
   /**
+   * Whether programs of `language` build for this device in this process (dpctl's
+   * `can_compile`): OpenCL C and SPIR-V on a SYCL device of the OpenCL backend, SYCL
+   * source where the DPC++ 2026 runtime compiles it for the device, PTX on a CUDA device,
+   * CUDA C where NVRTC is found too.
+   * @param language `'opencl'` (or `'ocl'`), `'spirv'` (or `'spv'`), `'sycl'`, `'ptx'` or `'cuda'`.
+   * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `language` is not a string.
+   * @throws `ERR_INVALID_ARG_VALUE` (a `TypeError`) for another name.
+   */
+  canCompile(language: SourceLanguage): boolean
+  /**
    * Whether the device has a SYCL aspect, e.g. `'usm_shared_allocations'`, `'fp64'`.
    * @param name The aspect's name as SYCL spells it; an unknown name is `false`.
    * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `name` is not a string.
@@ -1177,6 +1187,17 @@ export interface ProgramOptions {
   /** Compiler options: OpenCL's build options (`'-DN=4 -cl-fast-relaxed-math'`), the PTX
    * JIT's, or NVRTC's; a string or an array of strings. */
   options?: string | readonly string[]
+}
+
+/** The languages `SyclDevice.canCompile` names (dpctl's, with their short forms, and CUDA's). */
+export type SourceLanguage = 'opencl' | 'ocl' | 'spirv' | 'spv' | 'sycl' | 'ptx' | 'cuda'
+
+/** What `createProgramFromSycl` takes besides compiler flags (dpctl's `headers` and `registered_names`). */
+export interface SyclProgramOptions extends ProgramOptions {
+  /** Virtual include files: name to content, or `[name, content]` pairs; each name once. */
+  headers?: Readonly<Record<string, string>> | readonly (readonly [string, string])[]
+  /** Name expressions to instantiate and find by name, e.g. `'vector_add<int>'`. */
+  registeredNames?: readonly string[]
 }
 
 /** A program that did not build: the compiler's log is `log` and ends the message. */
@@ -1483,6 +1504,27 @@ export declare function createProgramFromPtx(queue: SyclQueue, ptx: string, opti
  * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `queue` is not a `SyclQueue`, for a `source` of another type, or for bad options.
  */
 export declare function createProgramFromCuda(queue: SyclQueue, source: string, options?: ProgramOptions): SyclProgram
+
+/**
+ * Builds SYCL C++ source at run time for the queue's device (dpctl's
+ * `create_kernel_bundle_from_sycl_source`, SYCL's kernel_compiler extension): kernels are
+ * free functions (`extern "C" SYCL_EXTERNAL` with `nd_range_kernel<N>` or
+ * `single_task_kernel` properties), found by name with `getKernel`; their parameters are
+ * USM pointers (memory objects) and scalars (`kernelArg`). Needs the DPC++ 2026 runtime
+ * (`device.canCompile('sycl')`); a build takes seconds.
+ * @param queue The queue whose device and context the program is built for.
+ * @param source The SYCL C++ source.
+ * @param options `options`: compiler flags (split at spaces when a string); `headers`:
+ * virtual include files; `registeredNames`: template instantiations to build.
+ * @throws `ERR_PROGRAMS_UNSUPPORTED` where the runtime cannot compile SYCL source (DPC++
+ * 2025's: the message says which runtime would), on a CUDA device, or for a device the
+ * runtime says cannot.
+ * @throws `ERR_PROGRAM_COMPILATION` (`SyclProgramCompilationError`, with the compiler's
+ * `log`) when the source does not compile.
+ * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `queue` is not a `SyclQueue`, for a
+ * `source` of another type, or for bad options (headers not strings, a header named twice).
+ */
+export declare function createProgramFromSycl(queue: SyclQueue, source: string, options?: SyclProgramOptions): SyclProgram
 
 export interface SyclQueue {
   /**

@@ -36,6 +36,7 @@ exports.createProgramFromSource = lib.createProgramFromSource;
 exports.createProgramFromSpirv = lib.createProgramFromSpirv;
 exports.createProgramFromPtx = lib.createProgramFromPtx;
 exports.createProgramFromCuda = lib.createProgramFromCuda;
+exports.createProgramFromSycl = lib.createProgramFromSycl;
 // Seeing memory.
 exports.memoryStats = lib.memoryStats;
 exports.resetPeakStats = lib.resetPeakStats;

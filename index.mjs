@@ -35,6 +35,7 @@ export const {
   createProgramFromSpirv,
   createProgramFromPtx,
   createProgramFromCuda,
+  createProgramFromSycl,
   memoryStats,
   resetPeakStats,
   recordMemoryHistory,

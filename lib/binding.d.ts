@@ -80,6 +80,8 @@ export function deviceEnablePeerAccess(deviceId: number, peerId: number): void
 
 /** Whether two device handles name the same device (`SyclDevice` equality). */
 export function deviceEquals(a: number, b: number): boolean
+/** Whether programs of `language` build for the device here (ERR_INVALID_ARG_VALUE for an unknown language). */
+export function deviceCanCompile(deviceId: number, language: string): boolean
 
 /**
  * What never changes about a device, as JSON: `{ name, vendor, backend, deviceType,
@@ -306,6 +308,8 @@ export function poolTrim(): number
  * for a build failure (the JS layer throws `SyclProgramCompilationError`).
  */
 export function programBuild(queueId: number, format: number, source: unknown, options: string): string
+/** SYCL source with include files (names[i], contents[i]) and name expressions to register: JSON as programBuild's. */
+export function programBuildSycl(queueId: number, source: string, options: string, headerNames: string[], headerContents: string[], registered: string[]): string
 
 /** Whether the program has a kernel `name`. */
 export function programHasKernel(programId: number, name: string): boolean

@@ -3,7 +3,7 @@
 // `SyclDevice`, `SyclContext`, `SyclQueue`, `getDevices`: the subset of dpctl's device
 // model that memory needs, as plain JS classes over the binding's handles.
 const { native, own, release, DEVICE_HANDLE, CONTEXT_HANDLE, QUEUE_HANDLE } = require('./native.js');
-const { typeError, fromNative, invalidThis, CLONE_GUARD } = require('./errors.js');
+const { typeError, fromNative, callNative, invalidThis, CLONE_GUARD } = require('./errors.js');
 const { display, typeName, stringArg, listOf, onlyOption } = require('./values.js');
 const peerAccess = require('./peer.js');
 
@@ -40,11 +40,7 @@ class SyclDevice {
     let id = handle;
     if (filter !== INTERNAL) {
       const text = filter === undefined || filter === null ? undefined : stringArg(filter, 'filter');
-      try {
-        id = native.deviceSelect(text);
-      } catch (error) {
-        throw fromNative(error);
-      }
+      id = callNative(() => native.deviceSelect(text));
     }
     this.#handle = own(this, DEVICE_HANDLE, id);
     this.#facts = factsOf(id);
@@ -97,6 +93,17 @@ class SyclDevice {
   hasAspect(name) {
     const facts = SyclDevice.#factsOf(this, 'hasAspect');
     return apply(arrayIncludes, facts.aspects, [stringArg(name, 'aspect name')]);
+  }
+  /**
+   * Whether programs of `language` build for this device here (dpctl's `can_compile`):
+   * `'opencl'`/`'ocl'`, `'spirv'`/`'spv'`, `'sycl'` (SYCL source: the DPC++ 2026 runtime),
+   * `'ptx'` or `'cuda'` (CUDA devices; CUDA C where NVRTC is found). Another name is
+   * ERR_INVALID_ARG_VALUE.
+   */
+  canCompile(language) {
+    const handle = SyclDevice.#factsOf(this, 'canCompile') && this.#handle;
+    const name = stringArg(language, 'language');
+    return callNative(() => native.deviceCanCompile(handle, name));
   }
   equals(other) {
     const handle = SyclDevice.#factsOf(this, 'equals') && this.#handle;
@@ -164,11 +171,7 @@ const devicesOf = (handles) => listOf(handles.length, (i) => new SyclDevice(INTE
 function deviceHandleArg(value) {
   if (isDevice(value)) return { id: deviceHandle(value), temporary: false };
   if (typeof value === 'string') {
-    try {
-      return { id: native.deviceSelect(value), temporary: true };
-    } catch (error) {
-      throw fromNative(error);
-    }
+    return { id: callNative(() => native.deviceSelect(value)), temporary: true };
   }
   throw typeError(`expected a SyclDevice or a filter string, got ${display(value)}`);
 }

@@ -99,6 +99,15 @@ function fromNative(error) {
   return withCode(new Error(`dpctl-memory internal error: ${message}`), 'ERR_INTERNAL');
 }
 
+/** `f()`, a call of the binding, with what it throws made in this realm (`fromNative`). */
+function callNative(f) {
+  try {
+    return f();
+  } catch (error) {
+    throw fromNative(error);
+  }
+}
+
 /**
  * The value of every public object's `__dpctlMemoryCloneGuard__` field: structured
  * clone (`structuredClone`, `postMessage`) copies own enumerable string-keyed fields and
@@ -166,6 +175,7 @@ const invalidThis = (className, member) =>
   typeError(`${className}.prototype.${member} called on an object that is not a ${className}`, ErrorCode.InvalidThis);
 
 module.exports = {
+  callNative,
   ErrorCode,
   USMAllocationError,
   SyclQueueCreationError,

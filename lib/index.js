@@ -47,6 +47,7 @@ module.exports = {
   createProgramFromSpirv: program.createProgramFromSpirv,
   createProgramFromPtx: program.createProgramFromPtx,
   createProgramFromCuda: program.createProgramFromCuda,
+  createProgramFromSycl: program.createProgramFromSycl,
   // Seeing memory (lib/observe.js).
   memoryStats: observe.memoryStats,
   resetPeakStats: observe.resetPeakStats,

@@ -7,7 +7,7 @@
 // binding's model does that; this file keeps the JS values (the memory objects, the
 // kernel) reachable until a submission's Promise settles.
 const { native } = require('./native.js');
-const { ErrorCode, BINDING, makeError, typeError, rangeError, fromNative, invalidThis, CLONE_GUARD } = require('./errors.js');
+const { ErrorCode, BINDING, makeError, typeError, rangeError, fromNative, callNative, invalidThis, CLONE_GUARD } = require('./errors.js');
 const { display, typeName, stringArg, hostArg, isArray, isRevoked, listOf, arrayState, readOptions } = require('./values.js');
 const devices = require('./device.js');
 const memory = require('./memory.js');
@@ -78,13 +78,7 @@ function arenaView(from, n, Type) {
 const f64Array = (taken, n) => arenaView(taken === null ? null : taken.f64, n, Float64Array);
 const u32Array = (taken, n) => arenaView(taken === null ? null : taken.u32, n, Uint32Array);
 
-const call = (f) => {
-  try {
-    return f();
-  } catch (error) {
-    throw fromNative(error);
-  }
-};
+const call = callNative;
 
 // ---------------------------------------------------------------------------------------
 // Errors
@@ -401,13 +395,13 @@ class SyclKernel {
 
 const FORMATS = { source: 1, spirv: 2, ptx: 3, cuda: 4 };
 
-/** The `options` build option (a string) of `{ options }`. */
-function buildOptions(options, method) {
+/** The `options` build option (a string) of `{ options }` (and of `extra` keys, read by the caller). */
+function buildOptions(options, method, extra = []) {
   if (options === undefined || options === null) return '';
   if (typeof options !== 'object' || isRevoked(options) || isArray(options)) throw typeError(`${method} options must be a plain object such as { options: '-cl-fast-relaxed-math' }, not ${typeName(options)}`);
   const names = keys(options);
   for (let i = 0; i < names.length; i++) {
-    if (names[i] !== 'options') throw typeError(`unknown option '${names[i].slice(0, 64)}': ${method} takes { options }`);
+    if (names[i] !== 'options' && !extra.includes(names[i])) throw typeError(`unknown option '${names[i].slice(0, 64)}': ${method} takes { ${['options', ...extra].join(', ')} }`);
   }
   const value = options.options;
   if (value === undefined) return '';
@@ -422,9 +416,14 @@ function buildOptions(options, method) {
 }
 
 function build(queue, format, source, options, method) {
+  return built(queue, method, (handle) => native.programBuild(handle, format, source, options));
+}
+
+/** The program `make(queueHandle)` builds (the binding's JSON), or its build failure thrown. */
+function built(queue, method, make) {
   if (!isQueue(queue)) throw typeError(`${method}: the first argument must be a SyclQueue, not ${display(queue)}`);
   const handle = queueHandle(queue);
-  const result = JSON.parse(call(() => native.programBuild(handle, format, source, options)));
+  const result = JSON.parse(call(() => make(handle)));
   if (result.failed !== undefined) throw new SyclProgramCompilationError(result.failed, result.log);
   return new SyclProgram(INTERNAL, result.id, queue, result.names, result.log);
 }
@@ -454,6 +453,61 @@ function createProgramFromCuda(queue, source, options) {
   const flags = buildOptions(options, 'createProgramFromCuda');
   if (typeof source !== 'string') throw typeError(`createProgramFromCuda: the source must be a string, not ${typeName(source)}`);
   return build(queue, FORMATS.cuda, source, flags, 'createProgramFromCuda');
+}
+
+/** A list of strings (each read once), or [] when not given; `what` names it in errors. */
+function stringList(value, method, what) {
+  if (value === undefined) return [];
+  if (!isArray(value)) throw typeError(`${method}: ${what} must be an array of strings, not ${typeName(value)}`);
+  const list = snapshot(value, () => typeError(`${method}: ${what} was revoked while it was read`));
+  for (let i = 0; i < list.length; i++) if (typeof list[i] !== 'string') throw typeError(`${method}: every element of ${what} must be a string, not ${typeName(list[i])}`);
+  return list;
+}
+
+/**
+ * Virtual include files as `[names, contents]`: an object of name to content, or an array
+ * of `[name, content]` pairs (dpctl's `headers`); names non-empty and each once.
+ */
+function headerLists(headers, method) {
+  if (headers === undefined) return [[], []];
+  const bad = () => typeError(`${method}: headers must be an object of name to content, or an array of [name, content] string pairs`);
+  let pairs;
+  if (isArray(headers)) {
+    pairs = snapshot(headers, bad).map((pair) => {
+      if (!isArray(pair)) throw bad();
+      const both = snapshot(pair, bad);
+      if (both.length !== 2) throw bad();
+      return both;
+    });
+  } else if (typeof headers === 'object' && headers !== null && !isRevoked(headers)) {
+    pairs = keys(headers).map((name) => [name, headers[name]]);
+  } else {
+    throw bad();
+  }
+  const names = [];
+  const contents = [];
+  for (const [name, content] of pairs) {
+    if (typeof name !== 'string' || typeof content !== 'string') throw typeError(`${method}: header names and contents must be strings, not (${typeName(name)}, ${typeName(content)})`);
+    if (name === '' || names.includes(name)) throw typeError(`${method}: header ${name === '' ? 'names must not be empty' : `'${name.slice(0, 64)}' is given twice`}`);
+    names.push(name);
+    contents.push(content);
+  }
+  return [names, contents];
+}
+
+/**
+ * dpctl's `create_kernel_bundle_from_sycl_source`: SYCL C++ with free-function kernels,
+ * compiled at run time (the kernel_compiler extension of the DPC++ 2026 runtime). Options:
+ * `options` (compiler flags), `headers` (virtual include files), `registeredNames` (name
+ * expressions to instantiate, e.g. 'vector_add<int>').
+ */
+function createProgramFromSycl(queue, source, options) {
+  const method = 'createProgramFromSycl';
+  const flags = buildOptions(options, method, ['headers', 'registeredNames']);
+  const [names, contents] = headerLists(options?.headers, method);
+  const registered = stringList(options?.registeredNames, method, 'registeredNames');
+  if (typeof source !== 'string') throw typeError(`${method}: the source must be a string, not ${typeName(source)}`);
+  return built(queue, method, (handle) => native.programBuildSycl(handle, source, flags, names, contents, registered));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -934,6 +988,7 @@ module.exports = {
   createProgramFromSpirv,
   createProgramFromPtx,
   createProgramFromCuda,
+  createProgramFromSycl,
   isProgram: (value) => isProgram(value),
   programHandle: (value) => programHandle(value),
 };

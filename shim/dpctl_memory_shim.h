@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* Bumped on any change to this file; the Rust side refuses a shim of another version. */
-#define DPM_ABI_VERSION 6
+#define DPM_ABI_VERSION 7
 
 /* Status codes. */
 #define DPM_OK 0
@@ -45,6 +45,7 @@ extern "C" {
 #define DPM_ERR_BUILD 6   /* a program did not build: its log is written to *log */
 #define DPM_ERR_NOT_FOUND 7 /* no kernel of that name in the program */
 #define DPM_ERR_OPENCL 8  /* an OpenCL call failed (text: the call and its CL_* code) */
+#define DPM_ERR_UNSUPPORTED 9 /* this runtime or device cannot do it (text: why) */
 
 /* USM kinds: dpctl's DPCTLSyclUSMType values (not sycl::usm::alloc's). */
 #define DPM_USM_UNKNOWN 0
@@ -220,7 +221,7 @@ int dpm_queue_properties(const dpm_queue *q, int *out);
  * include/dpctl_memory.h. */
 int dpm_queue_native(const dpm_queue *q, void **queue, void **context, void **device);
 
-typedef struct dpm_program_s dpm_program; /* a built cl_program of one context and device */
+typedef struct dpm_program_s dpm_program; /* a built program (a cl_program, or a SYCL kernel bundle) of one context and device */
 typedef struct dpm_kernel_s dpm_kernel;   /* a sycl::kernel over a cl_kernel, with its arg info */
 typedef struct dpm_event_s dpm_event;     /* a sycl::event */
 
@@ -235,6 +236,23 @@ typedef struct dpm_event_s dpm_event;     /* a sycl::event */
  * DPM_ERR_BUILD (the one status that writes an out parameter on failure); NULL otherwise. */
 int dpm_program_create(const dpm_context *ctx, const dpm_device *dev, int format, const void *data, size_t len,
                        const char *options, dpm_program **out, char **log);
+
+/* Builds SYCL source (`len` bytes of C++ with free-function kernels, the kernel_compiler
+ * extension) for dev (a device of ctx): with nheaders virtual include files
+ * (header_names[i], header_contents[i]: NUL-terminated), the nregistered name expressions
+ * of registered[] (template instantiations to build), and the noptions compiler flags of
+ * options[] (one flag each). *out and *log as for dpm_program_create (DPM_ERR_BUILD writes
+ * the compiler's message to *log). DPM_ERR_UNSUPPORTED where the shim's runtime has no
+ * SYCL-source compilation (the DPC++ 2025 shim) or the device cannot compile SYCL. The
+ * program's kernels are found by name (dpm_kernel_create). */
+int dpm_program_create_sycl(const dpm_context *ctx, const dpm_device *dev, const char *source, size_t len,
+                            const char *const *header_names, const char *const *header_contents, size_t nheaders,
+                            const char *const *registered, size_t nregistered, const char *const *options,
+                            size_t noptions, dpm_program **out, char **log);
+
+/* *out = 1 when the shim's runtime can compile SYCL source for dev (its kernel_compiler
+ * extension says so), else 0. */
+int dpm_device_can_compile_sycl(const dpm_device *dev, int *out);
 
 /* Frees a program handle (kernels made from it stay valid). NULL is ignored. */
 void dpm_program_free(dpm_program *p);

@@ -22,6 +22,14 @@
 #include <cstring>
 #include <thread>
 
+// SYCL-source kernels (the kernel_compiler extension) with the 2026 runtime's API; the
+// 2025 shim reports them unsupported (its PyPI runtime lacks the device library they link).
+#if defined(SYCL_EXT_ONEAPI_KERNEL_COMPILER) && __LIBSYCL_MAJOR_VERSION >= 9
+#define DPM_SYCL_SOURCE 1
+#else
+#define DPM_SYCL_SOURCE 0
+#endif
+
 using namespace dpm_detail;
 
 // glibc 2.34 moved the dl* functions into libc under a new symbol version; the old one is
@@ -35,7 +43,12 @@ __asm__(".symver dladdr,dladdr@GLIBC_2.2.5");
 struct dpm_program_s {
   sycl::context ctx;
   sycl::device dev;
-  cl_program program;  // owned: released in dpm_program_free
+  cl_program program;  // owned: released in dpm_program_free; nullptr for SYCL source
+#if DPM_SYCL_SOURCE
+  // SYCL source: the built bundle, and the names it was asked to register.
+  std::optional<sycl::kernel_bundle<sycl::bundle_state::executable>> bundle{};
+  std::vector<std::string> registered{};
+#endif
 };
 
 struct dpm_kernel_s {
@@ -412,7 +425,91 @@ void dpm_program_free(dpm_program *p) {
   (void)guard([&] {
     if (p == nullptr) return;
     std::unique_ptr<dpm_program_s> owned(p);
-    opencl().release_program(owned->program);
+    if (owned->program != nullptr) opencl().release_program(owned->program);
+  });
+}
+
+int dpm_device_can_compile_sycl(const dpm_device *dev, int *out) {
+  return guard([&] {
+    require(dev, "device");
+    require(out, "out");
+#if DPM_SYCL_SOURCE
+    sycl::device device = dev->dev;  // the query is not const
+    *out = device.ext_oneapi_can_compile(sycl::ext::oneapi::experimental::source_language::sycl) ? 1 : 0;
+#else
+    *out = 0;
+#endif
+  });
+}
+
+int dpm_program_create_sycl(const dpm_context *ctx, const dpm_device *dev, const char *source, size_t len,
+                            const char *const *header_names, const char *const *header_contents, size_t nheaders,
+                            const char *const *registered, size_t nregistered, const char *const *options,
+                            size_t noptions, dpm_program **out, char **log) {
+  if (log != nullptr) *log = nullptr;
+  return guard([&] {
+    require(ctx, "context");
+    require(dev, "device");
+    require(out, "out");
+    if (len > 0) require(source, "source");
+    if (nheaders > 0) {
+      require(header_names, "header_names");
+      require(header_contents, "header_contents");
+    }
+    if (nregistered > 0) require(registered, "registered");
+    if (noptions > 0) require(options, "options");
+#if DPM_SYCL_SOURCE
+    namespace syclex = sycl::ext::oneapi::experimental;
+    sycl::device device = dev->dev;  // the query is not const
+    if (!device.ext_oneapi_can_compile(syclex::source_language::sycl)) {
+      fail(DPM_ERR_UNSUPPORTED, "the SYCL runtime cannot compile SYCL source for this device");
+    }
+    syclex::include_files includes;
+    for (size_t i = 0; i < nheaders; ++i) {
+      require(header_names[i], "a header name");
+      require(header_contents[i], "a header's content");
+      includes.add(header_names[i], header_contents[i]);
+    }
+    syclex::registered_names names;
+    std::vector<std::string> kept;
+    for (size_t i = 0; i < nregistered; ++i) {
+      require(registered[i], "a registered name");
+      names.names.emplace_back(registered[i]);
+      kept.emplace_back(registered[i]);
+    }
+    std::vector<std::string> flags;
+    for (size_t i = 0; i < noptions; ++i) {
+      require(options[i], "an option");
+      flags.emplace_back(options[i]);
+    }
+    const std::string text(len > 0 ? source : "", len);
+    std::string compiler_log;
+    std::optional<sycl::kernel_bundle<sycl::bundle_state::executable>> built;
+    try {
+      auto from_source = syclex::create_kernel_bundle_from_source(ctx->ctx, syclex::source_language::sycl, text,
+                                                                  syclex::properties{includes});
+      built = syclex::build(from_source, std::vector<sycl::device>{dev->dev},
+                            syclex::properties{names, syclex::build_options{flags}, syclex::save_log{&compiler_log}});
+    } catch (const sycl::exception &e) {
+      // The compiler's diagnostics are the exception's text; a runtime fault is not a build's.
+      if (e.code() != sycl::errc::build && e.code() != sycl::errc::invalid) throw;
+      std::string message = e.what();
+      if (log != nullptr) *log = dup_text(compiler_log.empty() ? message : compiler_log + "\n" + message);
+      fail(DPM_ERR_BUILD, message);
+    }
+    auto made = std::make_unique<dpm_program_s>(dpm_program_s{ctx->ctx, dev->dev, nullptr, std::move(built), std::move(kept)});
+    if (log != nullptr) *log = dup_text(compiler_log);
+    *out = made.release();
+#else
+    (void)source;
+    (void)len;
+    (void)header_names;
+    (void)header_contents;
+    (void)registered;
+    (void)options;
+    (void)log;
+    fail(DPM_ERR_UNSUPPORTED, "this shim's SYCL runtime (DPC++ 2025) does not compile SYCL source");
+#endif
   });
 }
 
@@ -420,6 +517,21 @@ int dpm_program_kernel_names(const dpm_program *p, char **out) {
   return guard([&] {
     require(p, "program");
     require(out, "out");
+#if DPM_SYCL_SOURCE
+    if (p->bundle) {
+      // A bundle does not list its free-function kernels by name: the names it was asked
+      // to register that it has.
+      auto bundle = *p->bundle;  // a handle: its queries are not const
+      std::string names;
+      for (const std::string &name : p->registered) {
+        if (!bundle.ext_oneapi_has_kernel(name)) continue;
+        if (!names.empty()) names += ';';
+        names += name;
+      }
+      *out = dup_text(names);
+      return;
+    }
+#endif
     const OpenCl &cl = opencl();
     // A built program with no kernel (an empty source, only helper functions) has no
     // names to list: the CPU runtime answers CL_PROGRAM_KERNEL_NAMES with
@@ -450,6 +562,20 @@ int dpm_kernel_create(const dpm_program *p, const char *name, dpm_kernel **out) 
     require(p, "program");
     require(name, "name");
     require(out, "out");
+#if DPM_SYCL_SOURCE
+    if (p->bundle) {
+      auto bundle = *p->bundle;  // a handle: its queries are not const
+      if (!bundle.ext_oneapi_has_kernel(name)) {
+        fail(DPM_ERR_NOT_FOUND, std::string("the program has no kernel named '") + name + "'");
+      }
+      sycl::kernel k = bundle.ext_oneapi_get_kernel(name);
+      const uint32_t nargs = k.get_info<sycl::info::kernel::num_args>();
+      // Free-function kernels carry no OpenCL argument information: kinds unknown.
+      *out = new dpm_kernel_s{std::move(k), p->dev, nargs, std::vector<int>(nargs, DPM_ARG_UNKNOWN),
+                              std::vector<std::string>(nargs)};
+      return;
+    }
+#endif
     const OpenCl &cl = opencl();
     cl_int err = CL_SUCCESS;
     cl_kernel k = cl.create_kernel(p->program, name, &err);
@@ -499,6 +625,10 @@ int dpm_kernel_get_info(const dpm_kernel *k, dpm_kernel_info *out) {
     info.work_group_size = k->kernel.get_info<ks::work_group_size>(k->dev);
     info.preferred_work_group_size_multiple = k->kernel.get_info<ks::preferred_work_group_size_multiple>(k->dev);
     info.private_mem_size = k->kernel.get_info<ks::private_mem_size>(k->dev);
+    if (k->dev.get_backend() != sycl::backend::opencl) {
+      *out = info;
+      return;
+    }
     const OpenCl &cl = opencl();
     cl_kernel native = sycl::get_native<sycl::backend::opencl>(k->kernel);
     struct Release {

@@ -452,6 +452,9 @@ error_table! {
         /// `memAdvise` advice that is not one of its names.
         #[error("unknown advice '{advice}'")]
         UnknownAdvice { advice: String } => InvalidArgValue,
+        /// `canCompile` of a language that is none of its names.
+        #[error("unknown source language '{language}' (known: {known})")]
+        UnknownSourceLanguage { language: String, known: String } => InvalidArgValue,
         /// A shared-memory hint (`operation`) on memory of another kind (`object`: its repr).
         #[error("{operation} applies to USM shared memory only; this is {object}")]
         NotSharedMemory { operation: &'static str, object: String } => UsmKindMismatch,

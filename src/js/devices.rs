@@ -13,6 +13,7 @@ use crate::js::json;
 use crate::js::lookup::lookup;
 use crate::js::state::registry;
 use crate::memory::registry::DeviceChoice;
+use crate::runtime::program::SourceLanguage;
 use crate::runtime::Device;
 
 /// Device handles as a `Float64Array` (whose elements no prototype setter can touch).
@@ -60,6 +61,14 @@ pub fn device_facts(env: &Env, device_id: f64) -> napi::Result<String> {
 pub fn device_equals(env: &Env, a: f64, b: f64) -> napi::Result<bool> {
     let (a, b) = lookup(env, |h| Ok((h.device(a)?, h.device(b)?)))?;
     Ok(a.same_device(b.as_ref()))
+}
+
+/// Whether programs of `language` (`'opencl'`, `'spirv'`, `'sycl'`, `'ptx'`, `'cuda'`, or
+/// dpctl's short forms) build for the device here (`ERR_INVALID_ARG_VALUE` for another).
+#[napi]
+pub fn device_can_compile(env: &Env, device_id: f64, language: String) -> napi::Result<bool> {
+    let language = SourceLanguage::parse(&language).or_throw(env)?;
+    Ok(lookup(env, |h| h.device(device_id))?.can_compile(language))
 }
 
 /// The context every default queue of the device shares.

@@ -25,7 +25,7 @@ use crate::js::program_handles::EventEntry;
 use crate::js::state::{registry, state};
 use crate::memory::program::{self as model, KernelArgument, Pending, Submission};
 use crate::memory::registry::DeviceChoice;
-use crate::runtime::program::{Event, Kernel, Program, ProgramSource};
+use crate::runtime::program::{Built, Event, Kernel, Program, ProgramSource};
 
 /// A copy of a host buffer's bytes (read while no JS runs).
 fn copy_of(host: &crate::js::ffi::HostBytes) -> Vec<u8> {
@@ -136,7 +136,31 @@ pub fn program_build(env: &Env, queue_id: f64, format: u32, source: Unknown, opt
             ProgramSource::SpirV(&bytes)
         }
     };
-    match model::build(&queue, source, &options).or_throw(env)? {
+    built_json(env, model::build(&queue, source, &options).or_throw(env)?)
+}
+
+/// Builds SYCL source for the queue's device, with virtual include files
+/// (`header_names[i]`, `header_contents[i]`) and name expressions to register; `options`
+/// are compiler flags separated by spaces. JSON as `program_build`'s.
+#[napi]
+pub fn program_build_sycl(
+    env: &Env,
+    queue_id: f64,
+    source: String,
+    options: String,
+    header_names: Vec<String>,
+    header_contents: Vec<String>,
+    registered: Vec<String>,
+) -> napi::Result<String> {
+    let queue = queue(env, queue_id)?;
+    let headers: Vec<(String, String)> = header_names.into_iter().zip(header_contents).collect();
+    let source = ProgramSource::Sycl { text: &source, headers: &headers, registered: &registered };
+    built_json(env, model::build(&queue, source, &options).or_throw(env)?)
+}
+
+/// A build's outcome as the JS layer reads it: `{ id, log, names }`, or `{ failed, log }`.
+fn built_json(env: &Env, built: Built) -> napi::Result<String> {
+    match built {
         Ok((built, log)) => {
             let names = built.kernel_names();
             let id = handles(env)?.kernels.programs.insert(built).ok_or_else(full).or_throw(env)?;

@@ -96,6 +96,12 @@ pub trait Device: Send + Sync + Any {
     fn staging(&self) -> Option<&held::Held> {
         None
     }
+    /// Whether programs of `language` build for this device in this process (dpctl's
+    /// `SyclDevice.can_compile`).
+    fn can_compile(&self, language: program::SourceLanguage) -> bool {
+        let _ = language;
+        false
+    }
     fn as_any(&self) -> &dyn Any;
 }
 

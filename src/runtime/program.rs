@@ -27,6 +27,42 @@ pub enum ProgramSource<'a> {
     /// CUDA C++ source, compiled with NVRTC.
     #[allow(dead_code, reason = "read by a provider that compiles CUDA C")]
     CudaC(&'a str),
+    /// SYCL C++ source with free-function kernels (the kernel_compiler extension): the
+    /// text, virtual include files (name, content) and name expressions to register.
+    Sycl { text: &'a str, headers: &'a [(String, String)], registered: &'a [String] },
+}
+
+/// A language programs are built from, as dpctl's `SyclDevice.can_compile` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceLanguage {
+    OpenClC,
+    SpirV,
+    Sycl,
+    Ptx,
+    CudaC,
+}
+
+impl SourceLanguage {
+    /// Every name taken, with its language: dpctl's (and its short forms), then CUDA's.
+    pub const NAMES: [(&'static str, SourceLanguage); 7] = [
+        ("opencl", SourceLanguage::OpenClC),
+        ("ocl", SourceLanguage::OpenClC),
+        ("spirv", SourceLanguage::SpirV),
+        ("spv", SourceLanguage::SpirV),
+        ("sycl", SourceLanguage::Sycl),
+        ("ptx", SourceLanguage::Ptx),
+        ("cuda", SourceLanguage::CudaC),
+    ];
+
+    /// The language `name` names (case as dpctl: exact), or `ERR_INVALID_ARG_VALUE`.
+    pub fn parse(name: &str) -> Result<SourceLanguage, crate::error::MemoryError> {
+        Self::NAMES.iter().find(|(n, _)| *n == name).map(|(_, language)| *language).ok_or_else(|| {
+            crate::error::MemoryError::UnknownSourceLanguage {
+                language: name.to_string(),
+                known: Self::NAMES.iter().map(|(n, _)| format!("'{n}'")).collect::<Vec<_>>().join(", "),
+            }
+        })
+    }
 }
 
 impl ProgramSource<'_> {
@@ -37,6 +73,7 @@ impl ProgramSource<'_> {
             ProgramSource::SpirV(_) => "SPIR-V",
             ProgramSource::Ptx(_) => "PTX",
             ProgramSource::CudaC(_) => "CUDA C",
+            ProgramSource::Sycl { .. } => "SYCL",
         }
     }
 }
@@ -284,5 +321,24 @@ pub trait Submissions: Send + Sync {
         after.push(self.barrier(&[])?);
         // SAFETY: this fn's contract, forwarded.
         unsafe { self.fill_async(dst, value, 1, &after) }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_languages_are_dpctl_s_names_and_cuda_s_and_nothing_else() {
+        assert_eq!(SourceLanguage::parse("ocl").ok(), Some(SourceLanguage::OpenClC));
+        assert_eq!(SourceLanguage::parse("spv").ok(), Some(SourceLanguage::SpirV));
+        assert_eq!(SourceLanguage::parse("sycl").ok(), Some(SourceLanguage::Sycl));
+        assert_eq!(SourceLanguage::parse("cuda").ok(), Some(SourceLanguage::CudaC));
+        for bad in ["OpenCL", "", "sycl ", "c++"] {
+            let error = SourceLanguage::parse(bad).unwrap_err();
+            assert_eq!(error.code(), "ERR_INVALID_ARG_VALUE");
+            assert!(error.to_string().contains("'opencl', 'ocl', 'spirv', 'spv', 'sycl', 'ptx', 'cuda'"));
+        }
     }
 }

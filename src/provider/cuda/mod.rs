@@ -50,6 +50,7 @@ use self::staging::{Direction, Stager, StagingConfig};
 use crate::error::{MemoryError, Result};
 use crate::runtime::held::Held;
 use crate::runtime::hints::SharedMemoryHints;
+use crate::runtime::program::SourceLanguage;
 use crate::runtime::ranges::entry_holding;
 use crate::runtime::registration::HostRegistration;
 use crate::runtime::UsmKind;
@@ -181,6 +182,17 @@ impl CudaDevice {
 impl Device for CudaDevice {
     fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+    fn can_compile(&self, language: SourceLanguage) -> bool {
+        match language {
+            SourceLanguage::Ptx => true,
+            // Through NVRTC, where one this driver can load PTX of is found.
+            SourceLanguage::CudaC => self
+                .driver
+                .driver_version()
+                .is_ok_and(|version| nvrtc::load(Some((version / 1000, (version % 1000) / 10))).is_ok()),
+            SourceLanguage::OpenClC | SourceLanguage::SpirV | SourceLanguage::Sycl => false,
+        }
     }
     fn staging(&self) -> Option<&Held> {
         Some(&self.staging)

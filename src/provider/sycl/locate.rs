@@ -101,12 +101,15 @@ pub struct Abi {
     pub shim: &'static str,
     /// The release line, for messages.
     pub releases: &'static str,
+    /// Whether its shim compiles SYCL source (the kernel_compiler extension: 2026's; the
+    /// 2025 runtime from PyPI lacks the device library it links).
+    pub sycl_source: bool,
 }
 
 /// The ABIs this addon knows, newest last. The 2025 shim keeps the name it always had.
 pub const ABIS: [Abi; 2] = [
-    Abi { libsycl: "libsycl.so.8", shim: "dpctl_memory_shim.so", releases: "DPC++ 2025" },
-    Abi { libsycl: "libsycl.so.9", shim: "dpctl_memory_shim_sycl9.so", releases: "DPC++ 2026" },
+    Abi { libsycl: "libsycl.so.8", shim: "dpctl_memory_shim.so", releases: "DPC++ 2025", sycl_source: false },
+    Abi { libsycl: "libsycl.so.9", shim: "dpctl_memory_shim_sycl9.so", releases: "DPC++ 2026", sycl_source: true },
 ];
 
 /// The ABI of the runtime in `root`: the newest whose `lib/libsycl.so.<N>` is there.

@@ -12,6 +12,7 @@ use std::any::Any;
 use std::sync::{Arc, OnceLock, Weak};
 
 use crate::error::{MemoryError, Result};
+use crate::runtime::program::SourceLanguage;
 use crate::runtime::UsmKind;
 use crate::runtime::{
     check_allocation_request, Address, Context, Device, DeviceInfo, DeviceType, Provider, Queue, ReadBytes, WriteBytes,
@@ -138,6 +139,17 @@ impl SyclDevice {
 impl Device for SyclDevice {
     fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    fn can_compile(&self, language: SourceLanguage) -> bool {
+        match language {
+            // Built through the OpenCL runtime (`program.rs`).
+            SourceLanguage::OpenClC | SourceLanguage::SpirV => self.info.backend == "opencl",
+            SourceLanguage::Sycl => {
+                shim::shim().is_ok_and(|s| s.abi.sycl_source) && self.handle.can_compile_sycl().unwrap_or(false)
+            }
+            SourceLanguage::Ptx | SourceLanguage::CudaC => false,
+        }
     }
 
     fn same_device(&self, other: &dyn Device) -> bool {

@@ -61,6 +61,9 @@ impl ProgramBuilder for SyclContext {
                 message: format!("the device {:?} is not a device of this SYCL context", device.info().name),
             });
         };
+        if let ProgramSource::Sycl { text, headers, registered } = source {
+            return build_sycl(&self.handle, context, device, SyclSourceRef { text, headers, registered }, options);
+        }
         if device.info.backend != "opencl" {
             return Err(MemoryError::ProgramsUnsupported {
                 message: format!(
@@ -94,6 +97,58 @@ impl ProgramBuilder for SyclContext {
             Err(failed) => Err(runtime_error(&format!("building a {} program", source.format_name()), failed.error)),
         }
     }
+}
+
+/// What a SYCL-source build was given (the parts of `ProgramSource::Sycl`).
+struct SyclSourceRef<'a> {
+    text: &'a str,
+    headers: &'a [(String, String)],
+    registered: &'a [String],
+}
+
+/// Builds SYCL source: only on the DPC++ 2026 runtime (whose shim has the kernel_compiler
+/// path), with `options` split into one compiler flag per word.
+fn build_sycl(
+    handle: &super::shim::ContextHandle,
+    context: Arc<SyclContext>,
+    device: &Arc<SyclDevice>,
+    source: SyclSourceRef<'_>,
+    options: &str,
+) -> Result<Built> {
+    let abi = super::shim::shim().map_err(|message| MemoryError::ProgramsUnsupported { message })?.abi;
+    if !abi.sycl_source {
+        return Err(MemoryError::ProgramsUnsupported {
+            message: format!(
+                "SYCL-source kernels need the DPC++ 2026 runtime (libsycl.so.9: `npx dpctl-memory-install-runtime --sycl 2026`, \
+                 then DPCTL_MEMORY_SYCL_ROOT at its folder, or an installed oneAPI 2026); this process runs {} ({}), \
+                 whose PyPI runtime lacks the device library SYCL source links (libsycl-crt.bc)",
+                abi.releases, abi.libsycl
+            ),
+        });
+    }
+    let flags: Vec<String> = options.split_whitespace().map(str::to_string).collect();
+    let sycl_source =
+        ffi::SyclSource { text: source.text, headers: source.headers, registered: source.registered, options: &flags };
+    match handle.build_sycl_program(&device.handle, &sycl_source) {
+        Ok((handle, log)) => {
+            let names = handle.kernel_names().map_err(|e| runtime_error("listing the program's kernels", e))?;
+            let program = SyclProgram { handle, context, device: Arc::clone(device), names };
+            Ok(Ok((Arc::new(program) as Arc<dyn Program>, log)))
+        }
+        Err(failed) if failed.error.status == ffi::STATUS_BUILD => Ok(Err(BuildFailure {
+            summary: format!("the SYCL program did not build: {}", first_line(&failed.error.message)),
+            log: failed.log,
+        })),
+        Err(failed) if failed.error.status == ffi::STATUS_UNSUPPORTED => Err(MemoryError::ProgramsUnsupported {
+            message: format!("'{}': {}", device.info.name, failed.error.message),
+        }),
+        Err(failed) => Err(runtime_error("building a SYCL program", failed.error)),
+    }
+}
+
+/// The first line of a compiler's message (the rest is in the build log).
+fn first_line(text: &str) -> &str {
+    text.lines().find(|line| !line.trim().is_empty()).unwrap_or(text)
 }
 
 impl Program for SyclProgram {

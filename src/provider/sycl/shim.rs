@@ -33,7 +33,7 @@ use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_LOCAL, RTLD_NOW};
 use super::locate;
 
 /// The shim's `DPM_ABI_VERSION` this code is written against.
-const ABI_VERSION: u32 = 6;
+const ABI_VERSION: u32 = 7;
 
 /// Status codes (`DPM_*`).
 #[cfg_attr(not(test), allow(dead_code))] // matched by the tests
@@ -112,6 +112,8 @@ pub struct Shim {
     /// The shim file that was loaded.
     #[cfg_attr(not(test), allow(dead_code, reason = "read by the tests of where the runtime came from"))]
     pub shim_path: PathBuf,
+    /// The runtime's SYCL ABI (which `libsycl`, so which shim).
+    pub abi: &'static locate::Abi,
     last_error: unsafe extern "C" fn() -> *const c_char,
     get_devices: DeviceListFn,
     device_free: unsafe extern "C" fn(*mut RawDevice),
@@ -282,6 +284,7 @@ fn load_shim() -> Result<Shim, String> {
         // SAFETY: as for `sym!`: the types are the header's, the library stays loaded.
         program: unsafe { super::shim_program::ProgramFns::load(&lib, shim_path) }?,
         runtime_root: runtime.root,
+        abi: runtime.abi,
         shim_path: shim_path.clone(),
         _libm: libm,
         _sycl: sycl,

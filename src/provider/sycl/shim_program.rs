@@ -17,6 +17,8 @@ use super::shim::{
 pub const STATUS_BUILD: c_int = 6;
 /// `DPM_ERR_NOT_FOUND`: no kernel of that name.
 pub const STATUS_NOT_FOUND: c_int = 7;
+/// `DPM_ERR_UNSUPPORTED`: this runtime or device cannot do it.
+pub const STATUS_UNSUPPORTED: c_int = 9;
 
 /// `DPM_QUEUE_*` flags.
 pub const QUEUE_IN_ORDER: c_int = 1;
@@ -97,6 +99,23 @@ pub struct ProgramFns {
         *mut *mut RawProgram,
         *mut *mut c_char,
     ) -> c_int,
+    #[allow(clippy::type_complexity)]
+    program_create_sycl: unsafe extern "C" fn(
+        *const RawContext,
+        *const RawDevice,
+        *const c_char,
+        usize,
+        *const *const c_char,
+        *const *const c_char,
+        usize,
+        *const *const c_char,
+        usize,
+        *const *const c_char,
+        usize,
+        *mut *mut RawProgram,
+        *mut *mut c_char,
+    ) -> c_int,
+    device_can_compile_sycl: unsafe extern "C" fn(*const RawDevice, *mut c_int) -> c_int,
     program_free: unsafe extern "C" fn(*mut RawProgram),
     program_kernel_names: unsafe extern "C" fn(*const RawProgram, *mut *mut c_char) -> c_int,
     string_free: unsafe extern "C" fn(*mut c_char),
@@ -172,6 +191,8 @@ impl ProgramFns {
             queue_create_with: sym!("dpm_queue_create_with"),
             queue_native: sym!("dpm_queue_native"),
             program_create: sym!("dpm_program_create"),
+            program_create_sycl: sym!("dpm_program_create_sycl"),
+            device_can_compile_sycl: sym!("dpm_device_can_compile_sycl"),
             program_free: sym!("dpm_program_free"),
             program_kernel_names: sym!("dpm_program_kernel_names"),
             string_free: sym!("dpm_string_free"),
@@ -320,6 +341,79 @@ impl ContextHandle {
             }
             Err(error) => Err(BuildError { error, log }),
         }
+    }
+}
+
+/// SYCL source to build: the text, virtual include files (name, content), name
+/// expressions to register, and compiler flags (one each).
+pub struct SyclSource<'a> {
+    pub text: &'a str,
+    pub headers: &'a [(String, String)],
+    pub registered: &'a [String],
+    pub options: &'a [String],
+}
+
+impl ContextHandle {
+    /// Builds SYCL source for `device`: the program and its log, or (a build failure, or
+    /// `STATUS_UNSUPPORTED`) the error with the log.
+    pub fn build_sycl_program(
+        &self,
+        device: &DeviceHandle,
+        source: &SyclSource<'_>,
+    ) -> Result<(ProgramHandle, String), BuildError> {
+        let no_log = |error: ShimError| BuildError { error, log: String::new() };
+        let strings = |items: &mut dyn Iterator<Item = &String>, what: &str| -> Result<Vec<CString>, BuildError> {
+            items.map(|item| c_string(item, what).map_err(no_log)).collect()
+        };
+        let names = strings(&mut source.headers.iter().map(|(name, _)| name), "a header name")?;
+        let contents = strings(&mut source.headers.iter().map(|(_, content)| content), "a header's content")?;
+        let registered = strings(&mut source.registered.iter(), "a registered name")?;
+        let options = strings(&mut source.options.iter(), "a build option")?;
+        let pointers = |items: &[CString]| items.iter().map(|item| item.as_ptr()).collect::<Vec<_>>();
+        let (names_p, contents_p, registered_p, options_p) =
+            (pointers(&names), pointers(&contents), pointers(&registered), pointers(&options));
+        let mut out: *mut RawProgram = ptr::null_mut();
+        let mut log: *mut c_char = ptr::null_mut();
+        let f = self.shim.program.program_create_sycl;
+        // SAFETY: live handles; the text is valid for its length and every array holds as
+        // many NUL-terminated strings as its count says, all only read during the call;
+        // valid out-parameters.
+        let status = unsafe {
+            f(
+                self.raw.as_ptr(),
+                device.raw.as_ptr(),
+                source.text.as_ptr().cast(),
+                source.text.len(),
+                names_p.as_ptr(),
+                contents_p.as_ptr(),
+                names_p.len(),
+                registered_p.as_ptr(),
+                registered_p.len(),
+                options_p.as_ptr(),
+                options_p.len(),
+                &mut out,
+                &mut log,
+            )
+        };
+        let checked = self.shim.check(status);
+        let log = take_shim_string(self.shim, log);
+        match checked {
+            Ok(()) => {
+                let raw = non_null(out, "program").map_err(no_log)?;
+                Ok((ProgramHandle { raw, shim: self.shim }, log))
+            }
+            Err(error) => Err(BuildError { error, log }),
+        }
+    }
+}
+
+impl DeviceHandle {
+    /// Whether this shim's runtime compiles SYCL source for the device.
+    pub fn can_compile_sycl(&self) -> ShimResult<bool> {
+        let mut out: c_int = 0;
+        // SAFETY: a live device handle and a valid out-parameter.
+        self.shim.check(unsafe { (self.shim.program.device_can_compile_sycl)(self.raw.as_ptr(), &mut out) })?;
+        Ok(out != 0)
     }
 }
 
