@@ -6,3 +6,14 @@
 extern "C" {
 __attribute__((visibility("hidden"))) char __libc_single_threaded = 0;
 }
+
+// libstdc++ 11 and later have `new T[n]` and vector growth call
+// `std::__throw_bad_array_new_length`, a GLIBCXX_3.4.29 symbol; the SYCL 2026 headers'
+// kernel-compiler types reach it. This hidden copy throws what that one throws, so the shim
+// keeps the runtime's own libstdc++ floor.
+#include <new>
+namespace std {
+[[noreturn]] __attribute__((visibility("hidden"))) void __throw_bad_array_new_length() {
+  throw bad_array_new_length();
+}
+}  // namespace std
