@@ -58,8 +58,11 @@ void axpy(float *y, const float *x, float a) {
   y[i] = a * x[i] + y[i];
 }`;
 
-/** Milliseconds of the first and the second build of SYCL_SOURCE in a fresh process on `side`. */
-function syclSourceBuilds(side) {
+/**
+ * Milliseconds of the first and the second build of SYCL_SOURCE in a fresh process on
+ * `side`; `extraEnv` turns the runtime's persistent cache on.
+ */
+function syclSourceBuilds(side, extraEnv = {}) {
   const script = `const m = require(${JSON.stringify(path.resolve(__dirname, '..'))});
     const q = new m.SyclQueue('opencl:cpu');
     const times = [];
@@ -69,7 +72,7 @@ function syclSourceBuilds(side) {
       times.push(performance.now() - t0);
     }
     console.log(JSON.stringify(times));`;
-  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: envOf(side) });
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...envOf(side), ...extraEnv } });
   if (r.status !== 0) throw new Error(`SYCL-source builds on ${side.name}: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
@@ -119,6 +122,18 @@ function main() {
   const [first, second] = [median(builds.map((b) => b[0])), median(builds.map((b) => b[1]))];
   rows.push({ case: 'SYCL-source kernel: first build in a process', [sides[0].name]: 'cannot (no SYCL-source compilation)', [sides[1].name]: `${first.toFixed(0)} ms`, ratio: null });
   rows.push({ case: 'SYCL-source kernel: the same source built again', [sides[0].name]: 'cannot', [sides[1].name]: `${second.toFixed(0)} ms`, ratio: null });
+  // With the runtime's persistent cache (a fresh folder): a first process fills it, a second
+  // one builds from it.
+  const cacheDir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'dpctl-memory-sycl-cache-'));
+  try {
+    const cached = { SYCL_CACHE_PERSISTENT: '1', SYCL_CACHE_DIR: cacheDir };
+    const filling = syclSourceBuilds(sides[1], cached);
+    const reading = syclSourceBuilds(sides[1], cached);
+    rows.push({ case: 'SYCL-source kernel, SYCL_CACHE_PERSISTENT=1: built again in the process', [sides[0].name]: 'cannot', [sides[1].name]: `${filling[1].toFixed(0)} ms`, ratio: null });
+    rows.push({ case: 'SYCL-source kernel, SYCL_CACHE_PERSISTENT=1: first build of a new process', [sides[0].name]: 'cannot', [sides[1].name]: `${reading[0].toFixed(0)} ms`, ratio: null });
+  } finally {
+    fs.rmSync(cacheDir, { recursive: true, force: true });
+  }
   const [d0, d1] = sides.map((side) => duBytes(side.dir));
   rows.push({ case: 'installed size', [sides[0].name]: `${(d0 / 2 ** 30).toFixed(2)} GiB`, [sides[1].name]: `${(d1 / 2 ** 30).toFixed(2)} GiB`, ratio: +(d0 / d1).toFixed(2) });
   console.log(`SYCL runtimes on the OpenCL CPU device (drivers ${driver.join(' / ')}), ${rounds} round(s); ratio = 2025 time / 2026 time (above 1: 2026 faster)`);
