@@ -1004,6 +1004,8 @@ export declare class SyclContext implements CloneGuarded {
   constructor(device?: SyclDevice | string | null)
   /** The devices of this context (a new array on every read). */
   get devices(): SyclDevice[]
+  /** How many devices the context holds (dpctl's `device_count`). */
+  get deviceCount(): number
   /**
    * Whether `other` is the same context.
    * @param other Another context.

@@ -38,6 +38,7 @@ const CANNOT_THROW = new Map([
   ['SyclDevice.localMemSize', 'read at construction'],
   ['SyclDevice.aspects', 'read at construction'],
   ['SyclContext.devices', 'the context\'s own devices; the binding has no failing runtime call there'],
+  ['SyclContext.deviceCount', 'the count of those devices, read as `devices` reads them'],
   ['SyclQueue.syclDevice', 'the queue\'s own device, kept after the first read; no failing runtime call'],
   ['SyclQueue.syclContext', 'the queue\'s own context, kept after the first read; no failing runtime call'],
   ['SyclProgram.kernelNames', 'kept from the build'],

@@ -151,6 +151,7 @@ withDefaultDevice(test, "new SyclContext() is the default device's default conte
   const devices = ctx.devices;
   t.true(Array.isArray(devices));
   t.true(devices.length >= 1);
+  t.is(ctx.deviceCount, devices.length);
   t.true(devices.some((d) => d.equals(new SyclDevice())));
   t.true(ctx.equals(new SyclContext()), 'the same context every time');
   t.true(ctx.equals(new SyclQueue().syclContext));
@@ -165,6 +166,7 @@ eachDevice(test, 'new SyclContext(device) makes a new context of its own', (t, d
   t.false(a.equals(b), 'a new one each time');
   t.true(a.equals(a));
   t.is(a.devices.length, 1);
+  t.is(a.deviceCount, 1, "dpctl's device_count");
   t.true(a.devices[0].equals(device));
   t.true(new SyclContext(device.filterString).devices[0].equals(device), 'a filter string works too');
 });

@@ -218,9 +218,17 @@ class SyclContext {
 
   /** The devices of this context (a new array on every read). */
   get devices() {
-    const handle = SyclContext.#handleOf(this, 'devices');
-    const devices = (this.#devices ??= devicesOf(native.contextDevices(handle)));
+    const devices = SyclContext.#devicesOf(this, 'devices');
     return listOf(devices.length, (i) => devices[i]);
+  }
+  /** How many devices the context holds (dpctl's `device_count`). */
+  get deviceCount() {
+    return SyclContext.#devicesOf(this, 'deviceCount').length;
+  }
+  /** The context's devices, read from the binding once. */
+  static #devicesOf(self, member) {
+    const handle = SyclContext.#handleOf(self, member);
+    return (self.#devices ??= devicesOf(native.contextDevices(handle)));
   }
   equals(other) {
     const handle = SyclContext.#handleOf(this, 'equals');
