@@ -309,7 +309,7 @@ export function poolTrim(): number
  */
 export function programBuild(queueId: number, format: number, source: unknown, options: string): string
 /** SYCL source with include files (names[i], contents[i]) and name expressions to register: JSON as programBuild's. */
-export function programBuildSycl(queueId: number, source: string, options: string, headerNames: string[], headerContents: string[], registered: string[]): string
+export function programBuildSycl(queueId: number, source: string, options: string[], headerNames: string[], headerContents: string[], registered: string[]): string
 
 /** Whether the program has a kernel `name`. */
 export function programHasKernel(programId: number, name: string): boolean

@@ -292,13 +292,15 @@ class SyclProgram {
   getKernel(name) {
     const self = SyclProgram.#of(this, 'getKernel');
     const text = stringArg(name, 'kernel name');
+    // No kernel's name holds a NUL (C would read the name only up to it).
+    if (text.includes('\0')) throw makeError('Error', `the program has no kernel named ${JSON.stringify(text.slice(0, 64))}`, ErrorCode.KernelNotFound);
     const id = call(() => native.programKernel(self.#handle, text));
     return new SyclKernel(INTERNAL, id, self);
   }
   hasKernel(name) {
     const self = SyclProgram.#of(this, 'hasKernel');
     const text = stringArg(name, 'kernel name');
-    return call(() => native.programHasKernel(self.#handle, text));
+    return !text.includes('\0') && call(() => native.programHasKernel(self.#handle, text));
   }
   /** The names of its kernels (a new array on every read). */
   get kernelNames() {
@@ -395,25 +397,34 @@ class SyclKernel {
 
 const FORMATS = { source: 1, spirv: 2, ptx: 3, cuda: 4 };
 
-/** The `options` build option (a string) of `{ options }` (and of `extra` keys, read by the caller). */
-function buildOptions(options, method, extra = []) {
-  if (options === undefined || options === null) return '';
+/**
+ * The `options` build option of `{ options }` (and of `extra` keys, read by the caller):
+ * `text`, one string (an array's elements joined by spaces), and `list`, one compiler
+ * argument each (an array's elements as given, a string's words).
+ */
+function readBuildOptions(options, method, extra = []) {
+  if (options === undefined || options === null) return { text: '', list: [] };
   if (typeof options !== 'object' || isRevoked(options) || isArray(options)) throw typeError(`${method} options must be a plain object such as { options: '-cl-fast-relaxed-math' }, not ${typeName(options)}`);
   const names = keys(options);
   for (let i = 0; i < names.length; i++) {
     if (names[i] !== 'options' && !extra.includes(names[i])) throw typeError(`unknown option '${names[i].slice(0, 64)}': ${method} takes { ${['options', ...extra].join(', ')} }`);
   }
   const value = options.options;
-  if (value === undefined) return '';
-  if (typeof value === 'string') return value;
+  if (value === undefined) return { text: '', list: [] };
+  if (typeof value === 'string') {
+    compilerString(value, method, 'the build options');
+    return { text: value, list: value.split(/\s+/).filter((word) => word !== '') };
+  }
   if (isArray(value)) {
     // Each option read once: the strings checked are the strings joined.
-    const list = snapshot(value, () => typeError(`${method}: the build options array was revoked while it was read`));
-    for (let i = 0; i < list.length; i++) if (typeof list[i] !== 'string') throw typeError(`${method}: every build option must be a string`);
-    return apply(arrayJoin, list, [' ']);
+    const list = stringList(value, method, 'the build options');
+    return { text: apply(arrayJoin, list, [' ']), list };
   }
   throw typeError(`${method}: options must be a string or an array of strings, not ${typeName(value)}`);
 }
+
+/** The build options of `{ options }` as one string. */
+const buildOptions = (options, method) => readBuildOptions(options, method).text;
 
 function build(queue, format, source, options, method) {
   return built(queue, method, (handle) => native.programBuild(handle, format, source, options));
@@ -455,12 +466,27 @@ function createProgramFromCuda(queue, source, options) {
   return build(queue, FORMATS.cuda, source, flags, 'createProgramFromCuda');
 }
 
+/** The most strings a list of build inputs holds (names, headers, options). */
+const MAX_BUILD_LIST = 1 << 16;
+
+/** Refuses a list longer than MAX_BUILD_LIST before any element is read. */
+const boundedLength = (method, what) => (length) => {
+  if (length > MAX_BUILD_LIST) throw rangeError(`${method}: ${what} may hold at most ${MAX_BUILD_LIST} entries, not ${length}`, ErrorCode.InvalidArgValue);
+};
+
+/** A string that reaches the compiler: no NUL (C would read it only up to one). */
+function compilerString(value, method, what) {
+  if (typeof value !== 'string') throw typeError(`${method}: every element of ${what} must be a string, not ${typeName(value)}`);
+  if (value.includes('\0')) throw rangeError(`${method}: ${what} may not hold a NUL character`, ErrorCode.InvalidArgValue);
+  return value;
+}
+
 /** A list of strings (each read once), or [] when not given; `what` names it in errors. */
 function stringList(value, method, what) {
   if (value === undefined) return [];
   if (!isArray(value)) throw typeError(`${method}: ${what} must be an array of strings, not ${typeName(value)}`);
-  const list = snapshot(value, () => typeError(`${method}: ${what} was revoked while it was read`));
-  for (let i = 0; i < list.length; i++) if (typeof list[i] !== 'string') throw typeError(`${method}: every element of ${what} must be a string, not ${typeName(list[i])}`);
+  const list = snapshot(value, () => typeError(`${method}: ${what} was revoked while it was read`), boundedLength(method, what));
+  for (let i = 0; i < list.length; i++) compilerString(list[i], method, what);
   return list;
 }
 
@@ -473,24 +499,34 @@ function headerLists(headers, method) {
   const bad = () => typeError(`${method}: headers must be an object of name to content, or an array of [name, content] string pairs`);
   let pairs;
   if (isArray(headers)) {
-    pairs = snapshot(headers, bad).map((pair) => {
+    pairs = snapshot(headers, bad, boundedLength(method, 'headers')).map((pair) => {
       if (!isArray(pair)) throw bad();
       const both = snapshot(pair, bad);
       if (both.length !== 2) throw bad();
       return both;
     });
   } else if (typeof headers === 'object' && headers !== null && !isRevoked(headers)) {
-    pairs = keys(headers).map((name) => [name, headers[name]]);
+    try {
+      const names = keys(headers);
+      boundedLength(method, 'headers')(names.length);
+      pairs = names.map((name) => [name, headers[name]]);
+    } catch (error) {
+      // A Proxy revoked while it is read: coded, as the array's snapshot is.
+      if (isRevoked(headers)) throw bad();
+      throw error;
+    }
   } else {
     throw bad();
   }
   const names = [];
   const contents = [];
+  const seen = new Set();
   for (const [name, content] of pairs) {
     if (typeof name !== 'string' || typeof content !== 'string') throw typeError(`${method}: header names and contents must be strings, not (${typeName(name)}, ${typeName(content)})`);
-    if (name === '' || names.includes(name)) throw typeError(`${method}: header ${name === '' ? 'names must not be empty' : `'${name.slice(0, 64)}' is given twice`}`);
-    names.push(name);
-    contents.push(content);
+    if (name === '' || seen.has(name)) throw typeError(`${method}: header ${name === '' ? 'names must not be empty' : `'${name.slice(0, 64)}' is given twice`}`);
+    seen.add(name);
+    names.push(compilerString(name, method, 'a header name'));
+    contents.push(compilerString(content, method, 'a header'));
   }
   return [names, contents];
 }
@@ -503,7 +539,7 @@ function headerLists(headers, method) {
  */
 function createProgramFromSycl(queue, source, options) {
   const method = 'createProgramFromSycl';
-  const flags = buildOptions(options, method, ['headers', 'registeredNames']);
+  const flags = readBuildOptions(options, method, ['headers', 'registeredNames']).list;
   const [names, contents] = headerLists(options?.headers, method);
   const registered = stringList(options?.registeredNames, method, 'registeredNames');
   if (typeof source !== 'string') throw typeError(`${method}: the source must be a string, not ${typeName(source)}`);
@@ -781,6 +817,13 @@ function memcpyOn(queue, method, dst, src, nbytes, deps, asynchronous) {
   return asyncEvent(queue, id, [dst, src, deps]);
 }
 
+/** `[buffer, byteOffset, byteLength]` getters of TypedArrays and of DataViews, as built in. */
+const getterOf = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
+const TYPED_ARRAY_PROTO = Object.getPrototypeOf(Uint8Array.prototype);
+const TYPED_ARRAY_GETTERS = ['buffer', 'byteOffset', 'byteLength'].map((name) => getterOf(TYPED_ARRAY_PROTO, name));
+const DATA_VIEW_GETTERS = ['buffer', 'byteOffset', 'byteLength'].map((name) => getterOf(DataView.prototype, name));
+const { isDataView } = require('node:util').types;
+
 /** The sizes of a fill's element: dpctl's typed fills (complex128 is 16 bytes). */
 const PATTERN_SIZES = [1, 2, 4, 8, 16];
 
@@ -791,11 +834,13 @@ const PATTERN_SIZES = [1, 2, 4, 8, 16];
  */
 function patternBytes(pattern, method) {
   if (ArrayBuffer.isView(pattern)) {
-    const size = pattern.byteLength;
+    // The view's own getters, not properties it (or a subclass) may shadow.
+    const getters = isDataView(pattern) ? DATA_VIEW_GETTERS : TYPED_ARRAY_GETTERS;
+    const [buffer, offset, size] = getters.map((get) => apply(get, pattern, []));
     if (!PATTERN_SIZES.includes(size)) {
-      throw rangeError(`${method}: a pattern given as bytes is one element of 1, 2, 4, 8 or 16 bytes (new Float64Array([re, im]) for complex128); this ${pattern.constructor.name} has ${size}`, ErrorCode.InvalidArgValue);
+      throw rangeError(`${method}: a pattern given as bytes is one element of 1, 2, 4, 8 or 16 bytes (new Float64Array([re, im]) for complex128); this one has ${size}`, ErrorCode.InvalidArgValue);
     }
-    return new Uint8Array(pattern.buffer, pattern.byteOffset, size).slice();
+    return new Uint8Array(buffer, offset, size).slice();
   }
   if (isKernelArg(pattern) && argFacts(pattern)[0] === 1) {
     const [, type, lo, hi] = argFacts(pattern);

@@ -482,7 +482,7 @@ function runPip(python, staging, spec) {
  * over the default (not over an explicit `sycl: '2026'`, which the tests name by path).
  */
 async function install({ quiet = false, sycl = 'default' } = {}) {
-  const spec = RUNTIMES[sycl];
+  const spec = Object.hasOwn(RUNTIMES, sycl) ? RUNTIMES[sycl] : undefined;
   if (!spec) throw new Error(`dpctl-memory: no SYCL runtime '${sycl}' (known: ${Object.keys(RUNTIMES).join(', ')})`);
   const oneapi = sycl === 'default' ? installedOneApi() : null;
   if (oneapi) {
@@ -610,9 +610,9 @@ if (require.main === module) {
   let sycl = 'default';
   for (let i = 0; i < given.length; i++) {
     const syclArg = /^--sycl=(.*)$/.exec(given[i]);
-    if (syclArg || (given[i] === '--sycl' && given[i + 1] === '2026')) {
-      sycl = syclArg ? syclArg[1] : given[++i];
-      if (!(sycl in RUNTIMES) || sycl === 'default') {
+    if (syclArg || given[i] === '--sycl') {
+      sycl = syclArg ? syclArg[1] : String(given[++i] ?? '');
+      if (!Object.hasOwn(RUNTIMES, sycl) || sycl === 'default') {
         process.stderr.write(`dpctl-memory-install-runtime: unknown SYCL runtime '${sycl}' (known: 2026)\n\n${HELP}`);
         process.exit(2);
       }

@@ -139,23 +139,23 @@ pub fn program_build(env: &Env, queue_id: f64, format: u32, source: Unknown, opt
     built_json(env, model::build(&queue, source, &options).or_throw(env)?)
 }
 
-/// Builds SYCL source for the queue's device, with virtual include files
-/// (`header_names[i]`, `header_contents[i]`) and name expressions to register; `options`
-/// are compiler flags separated by spaces. JSON as `program_build`'s.
+/// Builds SYCL source for the queue's device, with compiler arguments (one each), virtual
+/// include files (`header_names[i]`, `header_contents[i]`) and name expressions to
+/// register. JSON as `program_build`'s.
 #[napi]
 pub fn program_build_sycl(
     env: &Env,
     queue_id: f64,
     source: String,
-    options: String,
+    options: Vec<String>,
     header_names: Vec<String>,
     header_contents: Vec<String>,
     registered: Vec<String>,
 ) -> napi::Result<String> {
     let queue = queue(env, queue_id)?;
     let headers: Vec<(String, String)> = header_names.into_iter().zip(header_contents).collect();
-    let source = ProgramSource::Sycl { text: &source, headers: &headers, registered: &registered };
-    built_json(env, model::build(&queue, source, &options).or_throw(env)?)
+    let source = ProgramSource::Sycl { text: &source, headers: &headers, registered: &registered, flags: &options };
+    built_json(env, model::build(&queue, source, "").or_throw(env)?)
 }
 
 /// A build's outcome as the JS layer reads it: `{ id, log, names }`, or `{ failed, log }`.

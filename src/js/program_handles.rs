@@ -25,6 +25,14 @@ pub struct KernelHandles {
 }
 
 impl KernelHandles {
+    /// At `exit()`: lets go of every program, kernel and event without releasing them. The
+    /// SYCL runtime's own destructors may have run by then (they were registered after this
+    /// addon's exit hook), and a SYCL-source program released after them crashes; the
+    /// process is ending, so the system takes them back.
+    pub(crate) fn leak_at_exit(&mut self) {
+        std::mem::forget(std::mem::take(self));
+    }
+
     /// At teardown the environment releases its references itself (see `Handles`).
     pub(crate) fn forget_references(&mut self) {
         self.events.for_each(|entry| {

@@ -106,7 +106,9 @@ extern "C" fn at_exit() {
             let Some(slot) = ffi::instance_data::<Slot>(&env) else { continue };
             // Borrowed: the exit came from inside a call that holds them; leave them.
             if let Ok(mut handles) = slot.state.handles.try_borrow_mut() {
-                release(std::mem::take(&mut *handles));
+                let mut handles = std::mem::take(&mut *handles);
+                handles.kernels.leak_at_exit();
+                release(handles);
             }
         }
         let Some(process) = PROCESS.get() else { return };

@@ -243,16 +243,16 @@ pub fn build(queue: &Arc<dyn Queue>, source: ProgramSource<'_>, options: &str) -
     builder.build(&device, source, options)
 }
 
-/// What no compiler should be handed: an OpenCL C source with a NUL (the runtime reads the
+/// What no compiler should be handed: an OpenCL C or SYCL source with a NUL (the runtime reads the
 /// text only up to it, and would drop what follows without a word), and a SPIR-V module
 /// whose instructions do not tile its words (the OpenCL CPU device's reader loops forever
 /// on an instruction of word count 0). A build failure, as the compiler's own would be.
 fn malformed(source: &ProgramSource<'_>) -> Option<BuildFailure> {
     let failure = |summary: String| Some(BuildFailure { log: summary.clone(), summary });
     match source {
-        ProgramSource::OpenClC(text) => {
-            text.find('\0').and_then(|at| failure(format!("the OpenCL C source has a NUL character at offset {at}")))
-        }
+        ProgramSource::OpenClC(text) | ProgramSource::Sycl { text, .. } => text
+            .find('\0')
+            .and_then(|at| failure(format!("the {} source has a NUL character at offset {at}", source.format_name()))),
         ProgramSource::SpirV(bytes) => spirv_problem(bytes).and_then(failure),
         _ => None,
     }

@@ -28,8 +28,9 @@ pub enum ProgramSource<'a> {
     #[allow(dead_code, reason = "read by a provider that compiles CUDA C")]
     CudaC(&'a str),
     /// SYCL C++ source with free-function kernels (the kernel_compiler extension): the
-    /// text, virtual include files (name, content) and name expressions to register.
-    Sycl { text: &'a str, headers: &'a [(String, String)], registered: &'a [String] },
+    /// text, virtual include files (name, content), name expressions to register, and
+    /// compiler arguments (one each: a build's `options` text is not used).
+    Sycl { text: &'a str, headers: &'a [(String, String)], registered: &'a [String], flags: &'a [String] },
 }
 
 /// A language programs are built from, as dpctl's `SyclDevice.can_compile` names them.

@@ -187,9 +187,9 @@ pub fn cache_dir() -> Option<PathBuf> {
     Some(cache_root()?.join(format!("sycl-runtime-{RUNTIME_VERSION}")))
 }
 
-/// The cache folders of every runtime `runtime.json` names (the default, then 2026's), for
-/// build.rs, which builds a shim for each one there.
-#[allow(dead_code, reason = "read by build.rs, which includes this file")]
+/// The cache folders of every runtime `runtime.json` names (the default, then 2026's): build.rs
+/// builds a shim for each one there, and a named root that is one of them is checked as the
+/// cache is.
 pub fn cached_runtimes() -> Vec<PathBuf> {
     let Some(root) = cache_root() else { return Vec::new() };
     [RUNTIME_VERSION, RUNTIME_2026_VERSION].iter().map(|version| root.join(format!("sycl-runtime-{version}"))).collect()
@@ -236,20 +236,28 @@ fn lacks(root: &Path, need: Need) -> String {
 /// there, found or not: the runtime a user names is never silently replaced by another.
 pub fn locate(need: Need) -> Result<Found, Vec<String>> {
     let mut searched = Vec::new();
-    let mut named = false;
+    let mut named: Option<String> = None;
     for (source, root) in candidates() {
-        if named && source == "cache" {
+        // The first variable set is the user's choice: its two forms, and nothing after.
+        if named.as_ref().is_some_and(|var| *var != source) {
             searched.push(format!(
-                "the per-user cache was not searched: {} names the runtime to use (unset it to use the cache's)",
-                ROOT_VARS.iter().find(|var| non_empty_var(var).is_some()).copied().unwrap_or("a variable")
+                "nothing else was searched (the other variables, the per-user cache): {} names the runtime to use",
+                named.as_deref().unwrap_or("a variable")
             ));
             break;
         }
-        named |= source != "cache";
+        if source != "cache" {
+            named = Some(source.clone());
+        }
         if let Some(abi) = satisfies(&root, need) {
             return Ok(Found { root, source, abi });
         }
         searched.push(format!("{} ({source}): {}", root.display(), lacks(&root, need)));
+    }
+    if let Some(var) = named.filter(|_| !searched.last().is_some_and(|line| line.starts_with("nothing else"))) {
+        searched.push(format!(
+            "nothing else was searched (the other variables, the per-user cache): {var} names the runtime to use"
+        ));
     }
     let ignored = ignored_cache_vars();
     if !ignored.is_empty() {
@@ -421,7 +429,13 @@ pub fn check_subfolders(dir: &Path, subdirs: &[&str], uid: u32) -> Result<(), Ve
 /// taken as it is. `subdirs`: the folders of the runtime that are read (`lib`, and
 /// `include` for a build). `Err` is the whole message, with how to fix it.
 pub fn check_trusted(found: &Found, subdirs: &[&str]) -> Result<(), String> {
-    if found.source != "cache" {
+    // A named root is the user's, except one of the cache's own runtimes (the 2026 one is
+    // used only by being named): that is checked as the cache is.
+    let in_cache = || {
+        let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+        cached_runtimes().iter().filter_map(|dir| canonical(dir)).any(|dir| canonical(&found.root) == Some(dir))
+    };
+    if found.source != "cache" && !in_cache() {
         return Ok(());
     }
     let dir = &found.root;

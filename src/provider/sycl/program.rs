@@ -61,8 +61,9 @@ impl ProgramBuilder for SyclContext {
                 message: format!("the device {:?} is not a device of this SYCL context", device.info().name),
             });
         };
-        if let ProgramSource::Sycl { text, headers, registered } = source {
-            return build_sycl(&self.handle, context, device, SyclSourceRef { text, headers, registered }, options);
+        if let ProgramSource::Sycl { text, headers, registered, flags } = source {
+            let sycl_source = ffi::SyclSource { text, headers, registered, options: flags };
+            return build_sycl(&self.handle, context, device, &sycl_source);
         }
         if device.info.backend != "opencl" {
             return Err(MemoryError::ProgramsUnsupported {
@@ -99,21 +100,13 @@ impl ProgramBuilder for SyclContext {
     }
 }
 
-/// What a SYCL-source build was given (the parts of `ProgramSource::Sycl`).
-struct SyclSourceRef<'a> {
-    text: &'a str,
-    headers: &'a [(String, String)],
-    registered: &'a [String],
-}
-
 /// Builds SYCL source: only on the DPC++ 2026 runtime (whose shim has the kernel_compiler
-/// path), with `options` split into one compiler flag per word.
+/// path).
 fn build_sycl(
     handle: &super::shim::ContextHandle,
     context: Arc<SyclContext>,
     device: &Arc<SyclDevice>,
-    source: SyclSourceRef<'_>,
-    options: &str,
+    sycl_source: &ffi::SyclSource<'_>,
 ) -> Result<Built> {
     let abi = super::shim::shim().map_err(|message| MemoryError::ProgramsUnsupported { message })?.abi;
     if !abi.sycl_source {
@@ -126,10 +119,7 @@ fn build_sycl(
             ),
         });
     }
-    let flags: Vec<String> = options.split_whitespace().map(str::to_string).collect();
-    let sycl_source =
-        ffi::SyclSource { text: source.text, headers: source.headers, registered: source.registered, options: &flags };
-    match handle.build_sycl_program(&device.handle, &sycl_source) {
+    match handle.build_sycl_program(&device.handle, sycl_source) {
         Ok((handle, log)) => {
             let names = handle.kernel_names().map_err(|e| runtime_error("listing the program's kernels", e))?;
             let program = SyclProgram { handle, context, device: Arc::clone(device), names };
