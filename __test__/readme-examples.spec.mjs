@@ -23,7 +23,7 @@ const { getDevices, ucx } = require('../index.js');
 /** Why a block may not run here; anything else is a typo and fails. */
 const MARKS = {
   fragment: 'an excerpt or a signature: needs names it does not define, a second process or a worker',
-  ucx: 'needs UCX (runs where ucx.available() says so)',
+  ucx: 'needs UCX (runs where ucx.available() says so; on a CUDA device, a UCX with CUDA transports)',
   gpu: 'needs a GPU (runs on the GPU suite)',
   opencl: 'needs the CPU device, an OpenCL device (OpenCL C kernels, or the device named)',
 };
@@ -142,7 +142,9 @@ const hasCpu = getDevices().some((d) => d.filterString === 'opencl:cpu:0');
 // The CPU device where there is one; else the default device.
 const cpuEnv = hasCpu ? { ...process.env, ONEAPI_DEVICE_SELECTOR: 'opencl:cpu' } : process.env;
 const hasGpu = getDevices().some((d) => d.deviceType === 'gpu' || d.backend === 'cuda');
-const hasUcx = ucx.available().available;
+// UCX examples move device memory: on the default device where there is no CPU device (a
+// CUDA GPU) they need a UCX with CUDA transports.
+const hasUcx = ucx.available().available && (hasCpu || ucx.info().cudaMemory);
 
 for (const block of blocks) {
   const where = `${block.file}:${block.line}`;
