@@ -1525,6 +1525,8 @@ export declare function createProgramFromCuda(queue: SyclQueue, source: string, 
  * `log`) when the source does not compile.
  * @throws `ERR_INVALID_ARG_TYPE` (a `TypeError`) when `queue` is not a `SyclQueue`, for a
  * `source` of another type, or for bad options (headers not strings, a header named twice).
+ * @throws `ERR_INVALID_ARG_VALUE` (a `RangeError`) for a NUL character in an option, a header
+ * or a name, or for more than 65536 of them.
  */
 export declare function createProgramFromSycl(queue: SyclQueue, source: string, options?: SyclProgramOptions): SyclProgram
 
