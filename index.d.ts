@@ -306,7 +306,7 @@ export type MemoryOfKind<K extends MemoryKind> = K extends 'device'
  *
  * @example
  * ```js
- * const { MemoryUSMShared, MemoryUSMDevice } = require('dpctl-memory');
+ * import { MemoryUSMShared, MemoryUSMDevice } from 'dpctl-memory';
  * const shared = new MemoryUSMShared(1024);          // on the default device
  * new Uint8Array(shared.buffer).fill(7);             // host-visible, no copy
  * const dev = new MemoryUSMDevice(1024, { queue: shared.syclQueue });
@@ -521,7 +521,7 @@ export declare abstract class _Memory implements CloneGuarded {
  * @example
  * ```js
  * const { MemoryUSMDevice, SyclQueue } = require('dpctl-memory');
- * const queue = new SyclQueue('gpu');                    // or the default device: new SyclQueue()
+ * const queue = new SyclQueue();                         // the default device; or new SyclQueue('gpu')
  * const dev = new MemoryUSMDevice(4096, { queue });
  * dev.copyFromHost(new Float32Array(1024).fill(1.5));   // host to device
  * const back = new Float32Array(dev.copyToHost().buffer);
@@ -576,7 +576,7 @@ export declare class MemoryUSMDevice extends _Memory {
  *
  * @example
  * ```js
- * const { MemoryUSMHost, MemoryUSMDevice } = require('dpctl-memory');
+ * import { MemoryUSMHost, MemoryUSMDevice } from 'dpctl-memory';
  * const host = new MemoryUSMHost(4096);                   // on the default device
  * new Float32Array(host.buffer).fill(1.5);                // writes USM memory, no copy
  * const dev = new MemoryUSMDevice(host, { copy: true });  // a device copy of it
@@ -631,7 +631,7 @@ export declare class MemoryUSMHost extends _Memory {
  *
  * @example
  * ```js
- * const { MemoryUSMShared } = require('dpctl-memory');
+ * import { MemoryUSMShared } from 'dpctl-memory';
  * const src = new Uint8Array([1, 2, 3, 4]);
  * const m = new MemoryUSMShared(src.byteLength, { alignment: 64 }); // allocated by size
  * m.copyFromHost(src);                                  // then filled
@@ -784,6 +784,7 @@ export declare function asUsmMemory(obj: _Memory | SyclUsmArrayInterfaceExporter
  * object of its kind over the same allocation, with a `buffer` of its own for host and
  * shared memory; it holds the allocation until freed.
  * @example
+ * <!-- example: fragment -->
  * ```js
  * // main thread
  * worker.postMessage(mem.share());
@@ -823,6 +824,7 @@ export interface IPCOpenOptions {
  * process of this machine opens with `IPCMemoryHandle.open`. Making one marks the
  * allocation as exported: it is freed, never pooled, when it goes.
  * @example
+ * <!-- example: fragment -->
  * ```js
  * // exporter
  * const handle = new IPCMemoryHandle(mem);
@@ -886,8 +888,8 @@ export declare class MemoryIPCDevice extends MemoryUSMDevice {
  * ```js
  * const { SyclDevice, getDevices } = require('dpctl-memory');
  * for (const d of getDevices()) console.log(d.filterString, d.name, d.globalMemSize);
- * const gpu = new SyclDevice('gpu');      // throws SyclDeviceCreationError where there is none
- * gpu.hasAspect('usm_shared_allocations');
+ * const device = new SyclDevice();        // the default device; new SyclDevice('gpu') throws
+ * device.hasAspect('usm_shared_allocations'); // SyclDeviceCreationError where there is no GPU
  * ```
  */
 export declare class SyclDevice implements CloneGuarded {
@@ -1023,9 +1025,9 @@ export declare class SyclContext implements CloneGuarded {
  * @example
  * ```js
  * const { SyclQueue, MemoryUSMDevice } = require('dpctl-memory');
- * const queue = new SyclQueue('cuda:gpu:0');  // or new SyclQueue() for the default device
+ * const queue = new SyclQueue();              // the default device; or new SyclQueue('cuda:gpu:0')
  * const mem = new MemoryUSMDevice(1 << 20, { queue });
- * console.log(mem.syclDevice.name, queue.equals(mem.syclQueue)); // true
+ * console.log(queue.equals(mem.syclQueue)); // true
  * ```
  */
 export declare class SyclQueue implements CloneGuarded {
@@ -1734,6 +1736,7 @@ export interface SyclQueue {
    * (let go of at a later `writeValue` of this thread that finds it done, or when the
    * thread's environment ends).
    *
+   * <!-- example: fragment -->
    * ```js
    * const flag = new Int32Array(progress.sharedBuffer);
    * q.submitAsync(kernel, args, n);

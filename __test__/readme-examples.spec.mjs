@@ -1,4 +1,4 @@
-// Every JS example of README.md (and of docs/*.md) runs as written: each ```js, ```javascript,
+// Every JS example of README.md (and of docs/*.md, and the @example blocks of index.d.ts) runs as written: each ```js, ```javascript,
 // ```mjs or ```cjs block is extracted, the package name replaced by this checkout's entry
 // point, and run in its own Node process on the CPU device (on the default device where
 // there is none, as on a GPU machine without the SYCL runtime); the verdict is its exit
@@ -112,7 +112,13 @@ function runBlock(block, kind, env) {
   }
 }
 
-const all = documents().map((file) => ({ file, ...extractBlocks(file, readFileSync(path.join(ROOT, file), 'utf8')) }));
+// index.d.ts's @example blocks too (TypeDoc puts them in docs/api): its doc comments'
+// lines without their leading ` * `, so that a fence and a mark start their lines.
+const dtsText = readFileSync(path.join(ROOT, 'index.d.ts'), 'utf8').replace(/^[ \t]*\* ?/gm, '');
+const all = [
+  ...documents().map((file) => ({ file, ...extractBlocks(file, readFileSync(path.join(ROOT, file), 'utf8')) })),
+  { file: 'index.d.ts', ...extractBlocks('index.d.ts', dtsText) },
+];
 const blocks = all.flatMap((doc) => doc.blocks);
 
 /** Blocks the GPU suite runs (marked `gpu`), and those that need UCX: `file:line`. */
