@@ -292,11 +292,20 @@ withRuntime(`the runtime loads no UR adapter from the working directory (LD_LIBR
     const memory = new MemoryUSMShared(64, { queue: new SyclQueue() });
     memory.free();
     process.stdout.write(JSON.stringify(getDevices().map((d) => d.filterString)));`;
-  const env = { ...process.env, LD_LIBRARY_PATH: '/nonexistent:', PLANTED_MARK: mark };
-  delete env.UR_ADAPTERS_FORCE_LOAD;
-  const child = spawnSync(process.execPath, ['-e', script], { cwd: work, env, encoding: 'utf8', timeout: 120_000 });
-  t.is(child.signal, null, child.stderr);
-  t.is(child.status, 0, child.stderr);
-  t.false(existsSync(mark), 'a planted adapter ran');
-  t.true(JSON.parse(child.stdout).includes('opencl:cpu:0'), 'the cache\'s own OpenCL adapter still serves the CPU device');
+  // The cache's default runtime, and its 2026 one named by a variable (where installed).
+  const { runtimeDir, isComplete, RUNTIMES } = createRequire(import.meta.url)(INSTALLER);
+  const roots = [undefined];
+  if (isComplete(runtimeDir(RUNTIMES[2026]), RUNTIMES[2026]) && existsSync(path.join(ROOT, 'dpctl_memory_shim_sycl9.so'))) roots.push(runtimeDir(RUNTIMES[2026]));
+  for (const root of roots) {
+    const env = { ...process.env, LD_LIBRARY_PATH: '/nonexistent:', PLANTED_MARK: mark };
+    delete env.UR_ADAPTERS_FORCE_LOAD;
+    delete env.DPCTL_MEMORY_SYCL_ROOT;
+    if (root) env.DPCTL_MEMORY_SYCL_ROOT = root;
+    const child = spawnSync(process.execPath, ['-e', script], { cwd: work, env, encoding: 'utf8', timeout: 120_000 });
+    const which = root ?? 'the default runtime';
+    t.is(child.signal, null, `${which}: ${child.stderr}`);
+    t.is(child.status, 0, `${which}: ${child.stderr}`);
+    t.false(existsSync(mark), `${which}: a planted adapter ran`);
+    t.true(JSON.parse(child.stdout).includes('opencl:cpu:0'), `${which}: the cache's own OpenCL adapter still serves the CPU device`);
+  }
 });

@@ -187,6 +187,15 @@ pub fn cache_dir() -> Option<PathBuf> {
     Some(cache_root()?.join(format!("sycl-runtime-{RUNTIME_VERSION}")))
 }
 
+/// Whether `found` is one of the cache's own runtimes: found there, or named by a variable
+/// (the 2026 one is used only by being named). Those are checked, and their adapters pinned,
+/// as the cache's; another named root is the user's.
+pub fn is_cache_runtime(found: &Found) -> bool {
+    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+    found.source == "cache"
+        || cached_runtimes().iter().filter_map(|dir| canonical(dir)).any(|dir| canonical(&found.root) == Some(dir))
+}
+
 /// The cache folders of every runtime `runtime.json` names (the default, then 2026's): build.rs
 /// builds a shim for each one there, and a named root that is one of them is checked as the
 /// cache is.
@@ -429,13 +438,7 @@ pub fn check_subfolders(dir: &Path, subdirs: &[&str], uid: u32) -> Result<(), Ve
 /// taken as it is. `subdirs`: the folders of the runtime that are read (`lib`, and
 /// `include` for a build). `Err` is the whole message, with how to fix it.
 pub fn check_trusted(found: &Found, subdirs: &[&str]) -> Result<(), String> {
-    // A named root is the user's, except one of the cache's own runtimes (the 2026 one is
-    // used only by being named): that is checked as the cache is.
-    let in_cache = || {
-        let canonical = |p: &Path| std::fs::canonicalize(p).ok();
-        cached_runtimes().iter().filter_map(|dir| canonical(dir)).any(|dir| canonical(&found.root) == Some(dir))
-    };
-    if found.source != "cache" && !in_cache() {
+    if !is_cache_runtime(found) {
         return Ok(());
     }
     let dir = &found.root;

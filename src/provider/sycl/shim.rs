@@ -212,7 +212,7 @@ fn load_shim() -> Result<Shim, String> {
     };
 
     point_ocl_icd_at(&runtime.root)?;
-    if runtime.source == "cache" {
+    if locate::is_cache_runtime(&runtime) {
         pin_ur_adapters(&runtime.root)?;
     }
 
