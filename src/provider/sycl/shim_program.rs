@@ -332,13 +332,26 @@ impl ContextHandle {
                 &mut log,
             )
         };
+        self.built(status, out, log)
+    }
+}
+
+impl ContextHandle {
+    /// What a build call left: the program and its log, or the error with the log (the
+    /// log is taken either way).
+    fn built(
+        &self,
+        status: c_int,
+        out: *mut RawProgram,
+        log: *mut c_char,
+    ) -> Result<(ProgramHandle, String), BuildError> {
         let checked = self.shim.check(status);
         let log = take_shim_string(self.shim, log);
         match checked {
-            Ok(()) => {
-                let raw = non_null(out, "program").map_err(no_log)?;
-                Ok((ProgramHandle { raw, shim: self.shim }, log))
-            }
+            Ok(()) => match non_null(out, "program") {
+                Ok(raw) => Ok((ProgramHandle { raw, shim: self.shim }, log)),
+                Err(error) => Err(BuildError { error, log: String::new() }),
+            },
             Err(error) => Err(BuildError { error, log }),
         }
     }
@@ -395,15 +408,7 @@ impl ContextHandle {
                 &mut log,
             )
         };
-        let checked = self.shim.check(status);
-        let log = take_shim_string(self.shim, log);
-        match checked {
-            Ok(()) => {
-                let raw = non_null(out, "program").map_err(no_log)?;
-                Ok((ProgramHandle { raw, shim: self.shim }, log))
-            }
-            Err(error) => Err(BuildError { error, log }),
-        }
+        self.built(status, out, log)
     }
 }
 
