@@ -10,17 +10,11 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, w
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ROOT, INDEX, ROOT_VARS, default2025, runtime2026, installed2025, shim2025, usable2026 } from './helpers/sycl-runtimes.mjs';
 
 const require = createRequire(import.meta.url);
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const INDEX = path.join(ROOT, 'index.js');
-const { runtimeDir, isComplete, RUNTIMES } = require('../scripts/install-runtime.js');
-const ROOT_VARS = ['DPCTL_MEMORY_SYCL_ROOT', 'SYCL_ROOT', 'CMPLR_ROOT', 'ONEAPI_ROOT'];
-const default2025 = runtimeDir(RUNTIMES.default);
-const runtime2026 = runtimeDir(RUNTIMES[2026]);
-const has2025 = isComplete(default2025, RUNTIMES.default) && existsSync(path.join(ROOT, 'dpctl_memory_shim.so'));
-const has2026 = isComplete(runtime2026, RUNTIMES[2026]) && existsSync(path.join(ROOT, 'dpctl_memory_shim_sycl9.so'));
+const has2025 = installed2025 && shim2025;
+const has2026 = usable2026;
 const skipNote = (ok, what) => (ok ? '' : ` [${what} is not installed: skipped]`);
 const n2025 = skipNote(has2025, 'the default SYCL runtime');
 const n2026 = skipNote(has2026, 'the SYCL 2026 runtime or its shim');

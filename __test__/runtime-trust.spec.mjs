@@ -12,6 +12,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runtime2026, usable2026 } from './helpers/sycl-runtimes.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const INDEX = path.join(ROOT, 'index.js');
@@ -293,9 +294,8 @@ withRuntime(`the runtime loads no UR adapter from the working directory (LD_LIBR
     memory.free();
     process.stdout.write(JSON.stringify(getDevices().map((d) => d.filterString)));`;
   // The cache's default runtime, and its 2026 one named by a variable (where installed).
-  const { runtimeDir, isComplete, RUNTIMES } = createRequire(import.meta.url)(INSTALLER);
   const roots = [undefined];
-  if (isComplete(runtimeDir(RUNTIMES[2026]), RUNTIMES[2026]) && existsSync(path.join(ROOT, 'dpctl_memory_shim_sycl9.so'))) roots.push(runtimeDir(RUNTIMES[2026]));
+  if (usable2026) roots.push(runtime2026);
   for (const root of roots) {
     const env = { ...process.env, LD_LIBRARY_PATH: '/nonexistent:', PLANTED_MARK: mark };
     delete env.UR_ADAPTERS_FORCE_LOAD;

@@ -5,22 +5,15 @@
 // read from /proc/self/maps.
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ROOT, INDEX, ROOT_VARS, default2025, runtime2026, installed2025, usable2026 } from './helpers/sycl-runtimes.mjs';
 
 const require = createRequire(import.meta.url);
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const INDEX = path.join(ROOT, 'index.js');
-const { runtimeDir, isComplete, RUNTIMES } = require('../scripts/install-runtime.js');
-const ROOT_VARS = ['DPCTL_MEMORY_SYCL_ROOT', 'SYCL_ROOT', 'CMPLR_ROOT', 'ONEAPI_ROOT'];
-
-const default2025 = runtimeDir(RUNTIMES.default);
-const runtime2026 = runtimeDir(RUNTIMES[2026]);
-const has2025 = isComplete(default2025, RUNTIMES.default);
-const has2026 = isComplete(runtime2026, RUNTIMES[2026]) && existsSync(path.join(ROOT, 'dpctl_memory_shim_sycl9.so'));
+const has2025 = installed2025;
+const has2026 = usable2026;
 const with2025 = has2025 ? test : test.skip;
 const with2026 = has2026 ? test : test.skip;
 const note2025 = has2025 ? '' : ' [the default SYCL runtime is not installed: skipped]';
