@@ -245,25 +245,18 @@ fn lacks(root: &Path, need: Need) -> String {
 /// there, found or not: the runtime a user names is never silently replaced by another.
 pub fn locate(need: Need) -> Result<Found, Vec<String>> {
     let mut searched = Vec::new();
-    let mut named: Option<String> = None;
-    for (source, root) in candidates() {
-        // The first variable set is the user's choice: its two forms, and nothing after.
-        if named.as_ref().is_some_and(|var| *var != source) {
-            searched.push(format!(
-                "nothing else was searched (the other variables, the per-user cache): {} names the runtime to use",
-                named.as_deref().unwrap_or("a variable")
-            ));
-            break;
-        }
-        if source != "cache" {
-            named = Some(source.clone());
-        }
+    let candidates = candidates();
+    // The first variable set is the user's choice: its two forms, and nothing after.
+    let named = candidates.first().map(|(source, _)| source.clone()).filter(|source| source != "cache");
+    for (source, root) in
+        candidates.into_iter().take_while(|(source, _)| named.as_ref().is_none_or(|var| var == source))
+    {
         if let Some(abi) = satisfies(&root, need) {
             return Ok(Found { root, source, abi });
         }
         searched.push(format!("{} ({source}): {}", root.display(), lacks(&root, need)));
     }
-    if let Some(var) = named.filter(|_| !searched.last().is_some_and(|line| line.starts_with("nothing else"))) {
+    if let Some(var) = named {
         searched.push(format!(
             "nothing else was searched (the other variables, the per-user cache): {var} names the runtime to use"
         ));
